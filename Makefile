@@ -1,0 +1,112 @@
+# mlpscale build. `make` builds every executable into bin/; `make test` and `make bench` first
+# run `make deps`, then build and run in a sub-make (so detection sees what deps installed).
+SHELL := /bin/bash
+.DEFAULT_GOAL := all
+
+# Goals that must work before dependencies exist: they skip detection.
+SETUP_GOALS := deps clean help test bench
+ifneq ($(filter-out $(SETUP_GOALS),$(or $(MAKECMDGOALS),all)),)
+include mk/detect.mk
+ifneq ($(strip $(DETECT_ERRORS)),)
+$(error missing dependencies: $(DETECT_ERRORS) (see the lines above))
+endif
+endif
+
+BUILD := build
+BIN := bin
+GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
+
+OPTFLAGS ?= -O3
+CXX := $(MPICXX)
+CPPFLAGS := -I. $(HDF5_CFLAGS) $(OPENBLAS_CFLAGS) $(JSON_CFLAGS) $(CLI11_CFLAGS)
+CXXFLAGS ?= $(OPTFLAGS) -g
+CXXFLAGS += -std=c++20 -Wall -Wextra -MMD -MP
+LDLIBS := $(HDF5_LIBS) $(OPENBLAS_LIBS) $(ZLIB_LIBS) -lpthread
+
+ifneq ($(WITH_CUDA),)
+  CPPFLAGS += -DMLPSCALE_WITH_CUDA -I$(CUDA_HOME)/include
+  LDLIBS += -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) -lcublas -lcudart
+  NVCCFLAGS ?= $(OPTFLAGS)
+  NVCCFLAGS += -std=c++20 -I. -DMLPSCALE_WITH_CUDA -MMD -MP -ccbin $(firstword $(shell $(MPICXX) -show)) \
+    -Xcompiler -Wall,-Wextra $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a))
+endif
+ifneq ($(WITH_NCCL),)
+  CPPFLAGS += -DMLPSCALE_WITH_NCCL -I$(NCCL_INCDIR)
+  LDLIBS += -L$(NCCL_LIBDIR) -Wl,-rpath,$(NCCL_LIBDIR) -lnccl
+endif
+
+LIB_SRCS := $(wildcard src/*.cpp src/*/*.cpp kernels/cpu/*.cpp)
+CUDA_SRCS := $(if $(WITH_CUDA),$(wildcard kernels/cuda/*.cu))
+LIB_OBJS := $(LIB_SRCS:%.cpp=$(BUILD)/%.o) $(CUDA_SRCS:%.cu=$(BUILD)/%.o)
+LIB := $(BUILD)/libmlpscale.a
+
+# Every bench/*.cpp is the main of one executable; bench_* ones use Google Benchmark.
+PROGRAMS := $(patsubst bench/%.cpp,$(BIN)/%,$(wildcard bench/*.cpp))
+BENCH_SUPPORT_SRCS := $(wildcard bench/support/*.cpp)
+BENCH_SUPPORT_OBJS := $(BENCH_SUPPORT_SRCS:%.cpp=$(BUILD)/%.o)
+TEST_SRCS := $(wildcard tests/*.cpp)
+TEST_OBJS := $(TEST_SRCS:%.cpp=$(BUILD)/%.o)
+UNIT_TESTS := $(BIN)/unit_tests
+
+.PHONY: all deps test bench run-tests run-bench clean help
+all: $(PROGRAMS) $(UNIT_TESTS)
+
+help:
+	@echo "make            build every executable into bin/ (CUDA=auto|0|1, NCCL=auto|0|1, CUDA_ARCHS='80 90')"
+	@echo "make deps       install missing system and Python packages (Debian/Ubuntu as root), else list them"
+	@echo "make test       deps, build, run the unit and command-line tests"
+	@echo "make bench      deps, build, run the kernel benchmarks and the step-time floor benchmark"
+	@echo "make clean      remove build/ and bin/"
+
+deps:
+	@bash mk/deps.sh
+
+test: deps
+	@$(MAKE) --no-print-directory run-tests
+
+bench: deps
+	@$(MAKE) --no-print-directory run-bench
+
+run-tests: all
+	@bash tests/run_all.sh
+
+run-bench: all
+	@bash bench/run_all.sh
+
+$(LIB): $(LIB_OBJS)
+	@mkdir -p $(@D)
+	ar rcs $@ $^
+
+$(BIN)/bench_%: $(BUILD)/bench/bench_%.o $(BENCH_SUPPORT_OBJS) $(LIB)
+	@mkdir -p $(@D)
+	$(CXX) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(BENCHMARK_LIBS)
+
+$(BIN)/%: $(BUILD)/bench/%.o $(LIB)
+	@mkdir -p $(@D)
+	$(CXX) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(UNIT_TESTS): $(TEST_OBJS) $(LIB)
+	@mkdir -p $(@D)
+	$(CXX) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(GTEST_LIBS)
+
+# The commit goes into results; the stamp file changes only when the commit does.
+$(BUILD)/git_commit.stamp: FORCE
+	@mkdir -p $(@D)
+	@echo '$(GIT_COMMIT)' | cmp -s - $@ || echo '$(GIT_COMMIT)' > $@
+$(BUILD)/src/results/run_info.o: $(BUILD)/git_commit.stamp
+$(BUILD)/src/results/run_info.o: CPPFLAGS += -DMLPSCALE_GIT_COMMIT='"$(GIT_COMMIT)"'
+.PHONY: FORCE
+FORCE:
+
+$(BUILD)/%.o: %.cpp
+	@mkdir -p $(@D)
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
+
+$(BUILD)/%.o: %.cu
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
+clean:
+	rm -rf $(BUILD) $(BIN)
+
+-include $(LIB_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(BENCH_SUPPORT_OBJS:.o=.d) $(PROGRAMS:$(BIN)/%=$(BUILD)/bench/%.d)

@@ -1,0 +1,36 @@
+#pragma once
+// The two backends of the Device seam: mlps::cpu (OpenBLAS + loops) and mlps::cuda (cuBLAS +
+// CUDA kernels). Both declare the same functions from kernel_api.inc.
+#include <cstddef>
+#include <cstdint>
+
+namespace mlps {
+
+// One Adam step's scalars, shared by every parameter tensor of the step.
+struct AdamStep {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double bias_correction1 = 1.0;  // 1 − beta1^t
+  double bias_correction2 = 1.0;  // 1 − beta2^t
+};
+
+namespace cpu {
+#include "kernel_api.inc"
+}  // namespace cpu
+
+namespace cuda {
+#include "kernel_api.inc"
+// True when the CUDA runtime reports at least one usable GPU; a missing driver means false.
+bool gpu_available();
+// Name of device 0, CUDA runtime and driver versions, for result files.
+const char* runtime_version_string();
+// Events on the kernel stream, for phase timing without synchronising mid-step.
+void* event_create();
+void event_record(void* event);
+double event_elapsed_seconds(void* start, void* end);  // waits for end
+void event_destroy(void* event);
+}  // namespace cuda
+
+}  // namespace mlps

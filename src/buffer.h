@@ -1,0 +1,60 @@
+#pragma once
+// Typed, owning memory on a Device; move-only so that ownership of device memory is obvious.
+#include <cstdint>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include "src/device.h"
+
+namespace mlps {
+
+template <typename T>
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(Device& device, int64_t count) : device_(&device), count_(count) {
+    data_ = count > 0 ? static_cast<T*>(device.allocate(bytes())) : nullptr;
+  }
+  ~Buffer() { reset(); }
+  Buffer(Buffer&& other) noexcept { *this = std::move(other); }
+  Buffer& operator=(Buffer&& other) noexcept {
+    if (this != &other) {
+      reset();
+      device_ = std::exchange(other.device_, nullptr);
+      data_ = std::exchange(other.data_, nullptr);
+      count_ = std::exchange(other.count_, 0);
+    }
+    return *this;
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  T* data() { return data_; }
+  const T* data() const { return data_; }
+  int64_t size() const { return count_; }
+  size_t bytes() const { return static_cast<size_t>(count_) * sizeof(T); }
+
+  void zero() { if (data_) device_->zero(data_, bytes()); }
+  void upload(const std::vector<T>& host) {
+    // Callers size host vectors from size(); a mismatch is a programming error.
+    if (static_cast<int64_t>(host.size()) != count_) throw std::logic_error("Buffer::upload size");
+    if (data_) device_->to_device(data_, host.data(), bytes());
+  }
+  std::vector<T> download() const {
+    std::vector<T> host(static_cast<size_t>(count_));
+    if (data_) device_->to_host(host.data(), data_, bytes());
+    return host;
+  }
+
+ private:
+  void reset() {
+    if (device_ && data_) device_->release(data_, bytes());
+    data_ = nullptr;
+  }
+  Device* device_ = nullptr;
+  T* data_ = nullptr;
+  int64_t count_ = 0;
+};
+
+}  // namespace mlps

@@ -1,0 +1,116 @@
+#pragma once
+// The Device seam: one object per rank that owns the backend choice, counts the bytes it
+// allocates (peak memory for the results) and forwards every kernel to mlps::cpu or mlps::cuda.
+#include <cstddef>
+#include <string>
+
+#include "kernels/kernels.h"
+
+#ifdef MLPSCALE_WITH_CUDA
+#define MLPS_ON_BACKEND(fn, ...) \
+  (kind_ == DeviceKind::cuda ? cuda::fn(__VA_ARGS__) : cpu::fn(__VA_ARGS__))
+#else
+#define MLPS_ON_BACKEND(fn, ...) cpu::fn(__VA_ARGS__)
+#endif
+
+namespace mlps {
+
+enum class DeviceKind { cpu, cuda };
+
+const char* to_string(DeviceKind kind);
+
+// True when this binary was built with the CUDA backend.
+bool built_with_cuda();
+
+// Resolves --device auto|cpu|cuda: auto is cuda when built with CUDA and a GPU is visible,
+// else cpu. Throws InputError when cuda is asked for and cannot be had, saying why.
+DeviceKind resolve_device(const std::string& requested);
+
+class Device {
+ public:
+  explicit Device(DeviceKind kind) : kind_(kind) {}
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  DeviceKind kind() const { return kind_; }
+
+  void* allocate(size_t bytes);
+  void release(void* p, size_t bytes);
+  size_t current_bytes() const { return current_bytes_; }
+  size_t peak_bytes() const { return peak_bytes_; }
+
+  void to_device(void* dst, const void* host_src, size_t bytes) const {
+    MLPS_ON_BACKEND(copy_to_device, dst, host_src, bytes);
+  }
+  void to_host(void* host_dst, const void* src, size_t bytes) const {
+    MLPS_ON_BACKEND(copy_to_host, host_dst, src, bytes);
+  }
+  void copy(void* dst, const void* src, size_t bytes) const {
+    MLPS_ON_BACKEND(copy_on_device, dst, src, bytes);
+  }
+  void zero(void* p, size_t bytes) const { MLPS_ON_BACKEND(fill_zero, p, bytes); }
+  void synchronize() const { MLPS_ON_BACKEND(synchronize); }
+
+  template <typename T>
+  void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+            int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) const {
+    MLPS_ON_BACKEND(gemm, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  }
+  template <typename T>
+  void bias_add(T* y, const T* bias, int64_t rows, int64_t cols) const {
+    MLPS_ON_BACKEND(bias_add, y, bias, rows, cols);
+  }
+  template <typename T>
+  void bias_grad(T* dbias, const T* dy, int64_t rows, int64_t cols, bool accumulate) const {
+    MLPS_ON_BACKEND(bias_grad, dbias, dy, rows, cols, accumulate);
+  }
+  template <typename T>
+  void relu_forward(T* y, const T* x, int64_t n) const {
+    MLPS_ON_BACKEND(relu_forward, y, x, n);
+  }
+  template <typename T>
+  void relu_backward(T* dx, const T* dy, const T* y, int64_t n) const {
+    MLPS_ON_BACKEND(relu_backward, dx, dy, y, n);
+  }
+  template <typename T>
+  void residual_add(T* y, const T* a, const T* b, int64_t n) const {
+    MLPS_ON_BACKEND(residual_add, y, a, b, n);
+  }
+  template <typename T>
+  void layernorm_forward(T* y, T* mean, T* rstd, const T* x, const T* gamma, const T* beta,
+                         int64_t rows, int64_t cols, double eps) const {
+    MLPS_ON_BACKEND(layernorm_forward, y, mean, rstd, x, gamma, beta, rows, cols, eps);
+  }
+  template <typename T>
+  void layernorm_backward(T* dx, T* dgamma, T* dbeta, const T* dy, const T* x, const T* mean,
+                          const T* rstd, const T* gamma, int64_t rows, int64_t cols,
+                          bool accumulate) const {
+    MLPS_ON_BACKEND(layernorm_backward, dx, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, cols,
+                    accumulate);
+  }
+  template <typename T>
+  void softmax_xent_forward(T* probs, T* row_loss, const T* logits, const int32_t* labels,
+                            int64_t rows, int64_t classes) const {
+    MLPS_ON_BACKEND(softmax_xent_forward, probs, row_loss, logits, labels, rows, classes);
+  }
+  template <typename T>
+  void softmax_xent_backward(T* dlogits, const T* probs, const int32_t* labels, int64_t rows,
+                             int64_t classes, double scale) const {
+    MLPS_ON_BACKEND(softmax_xent_backward, dlogits, probs, labels, rows, classes, scale);
+  }
+  template <typename T>
+  void adam_update(T* param, const T* grad, T* m, T* v, int64_t n, const AdamStep& step) const {
+    MLPS_ON_BACKEND(adam_update, param, grad, m, v, n, step);
+  }
+  template <typename T>
+  void sgd_update(T* param, const T* grad, int64_t n, double lr) const {
+    MLPS_ON_BACKEND(sgd_update, param, grad, n, lr);
+  }
+
+ private:
+  DeviceKind kind_;
+  size_t current_bytes_ = 0;
+  size_t peak_bytes_ = 0;
+};
+
+}  // namespace mlps

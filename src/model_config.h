@@ -1,0 +1,49 @@
+#pragma once
+// The shape of the tutorial's FC_Net: embed Linear(S² → H), L blocks, classifier Linear(H → 10).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mlps {
+
+enum class BlockKind {
+  residual_mlp,  // x + Linear(F→H)(ReLU(Linear(H→F)(LayerNorm(x)))), F = ffn_mult·H
+  plain,         // ReLU(Linear(H→H)(x))
+};
+
+struct ModelConfig {
+  int64_t image_size = 64;
+  int64_t hidden = 2048;
+  int64_t layers = 4;
+  int64_t ffn_mult = 4;
+  int64_t classes = 10;
+  BlockKind block = BlockKind::residual_mlp;
+
+  int64_t input_features() const { return image_size * image_size; }
+  int64_t ffn_hidden() const { return ffn_mult * hidden; }
+};
+
+// One Linear layer of the model, in forward order (out × in weight, as PyTorch stores it).
+struct LinearShape {
+  std::string name;  // "embed", "block0.fc1", "block0.fc2", ..., "classifier"
+  int64_t in = 0;
+  int64_t out = 0;
+};
+
+std::vector<LinearShape> linear_shapes(const ModelConfig& config);
+int64_t parameter_count(const ModelConfig& config);
+
+// One GEMM of a training step: C[m×n] = op(A)·op(B) with k the inner dimension.
+struct GemmShape {
+  std::string name;  // e.g. "block0.fc1.forward", ".grad_input", ".grad_weight"
+  bool trans_a = false;
+  bool trans_b = false;
+  int64_t m = 0, n = 0, k = 0;
+  double flops() const { return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k); }
+};
+
+// Every GEMM of one training step at `batch` rows: forward Y = X·Wᵀ, backward dX = dY·W
+// (skipped for the first layer, whose input needs no gradient) and dW = dYᵀ·X.
+std::vector<GemmShape> training_step_gemms(const ModelConfig& config, int64_t batch);
+
+}  // namespace mlps

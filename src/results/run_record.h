@@ -1,0 +1,49 @@
+#pragma once
+// Everything one run writes to its HDF5 result file (schema: results/README.md). Rank 0 fills
+// it from gathered per-rank data; write_results_hdf5 writes it under a temporary name and
+// renames it into place, so an interrupted run never leaves a truncated file.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace mlps {
+
+// Row-major [iterations × ranks] table of seconds or bytes.
+struct IterationRankTable {
+  int64_t iterations = 0;
+  int64_t ranks = 0;
+  std::vector<double> values;  // values[i * ranks + r]
+};
+
+struct CommRecord {
+  IterationRankTable time_seconds;
+  IterationRankTable bytes;
+};
+
+struct Verification {
+  std::string verdict = "not run";  // "PASS", "FAIL" or "not run"
+  double max_relative_error = 0.0;
+  double tolerance = 0.0;
+};
+
+struct RunRecord {
+  // Root attributes. Strings: scheme, grid, device, comm, precision, config_json, command_line,
+  // git_commit, mpi_version, nccl_version, cuda_version, hdf5_version, hosts, start_time, data.
+  std::map<std::string, std::string> string_attributes;
+  // Integer root attributes: world_size, warmup_iterations, parameters, ...
+  std::map<std::string, int64_t> integer_attributes;
+  std::map<std::string, IterationRankTable> timing;  // /timing/<phase>
+  std::map<std::string, CommRecord> comm;            // /comm/<kind>/{time,bytes}
+  std::vector<double> loss;                          // /train/loss [iterations]
+  std::vector<double> test_accuracy;                 // /train/test_accuracy [epochs evaluated]
+  std::vector<int64_t> peak_bytes;                   // /memory/peak_bytes [ranks]
+  Verification verification;                         // /verification attributes
+};
+
+void write_results_hdf5(const std::string& path, const RunRecord& record);
+// Reads a file written by write_results_hdf5 (tests and tools); throws InputError naming the
+// file and the missing field when the file does not follow the schema.
+RunRecord read_results_hdf5(const std::string& path);
+
+}  // namespace mlps

@@ -1,0 +1,12 @@
+// GoogleTest main for bin/unit_tests: MPI is initialised because the library's result and
+// run-info code asks MPI for ranks and host names.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  ::testing::InitGoogleTest(&argc, argv);
+  const int status = RUN_ALL_TESTS();
+  MPI_Finalize();
+  return status;
+}
