@@ -98,11 +98,17 @@ $(BUILD)/src/results/run_info.o: CPPFLAGS += -DMLPSCALE_GIT_COMMIT='"$(GIT_COMMI
 .PHONY: FORCE
 FORCE:
 
-$(BUILD)/%.o: %.cpp
+# Objects rebuild when the compiler flags change (CUDA=0 after CUDA=1, say), not only sources.
+FLAGS_TEXT := $(CXX) $(CPPFLAGS) $(CXXFLAGS) | $(NVCC) $(NVCCFLAGS)
+$(BUILD)/flags.stamp: FORCE
+	@mkdir -p $(@D)
+	@echo '$(FLAGS_TEXT)' | cmp -s - $@ || echo '$(FLAGS_TEXT)' > $@
+
+$(BUILD)/%.o: %.cpp $(BUILD)/flags.stamp
 	@mkdir -p $(@D)
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -c $< -o $@
 
-$(BUILD)/%.o: %.cu
+$(BUILD)/%.o: %.cu $(BUILD)/flags.stamp
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 

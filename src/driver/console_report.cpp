@@ -1,0 +1,84 @@
+#include "src/driver/console_report.h"
+
+#include <cstdio>
+
+#include "src/driver/step_statistics.h"
+
+namespace mlps {
+
+void print_settings_header(const RunContext& context, const Options& o,
+                           const TrainingSchedule& schedule, const std::string& scheme,
+                           const std::string& grid, const std::string& device,
+                           const std::string& data, int64_t parameters,
+                           const std::string& out_path) {
+  const ModelConfig& m = o.model;
+  std::printf("mlpscale %s\n", context.program.c_str());
+  std::printf("  scheme      %s, grid %s, %d rank%s\n", scheme.c_str(), grid.c_str(), context.size,
+              context.size == 1 ? "" : "s");
+  std::printf("  device      %s, precision %s\n", device.c_str(), to_string(o.precision));
+  std::printf("  model       FC_Net: image %lldx%lld, hidden %lld, %lld %s blocks (ffn %lld), "
+              "%lld parameters\n",
+              (long long)m.image_size, (long long)m.image_size, (long long)m.hidden,
+              (long long)m.layers, m.block == BlockKind::plain ? "plain" : "mlp",
+              (long long)m.ffn_hidden(), (long long)parameters);
+  std::printf("  data        %s, %lld training samples, global batch %lld\n", data.c_str(),
+              (long long)schedule.train_samples, (long long)schedule.global_batch);
+  std::printf("  training    %lld iterations (%lld per epoch), %lld warm-up, %s lr %g, seed %llu\n",
+              (long long)schedule.iterations, (long long)schedule.batches_per_epoch,
+              (long long)o.warmup, o.optimizer.kind == OptimizerKind::adam ? "adam" : "sgd",
+              o.optimizer.lr, (unsigned long long)o.seed);
+  std::printf("  output      %s%s\n", out_path.c_str(), o.verify ? " (with --verify)" : "");
+  std::fflush(stdout);
+}
+
+void print_progress(int64_t iteration, const TrainingSchedule& schedule, double loss,
+                    double step_seconds) {
+  std::printf("iter %lld/%lld  epoch %lld  loss %.6f  step %.3f ms\n", (long long)iteration + 1,
+              (long long)schedule.iterations, (long long)schedule.epoch_of(iteration) + 1, loss,
+              step_seconds * 1e3);
+  std::fflush(stdout);
+}
+
+void print_evaluation(int64_t epoch, double accuracy, int64_t samples) {
+  std::printf("epoch %lld  test accuracy %.4f (%lld samples)\n", (long long)epoch + 1, accuracy,
+              (long long)samples);
+  std::fflush(stdout);
+}
+
+void print_summary(const RunRecord& record, const TrainingSchedule& schedule, int64_t warmup,
+                   int64_t parameters) {
+  const StepSummary s =
+      summarise_steps(record.timing.at("step"), warmup, schedule.global_batch, parameters);
+  std::printf("summary: %lld timed iterations (%lld warm-up excluded), slowest rank per "
+              "iteration\n",
+              (long long)(schedule.iterations - warmup), (long long)warmup);
+  std::printf("  %-11s %12s %12s\n", "phase", "median ms", "share");
+  double phases_total = 0;
+  for (const char* phase : {"forward", "backward", "optimizer", "data"}) {
+    const double t = median(slowest_rank_per_iteration(record.timing.at(phase), warmup));
+    phases_total += t;
+    std::printf("  %-11s %12.3f %11.1f%%\n", phase, t * 1e3,
+                100.0 * t / s.median_step_seconds);
+  }
+  double comm_total = 0;
+  for (const auto& [kind, comm] : record.comm) {
+    const double t = median(slowest_rank_per_iteration(comm.time_seconds, warmup));
+    comm_total += t;
+    std::printf("  %-11s %12.3f %11.1f%%\n", ("comm " + kind).c_str(), t * 1e3,
+                100.0 * t / s.median_step_seconds);
+  }
+  const double other = s.median_step_seconds - phases_total;
+  std::printf("  %-11s %12.3f %11.1f%%   (step − phases: host work, waits, exposed comm)\n",
+              "other", other * 1e3, 100.0 * other / s.median_step_seconds);
+  std::printf("  step time   median %.3f ms, p95 %.3f ms\n", s.median_step_seconds * 1e3,
+              s.p95_step_seconds * 1e3);
+  std::printf("  throughput  %.1f samples/s, %.4f TFLOP/s (6 x %lld parameters x samples)\n",
+              s.samples_per_second, s.tflops, (long long)parameters);
+  std::printf("  split       compute %.1f%%, communication %.1f%%%s\n",
+              100.0 * (phases_total - comm_total) / s.median_step_seconds,
+              100.0 * comm_total / s.median_step_seconds,
+              record.comm.empty() ? " (no collectives in this scheme)" : "");
+  std::fflush(stdout);
+}
+
+}  // namespace mlps

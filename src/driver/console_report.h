@@ -1,0 +1,25 @@
+#pragma once
+// What rank 0 prints: the settings header, progress lines and the closing summary table.
+#include <string>
+
+#include "src/driver/run_context.h"
+#include "src/driver/training_schedule.h"
+#include "src/results/run_record.h"
+
+namespace mlps {
+
+void print_settings_header(const RunContext& context, const Options& options,
+                           const TrainingSchedule& schedule, const std::string& scheme,
+                           const std::string& grid, const std::string& device,
+                           const std::string& data, int64_t parameters,
+                           const std::string& out_path);
+
+void print_progress(int64_t iteration, const TrainingSchedule& schedule, double loss,
+                    double step_seconds);
+
+void print_evaluation(int64_t epoch, double accuracy, int64_t samples);
+
+void print_summary(const RunRecord& record, const TrainingSchedule& schedule, int64_t warmup,
+                   int64_t parameters);
+
+}  // namespace mlps

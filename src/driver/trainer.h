@@ -1,0 +1,48 @@
+#pragma once
+// What a scheme supplies to the shared driver: how this rank holds the model, which rows of a
+// global batch it loads, and one training step (forward, backward, gradient synchronisation,
+// optimizer). The driver owns everything else: data order, warm-up, timing, evaluation,
+// verification and output.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "src/data/batch_loader.h"
+#include "src/driver/phase_timer.h"
+
+namespace mlps {
+
+// Rows [first, first + count) of a global batch.
+struct BatchSlice {
+  int64_t first = 0;
+  int64_t count = 0;
+};
+
+// A tensor of the full model in fp64, for verification.
+struct NamedTensor {
+  std::string name;
+  std::vector<double> values;
+};
+
+class Trainer {
+ public:
+  virtual ~Trainer() = default;
+  virtual std::string scheme() const = 0;
+  virtual std::string grid() const = 0;
+  // The rows of a global batch of `global_rows` samples that this rank loads.
+  virtual BatchSlice batch_slice(int64_t global_rows) const = 0;
+  // One optimizer step over the global batch, given this rank's rows. Returns the mean loss
+  // over the global batch, the same on every rank.
+  virtual double train_step(const HostBatch& rows, int64_t global_batch, PhaseTimer& timer) = 0;
+  // Correct predictions over a global evaluation batch, the same on every rank.
+  virtual int64_t count_correct(const HostBatch& rows, int64_t global_rows) = 0;
+  // The full parameters on rank 0 (empty on other ranks), in the model's tensor order.
+  virtual std::vector<NamedTensor> gather_parameters() = 0;
+  virtual int64_t parameter_count() const = 0;
+  // Bytes the optimizer moves per step on this rank (for the step-time floor).
+  virtual double optimizer_bytes_per_step() const = 0;
+  // The device this rank computes on (timers use its events; its peak bytes are reported).
+  virtual const Device& device() const = 0;
+};
+
+}  // namespace mlps

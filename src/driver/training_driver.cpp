@@ -1,0 +1,159 @@
+#include "src/driver/training_driver.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+
+#include "src/data/shuffle.h"
+#include "src/driver/console_report.h"
+#include "src/driver/verification.h"
+#include "src/results/run_info.h"
+
+namespace mlps {
+
+std::string default_result_path(const std::string& scheme) {
+  char stamp[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", std::gmtime(&now));
+  return "results/" + scheme + "-" + stamp + "-" + std::to_string(getpid()) + ".h5";
+}
+
+namespace {
+
+// Every rank's [iterations × phases] times, gathered to rank 0 as one table per phase.
+std::map<std::string, IterationRankTable> gather_phase_tables(
+    const RunContext& context, const std::vector<double>& local, int64_t iterations) {
+  const auto names = phase_names();
+  const auto phases = static_cast<int64_t>(names.size());
+  std::vector<double> all(context.is_root() ? local.size() * context.size : 0);
+  MPI_Gather(local.data(), static_cast<int>(local.size()), MPI_DOUBLE, all.data(),
+             static_cast<int>(local.size()), MPI_DOUBLE, 0, context.comm);
+  std::map<std::string, IterationRankTable> tables;
+  if (!context.is_root()) return tables;
+  for (int64_t p = 0; p < phases; ++p) {
+    IterationRankTable t{iterations, context.size, std::vector<double>(iterations * context.size)};
+    for (int64_t r = 0; r < context.size; ++r)
+      for (int64_t i = 0; i < iterations; ++i)
+        t.values[i * context.size + r] = all[(r * iterations + i) * phases + p];
+    tables[names[p]] = std::move(t);
+  }
+  return tables;
+}
+
+std::vector<int64_t> gather_peak_bytes(const RunContext& context, size_t peak) {
+  const auto mine = static_cast<int64_t>(peak);
+  std::vector<int64_t> all(context.size);
+  MPI_Gather(&mine, 1, MPI_INT64_T, all.data(), 1, MPI_INT64_T, 0, context.comm);
+  return all;
+}
+
+double evaluate(const Options& o, Trainer& trainer, const Dataset& dataset, int64_t samples) {
+  int64_t correct = 0;
+  for (int64_t first = 0; first < samples; first += o.batch) {
+    const int64_t rows = std::min(o.batch, samples - first);
+    const BatchSlice slice = trainer.batch_slice(rows);
+    const HostBatch batch = load_batch_range(dataset, Split::test, first + slice.first, slice.count,
+                                             static_cast<int>(o.model.image_size));
+    correct += trainer.count_correct(batch, rows);
+  }
+  return static_cast<double>(correct) / static_cast<double>(samples);
+}
+
+}  // namespace
+
+int run_training(const RunContext& context, const Options& o, Trainer& trainer,
+                 const Dataset& dataset) {
+  const TrainingSchedule schedule = TrainingSchedule::make(o, dataset.size(Split::train));
+  const std::string out_path = o.out.empty() ? default_result_path(trainer.scheme()) : o.out;
+  const std::string start_time = utc_timestamp_now();
+  const int64_t eval_samples = o.eval_samples > 0
+                                   ? std::min(o.eval_samples, dataset.size(Split::test))
+                                   : dataset.size(Split::test);
+  const std::string device_name = to_string(trainer.device().kind());
+  if (context.is_root())
+    print_settings_header(context, o, schedule, trainer.scheme(), trainer.grid(), device_name,
+                          dataset.describe(), trainer.parameter_count(), out_path);
+
+  PhaseTimer timer(trainer.device());
+  const auto phases = static_cast<int64_t>(phase_names().size());
+  std::vector<double> local_times;
+  local_times.reserve(schedule.iterations * phases);
+  RunRecord record;
+  std::vector<int64_t> order;
+  for (int64_t it = 0; it < schedule.iterations; ++it) {
+    timer.begin_iteration();
+    HostBatch batch;
+    {
+      ScopedPhase phase(timer, Phase::data);
+      if (it == 0 || schedule.first_position(it) == 0)
+        order = epoch_order(schedule.train_samples, o.seed, schedule.epoch_of(it));
+      const BatchSlice slice = trainer.batch_slice(schedule.global_batch);
+      batch = load_batch(dataset, Split::train, order, schedule.first_position(it) + slice.first,
+                         slice.count, static_cast<int>(o.model.image_size));
+    }
+    const double loss = trainer.train_step(batch, schedule.global_batch, timer);
+    const std::vector<double> seconds = timer.end_iteration();
+    local_times.insert(local_times.end(), seconds.begin(), seconds.end());
+    record.loss.push_back(loss);
+    if (context.is_root() && o.print_every > 0 &&
+        ((it + 1) % o.print_every == 0 || it + 1 == schedule.iterations || !std::isfinite(loss)))
+      print_progress(it, schedule, loss, seconds[0]);
+    if (schedule.ends_epoch(it)) {
+      const double accuracy = evaluate(o, trainer, dataset, eval_samples);
+      record.test_accuracy.push_back(accuracy);
+      if (context.is_root()) print_evaluation(schedule.epoch_of(it), accuracy, eval_samples);
+    }
+  }
+
+  record.timing = gather_phase_tables(context, local_times, schedule.iterations);
+  record.peak_bytes = gather_peak_bytes(context, trainer.device().peak_bytes());
+  const std::string hosts = host_names(context.comm);
+  std::vector<NamedTensor> parameters;
+  if (o.verify) parameters = trainer.gather_parameters();
+
+  int exit_code = 0;
+  if (context.is_root()) {
+    print_summary(record, schedule, o.warmup, trainer.parameter_count());
+    if (o.verify) {
+      std::printf("verify: recomputing %lld iterations serially in fp64 on the CPU ...\n",
+                  (long long)schedule.iterations);
+      std::fflush(stdout);
+      record.verification = verify_against_serial(o, dataset, schedule, record.loss, parameters);
+      std::printf("verify: %s  worst relative error %.3e, tolerance %.1e (losses and final "
+                  "weights vs serial fp64)\n",
+                  record.verification.verdict.c_str(), record.verification.max_relative_error,
+                  record.verification.tolerance);
+      if (record.verification.verdict != "PASS") exit_code = 3;
+    }
+    auto& s = record.string_attributes;
+    s["scheme"] = trainer.scheme();
+    s["grid"] = trainer.grid();
+    s["device"] = device_name;
+    s["comm"] = context.size > 1 ? o.comm : "none";
+    s["precision"] = to_string(o.precision);
+    s["data"] = dataset.describe();
+    s["config_json"] = o.resolved_json;
+    s["command_line"] = context.command_line;
+    s["git_commit"] = git_commit();
+    s["mpi_version"] = mpi_library_version();
+    s["nccl_version"] = nccl_version();
+    s["cuda_version"] = cuda_version();
+    s["hdf5_version"] = hdf5_library_version();
+    s["hosts"] = hosts;
+    s["start_time"] = start_time;
+    auto& n = record.integer_attributes;
+    n["world_size"] = context.size;
+    n["warmup_iterations"] = o.warmup;
+    n["iterations"] = schedule.iterations;
+    n["parameters"] = trainer.parameter_count();
+    n["global_batch"] = schedule.global_batch;
+    write_results_hdf5(out_path, record);
+    std::printf("results: %s\n", out_path.c_str());
+  }
+  MPI_Bcast(&exit_code, 1, MPI_INT, 0, context.comm);
+  return exit_code;
+}
+
+}  // namespace mlps

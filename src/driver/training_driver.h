@@ -1,0 +1,19 @@
+#pragma once
+// The loop every scheme shares: data order, warm-up, timed iterations, per-epoch evaluation,
+// progress, summary, --verify and the HDF5 result file.
+#include "src/data/dataset.h"
+#include "src/driver/run_context.h"
+#include "src/driver/trainer.h"
+#include "src/options.h"
+
+namespace mlps {
+
+// Default result path: results/<scheme>-<UTC time>-<pid>.h5 (rank 0's clock and pid).
+std::string default_result_path(const std::string& scheme);
+
+// Runs the training; returns the process exit code (0, or 3 when --verify fails), the same on
+// every rank.
+int run_training(const RunContext& context, const Options& options, Trainer& trainer,
+                 const Dataset& dataset);
+
+}  // namespace mlps

@@ -1,0 +1,85 @@
+#include "src/json_config.h"
+
+#include <nlohmann/json.hpp>
+
+namespace mlps {
+
+namespace {
+
+// JSON scalars become the strings CLI11 would have read from the command line.
+std::string scalar_to_input(const std::string& key, const nlohmann::json& value) {
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_boolean()) return value.get<bool>() ? "true" : "false";
+  if (value.is_number()) return value.dump();
+  throw CLI::ConversionError("config key '" + key + "' must be a string, number or boolean, not " +
+                             std::string(value.type_name()));
+}
+
+// Typed JSON for a value string: numbers and booleans as such, everything else a string.
+nlohmann::json typed(const std::string& text) {
+  if (text == "true") return true;
+  if (text == "false") return false;
+  try {
+    size_t used = 0;
+    const long long i = std::stoll(text, &used);
+    if (used == text.size()) return i;
+    const double d = std::stod(text, &used);
+    if (used == text.size()) return d;
+  } catch (const std::exception&) {
+  }
+  return text;
+}
+
+}  // namespace
+
+std::vector<CLI::ConfigItem> JsonConfig::from_config(std::istream& input) const {
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(input);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw CLI::ConversionError(std::string("config file is not valid JSON: ") + e.what());
+  }
+  if (!doc.is_object()) throw CLI::ConversionError("config file must hold one JSON object");
+  std::vector<CLI::ConfigItem> items;
+  for (const auto& [key, value] : doc.items()) {
+    CLI::ConfigItem item;
+    item.name = key;
+    if (value.is_array()) {
+      for (const auto& element : value) item.inputs.push_back(scalar_to_input(key, element));
+    } else {
+      item.inputs.push_back(scalar_to_input(key, value));
+    }
+    items.push_back(std::move(item));
+  }
+  return items;
+}
+
+std::string JsonConfig::to_config(const CLI::App* app, bool default_also, bool /*descriptions*/,
+                                  std::string /*prefix*/) const {
+  nlohmann::json doc = nlohmann::json::object();
+  for (const CLI::Option* opt : app->get_options()) {
+    const std::string name = opt->get_single_name();
+    if (name.empty() || name == "help" || opt == app->get_config_ptr()) continue;
+    std::vector<std::string> values = opt->reduced_results();
+    if (values.empty()) {
+      if (!default_also) continue;
+      const std::string def = opt->get_default_str();
+      if (opt->get_type_size() == 0) values = {def.empty() ? "false" : def};
+      else if (!def.empty()) values = {def};
+      else continue;
+    }
+    if (opt->get_type_size() == 0 && !values.empty() && values.front() != "false" &&
+        values.front() != "true")
+      values = {"true"};  // a counted flag records that it was given
+    if (values.size() == 1) {
+      doc[name] = typed(values.front());
+    } else {
+      nlohmann::json list = nlohmann::json::array();
+      for (const auto& v : values) list.push_back(typed(v));
+      doc[name] = list;
+    }
+  }
+  return doc.dump();
+}
+
+}  // namespace mlps

@@ -1,0 +1,76 @@
+#include "src/model/fc_net.h"
+
+#include <algorithm>
+
+namespace mlps {
+
+template <typename T>
+FcNet<T>::FcNet(Device& device, const ModelConfig& config, int64_t max_rows)
+    : device_(device), config_(config), max_rows_(max_rows), params_(device) {
+  const int64_t h = config.hidden;
+  embed_ = std::make_unique<LinearLayer<T>>(device, params_, "embed", config.input_features(), h);
+  for (int64_t l = 0; l < config.layers; ++l)
+    blocks_.push_back(std::make_unique<MlpBlock<T>>(device, params_,
+                                                    "block" + std::to_string(l), config, max_rows));
+  classifier_ = std::make_unique<LinearLayer<T>>(device, params_, "classifier", h, config.classes);
+  inputs_ = Buffer<T>(device, max_rows * config.input_features());
+  labels_ = Buffer<int32_t>(device, max_rows);
+  for (int64_t l = 0; l <= config.layers; ++l) activations_.emplace_back(device, max_rows * h);
+  logits_ = Buffer<T>(device, max_rows * config.classes);
+  probs_ = Buffer<T>(device, max_rows * config.classes);
+  row_loss_ = Buffer<T>(device, max_rows);
+  grad_logits_ = Buffer<T>(device, max_rows * config.classes);
+  grad_a_ = Buffer<T>(device, max_rows * h);
+  grad_b_ = Buffer<T>(device, max_rows * h);
+}
+
+template <typename T>
+double FcNet<T>::forward(const T* host_inputs, const int32_t* host_labels, int64_t rows) {
+  device_.to_device(inputs_.data(), host_inputs,
+                    sizeof(T) * static_cast<size_t>(rows * config_.input_features()));
+  device_.to_device(labels_.data(), host_labels, sizeof(int32_t) * static_cast<size_t>(rows));
+  embed_->forward(inputs_.data(), activations_[0].data(), rows);
+  for (size_t l = 0; l < blocks_.size(); ++l)
+    blocks_[l]->forward(activations_[l].data(), activations_[l + 1].data(), rows);
+  classifier_->forward(activations_.back().data(), logits_.data(), rows);
+  device_.softmax_xent_forward<T>(probs_.data(), row_loss_.data(), logits_.data(), labels_.data(),
+                                  rows, config_.classes);
+  std::vector<T> losses(static_cast<size_t>(rows));
+  device_.to_host(losses.data(), row_loss_.data(), sizeof(T) * losses.size());
+  double sum = 0.0;
+  for (T v : losses) sum += static_cast<double>(v);
+  return sum;
+}
+
+template <typename T>
+void FcNet<T>::backward(int64_t rows, int64_t global_batch, bool accumulate) {
+  device_.softmax_xent_backward<T>(grad_logits_.data(), probs_.data(), labels_.data(), rows,
+                                   config_.classes, 1.0 / static_cast<double>(global_batch));
+  T* dy = grad_a_.data();
+  T* dx = grad_b_.data();
+  classifier_->backward(activations_.back().data(), grad_logits_.data(), dy, rows, accumulate);
+  for (size_t l = blocks_.size(); l-- > 0;) {
+    blocks_[l]->backward(activations_[l].data(), activations_[l + 1].data(), dy, dx, rows,
+                         accumulate);
+    std::swap(dx, dy);
+  }
+  embed_->backward(inputs_.data(), dy, nullptr, rows, accumulate);
+}
+
+template <typename T>
+std::vector<int32_t> FcNet<T>::predictions(int64_t rows) const {
+  const int64_t classes = config_.classes;
+  std::vector<T> probs(static_cast<size_t>(rows * classes));
+  device_.to_host(probs.data(), probs_.data(), sizeof(T) * probs.size());
+  std::vector<int32_t> predicted(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* row = probs.data() + r * classes;
+    predicted[r] = static_cast<int32_t>(std::max_element(row, row + classes) - row);
+  }
+  return predicted;
+}
+
+template class FcNet<float>;
+template class FcNet<double>;
+
+}  // namespace mlps

@@ -1,0 +1,43 @@
+#pragma once
+// The tutorial's FC_Net on one device: embed Linear(S² → H), L blocks, classifier Linear(H → 10),
+// softmax cross-entropy averaged over the global batch. Activations are sized for max_rows.
+#include <memory>
+#include <vector>
+
+#include "src/model/mlp_block.h"
+
+namespace mlps {
+
+template <typename T>
+class FcNet {
+ public:
+  FcNet(Device& device, const ModelConfig& config, int64_t max_rows);
+
+  // Uploads inputs [rows × S²] and labels and runs the forward pass; returns Σ_rows loss
+  // (the caller divides by the global batch).
+  double forward(const T* host_inputs, const int32_t* host_labels, int64_t rows);
+  // Backward of the mean loss over global_batch samples (this call's rows are part of it).
+  void backward(int64_t rows, int64_t global_batch, bool accumulate);
+  // Predicted class per row of the last forward pass.
+  std::vector<int32_t> predictions(int64_t rows) const;
+
+  ParameterList<T>& parameters() { return params_; }
+  const ModelConfig& config() const { return config_; }
+  int64_t max_rows() const { return max_rows_; }
+
+ private:
+  Device& device_;
+  ModelConfig config_;
+  int64_t max_rows_;
+  ParameterList<T> params_;
+  std::unique_ptr<LinearLayer<T>> embed_;
+  std::vector<std::unique_ptr<MlpBlock<T>>> blocks_;
+  std::unique_ptr<LinearLayer<T>> classifier_;
+  Buffer<T> inputs_;                  // [rows × S²]
+  Buffer<int32_t> labels_;            // [rows]
+  std::vector<Buffer<T>> activations_;  // L + 1 of [rows × H]: embed output, each block's output
+  Buffer<T> logits_, probs_, row_loss_, grad_logits_;
+  Buffer<T> grad_a_, grad_b_;         // ping-pong ∂L/∂activation [rows × H]
+};
+
+}  // namespace mlps

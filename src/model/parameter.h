@@ -1,0 +1,46 @@
+#pragma once
+// A trainable tensor of the model: its value and gradient on the device, and the identity
+// (name, tensor id, global shape) that the counter-based initialiser and the optimizer key on.
+#include <cstdint>
+#include <string>
+
+#include "src/buffer.h"
+
+namespace mlps {
+
+enum class InitKind {
+  uniform_fan_in,  // U(−1/√fan_in, 1/√fan_in), PyTorch's default for Linear weight and bias
+  ones,            // LayerNorm γ
+  zeros,           // LayerNorm β
+};
+
+template <typename T>
+struct Parameter {
+  std::string name;
+  int64_t tensor_id = 0;
+  int64_t rows = 0;  // global shape: rows × cols (a bias is 1 × out)
+  int64_t cols = 0;
+  InitKind init = InitKind::zeros;
+  int64_t fan_in = 1;
+  Buffer<T> value;
+  Buffer<T> grad;
+
+  Parameter(Device& device, std::string name_, int64_t id, int64_t rows_, int64_t cols_,
+            InitKind init_, int64_t fan_in_)
+      : name(std::move(name_)), tensor_id(id), rows(rows_), cols(cols_), init(init_),
+        fan_in(fan_in_), value(device, rows_ * cols_), grad(device, rows_ * cols_) {}
+  int64_t size() const { return rows * cols; }
+};
+
+// The initial value of element (row, col) of a tensor: the same on every rank and in every
+// scheme, whatever shard of the tensor a rank holds.
+double initial_value(uint64_t seed, int64_t tensor_id, InitKind init, int64_t fan_in,
+                     int64_t row, int64_t col);
+
+// Fills host memory with rows [row0, row0+rows) × cols [col0, col0+cols) of a tensor,
+// row-major with leading dimension ld.
+template <typename T>
+void fill_initial_shard(T* host, int64_t ld, uint64_t seed, int64_t tensor_id, InitKind init,
+                        int64_t fan_in, int64_t row0, int64_t rows, int64_t col0, int64_t cols);
+
+}  // namespace mlps

@@ -1,0 +1,49 @@
+#pragma once
+// Owns a model's parameters in creation order; creation order defines the tensor ids that
+// key the initialiser, so every scheme that builds the same model gets the same ids.
+#include <memory>
+#include <vector>
+
+#include "src/model/parameter.h"
+
+namespace mlps {
+
+template <typename T>
+class ParameterList {
+ public:
+  explicit ParameterList(Device& device) : device_(device) {}
+  Parameter<T>& add(const std::string& name, int64_t rows, int64_t cols, InitKind init,
+                    int64_t fan_in) {
+    const auto id = static_cast<int64_t>(params_.size());
+    params_.push_back(
+        std::make_unique<Parameter<T>>(device_, name, id, rows, cols, init, fan_in));
+    return *params_.back();
+  }
+  // Uploads every parameter's initial value (whole tensors: the serial model holds them all).
+  void initialise(uint64_t seed) {
+    for (auto& p : params_) {
+      std::vector<T> host(static_cast<size_t>(p->size()));
+      fill_initial_shard(host.data(), p->cols, seed, p->tensor_id, p->init, p->fan_in, 0, p->rows,
+                         0, p->cols);
+      p->value.upload(host);
+      p->grad.zero();
+    }
+  }
+  int64_t element_count() const {
+    int64_t n = 0;
+    for (const auto& p : params_) n += p->size();
+    return n;
+  }
+  auto begin() { return params_.begin(); }
+  auto end() { return params_.end(); }
+  auto begin() const { return params_.begin(); }
+  auto end() const { return params_.end(); }
+  size_t size() const { return params_.size(); }
+  Parameter<T>& operator[](size_t i) { return *params_[i]; }
+
+ private:
+  Device& device_;
+  std::vector<std::unique_ptr<Parameter<T>>> params_;
+};
+
+}  // namespace mlps

@@ -1,0 +1,142 @@
+#include "src/options.h"
+
+#include <limits>
+
+#include "src/errors.h"
+#include "src/json_config.h"
+
+namespace mlps {
+
+namespace {
+
+// Integer validators with messages a user can act on (CLI11's own print the double range).
+CLI::Validator integer_at_least(long long minimum, long long maximum = 1LL << 40) {
+  return CLI::Validator(
+      [minimum, maximum](std::string& text) -> std::string {
+        long long value = 0;
+        size_t used = 0;
+        try {
+          value = std::stoll(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != text.size()) return "'" + text + "' is not an integer";
+        if (value < minimum || value > maximum)
+          return "must be between " + std::to_string(minimum) + " and " +
+                 std::to_string(maximum) + ", not " + text;
+        return "";
+      },
+      "INT>=" + std::to_string(minimum));
+}
+
+CLI::Validator positive_real() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        size_t used = 0;
+        double value = 0;
+        try {
+          value = std::stod(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != text.size()) return "'" + text + "' is not a number";
+        if (!(value > 0)) return "must be positive, not " + text;
+        return "";
+      },
+      "REAL>0");
+}
+
+}  // namespace
+
+const char* to_string(Precision precision) {
+  return precision == Precision::fp64 ? "fp64" : "fp32";
+}
+
+OptionParser::OptionParser(const std::string& program, const std::string& description)
+    : app_(std::make_unique<CLI::App>(description, program)) {
+  CLI::App& app = *app_;
+  Options& o = options_;
+  app.option_defaults()->always_capture_default();
+  app.config_formatter(std::make_shared<JsonConfig>());
+  app.set_config("--config", "", "JSON file setting any of these options by long name "
+                 "(e.g. {\"hidden\": 256}); the command line overrides it");
+  app.allow_config_extras(false);
+
+  const auto positive = integer_at_least(1);
+  const auto non_negative = integer_at_least(0);
+  app.add_option("--layers", o.model.layers, "number of MLP blocks")->check(non_negative);
+  app.add_option("--hidden", o.model.hidden, "hidden size H")->check(positive);
+  app.add_option("--ffn-mult", o.model.ffn_mult, "F = ffn-mult × H in each block")->check(positive);
+  app.add_option("--image-size", o.model.image_size, "input images are S×S (28×28 data is "
+                 "bilinear-resized)")->check(integer_at_least(1, 4096));
+  app.add_option("--block", block_, "block kind: mlp (LayerNorm, Linear, ReLU, Linear, residual) "
+                 "or plain (Linear, ReLU)")->check(CLI::IsMember({"mlp", "plain"}));
+  app.add_option("--batch", o.batch, "global batch size (split over data-parallel ranks)")
+      ->check(positive);
+  app.add_option("--epochs", o.epochs, "passes over the training split")->check(non_negative);
+  app.add_option("--iters", o.iters, "stop after this many iterations (overrides --epochs; "
+                 "0: run the epochs)")->check(non_negative);
+  app.add_option("--warmup", o.warmup, "leading iterations trained but left out of timing "
+                 "statistics")->check(non_negative);
+  app.add_option("--lr", o.optimizer.lr, "learning rate")->check(positive_real());
+  app.add_option("--optimizer", optimizer_, "adam (betas 0.9/0.999, eps 1e-8) or sgd")
+      ->check(CLI::IsMember({"adam", "sgd"}));
+  app.add_option("--seed", o.seed, "seed of weights, synthetic data and shuffling")
+      ->check(integer_at_least(0, std::numeric_limits<long long>::max()));
+  app.add_option("--data", o.data, "synthetic, or idx:DIR with MNIST-format files "
+                 "(e.g. idx:/usr/share/datasets/fashion-mnist)");
+  app.add_option("--device", o.device, "auto (cuda when built with CUDA and a GPU is visible), "
+                 "cpu or cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  app.add_option("--comm", o.comm, "collectives backend: auto, mpi or nccl")
+      ->check(CLI::IsMember({"auto", "mpi", "nccl"}));
+  app.add_option("--precision", precision_, "fp32 or fp64")
+      ->check(CLI::IsMember({"fp32", "fp64"}));
+  app.add_option("--out", o.out, "HDF5 result file (default results/<scheme>-<UTC time>.h5)");
+  app.add_option("--print-every", o.print_every, "progress line every N iterations (0: none)")
+      ->check(non_negative);
+  app.add_option("--eval-samples", o.eval_samples, "test samples evaluated at the end of each "
+                 "epoch (0: the whole test split)")->check(non_negative);
+  app.add_flag("--verify", o.verify, "recompute the run serially in fp64 on the CPU and compare "
+               "losses and final weights");
+}
+
+std::string OptionParser::describe_parse_error(const CLI::ParseError& e) const {
+  const std::string what = e.what();
+  const CLI::Option* config = app_->get_config_ptr();
+  const std::string file = config && config->count() ? config->as<std::string>() : "config file";
+  const std::string unknown_key = "INI was not able to parse ";
+  if (what.rfind(unknown_key, 0) == 0)
+    return file + ": unknown key '" + what.substr(unknown_key.size()) +
+           "' (keys are the long option names, see --help)";
+  if (what.rfind("config file", 0) == 0) return file + ": " + what.substr(12);
+  return what;
+}
+
+bool OptionParser::parse(int argc, char** argv) {
+  try {
+    app_->parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    return false;
+  } catch (const CLI::ParseError& e) {
+    throw InputError(describe_parse_error(e));
+  }
+  validate();
+  options_.resolved_json = app_->config_to_str(true, false);
+  return true;
+}
+
+void OptionParser::validate() {
+  Options& o = options_;
+  o.model.block = block_ == "plain" ? BlockKind::plain : BlockKind::residual_mlp;
+  o.optimizer.kind = optimizer_ == "sgd" ? OptimizerKind::sgd : OptimizerKind::adam;
+  o.precision = precision_ == "fp64" ? Precision::fp64 : Precision::fp32;
+  if (o.epochs == 0 && o.iters == 0)
+    throw InputError("nothing to run: --epochs and --iters are both 0");
+  if (o.iters > 0 && o.warmup >= o.iters)
+    throw InputError("--warmup " + std::to_string(o.warmup) + " leaves none of the " +
+                     std::to_string(o.iters) + " iterations to time");
+  if (o.data != "synthetic" && o.data.rfind("idx:", 0) != 0)
+    throw InputError("--data must be 'synthetic' or 'idx:DIR', not '" + o.data + "'");
+}
+
+}  // namespace mlps

@@ -1,0 +1,56 @@
+#pragma once
+// The options every executable shares (DESIGN.md, Conventions). One CLI11 table drives parsing,
+// --help and --config JSON files; scheme executables add their own flags to the same table.
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "src/model_config.h"
+#include "src/optim/optimizer.h"
+
+namespace mlps {
+
+enum class Precision { fp32, fp64 };
+const char* to_string(Precision precision);
+
+struct Options {
+  ModelConfig model;
+  int64_t batch = 32;  // global batch
+  int64_t epochs = 1;
+  int64_t iters = 0;  // > 0: stop after this many iterations (overrides --epochs)
+  int64_t warmup = 2;
+  OptimizerConfig optimizer;
+  uint64_t seed = 42;
+  std::string data = "synthetic";
+  std::string device = "auto";
+  std::string comm = "auto";
+  Precision precision = Precision::fp32;
+  std::string out;  // empty: results/<scheme>-<time>.h5
+  int64_t print_every = 20;
+  int64_t eval_samples = 0;  // 0: the whole test split
+  bool verify = false;
+
+  std::string resolved_json;  // every option's final value, for the result file
+};
+
+class OptionParser {
+ public:
+  OptionParser(const std::string& program, const std::string& description);
+  // For scheme-specific flags, added before parse().
+  CLI::App& app() { return *app_; }
+  // Returns false when --help was asked for (help text in help_text()). Bad options, values or
+  // config files throw InputError with one line naming the problem.
+  bool parse(int argc, char** argv);
+  const Options& options() const { return options_; }
+  std::string help_text() const { return app_->help(); }
+
+ private:
+  void validate();
+  std::string describe_parse_error(const CLI::ParseError& e) const;
+  std::unique_ptr<CLI::App> app_;
+  Options options_;
+  std::string block_ = "mlp", optimizer_ = "adam", precision_ = "fp32";
+};
+
+}  // namespace mlps

@@ -1,0 +1,66 @@
+#include "src/schemes/serial_trainer.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace mlps {
+
+template <typename T>
+SerialTrainer<T>::SerialTrainer(DeviceKind device, const ModelConfig& model,
+                                const OptimizerConfig& optimizer, uint64_t seed, int64_t max_rows)
+    : device_(device), model_(device_, model, max_rows), optimizer_(device_, optimizer),
+      parameter_count_(model_.parameters().element_count()) {
+  model_.parameters().initialise(seed);
+  for (auto& p : model_.parameters()) optimizer_.add(p->value.data(), p->grad.data(), p->size());
+}
+
+template <typename T>
+double SerialTrainer<T>::forward(const HostBatch& rows) {
+  if (rows.rows > model_.max_rows())
+    throw std::logic_error("batch of " + std::to_string(rows.rows) + " rows exceeds the model's " +
+                           std::to_string(model_.max_rows()));
+  staged_inputs_.assign(rows.pixels.begin(), rows.pixels.end());
+  return model_.forward(staged_inputs_.data(), rows.labels.data(), rows.rows);
+}
+
+template <typename T>
+double SerialTrainer<T>::train_step(const HostBatch& rows, int64_t global_batch, PhaseTimer& timer) {
+  double loss_sum = 0;
+  {
+    ScopedPhase phase(timer, Phase::forward);
+    loss_sum = forward(rows);
+  }
+  {
+    ScopedPhase phase(timer, Phase::backward);
+    model_.backward(rows.rows, global_batch, false);
+  }
+  {
+    ScopedPhase phase(timer, Phase::optimizer);
+    optimizer_.step();
+  }
+  return loss_sum / static_cast<double>(global_batch);
+}
+
+template <typename T>
+int64_t SerialTrainer<T>::count_correct(const HostBatch& rows, int64_t /*global_rows*/) {
+  forward(rows);
+  const auto predicted = model_.predictions(rows.rows);
+  int64_t correct = 0;
+  for (int64_t r = 0; r < rows.rows; ++r) correct += predicted[r] == rows.labels[r];
+  return correct;
+}
+
+template <typename T>
+std::vector<NamedTensor> SerialTrainer<T>::gather_parameters() {
+  std::vector<NamedTensor> tensors;
+  for (auto& p : model_.parameters()) {
+    const auto values = p->value.download();
+    tensors.push_back({p->name, std::vector<double>(values.begin(), values.end())});
+  }
+  return tensors;
+}
+
+template class SerialTrainer<float>;
+template class SerialTrainer<double>;
+
+}  // namespace mlps
