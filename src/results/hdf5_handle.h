@@ -1,0 +1,64 @@
+#pragma once
+// Owning wrapper for HDF5 identifiers and the error helpers the result writer and reader share:
+// every early return or exception closes what was opened, and HDF5's own error printing is
+// replaced by one message per failure.
+#include <hdf5.h>
+
+#include <string>
+#include <utility>
+
+namespace mlps::hdf5 {
+
+class Handle {
+ public:
+  using Closer = herr_t (*)(hid_t);
+
+  Handle() = default;
+  Handle(hid_t id, Closer closer) : id_(id), closer_(closer) {}
+  Handle(Handle&& other) noexcept
+      : id_(std::exchange(other.id_, H5I_INVALID_HID)), closer_(other.closer_) {}
+  Handle& operator=(Handle&& other) noexcept {
+    if (this != &other) {
+      close();
+      id_ = std::exchange(other.id_, H5I_INVALID_HID);
+      closer_ = other.closer_;
+    }
+    return *this;
+  }
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  ~Handle() { close(); }
+
+  hid_t get() const { return id_; }
+
+  // Closes now; false when HDF5 refused (for a file, closing is where the data is flushed).
+  bool close() {
+    if (id_ < 0) return true;
+    const herr_t status = closer_(std::exchange(id_, H5I_INVALID_HID));
+    return status >= 0;
+  }
+
+ private:
+  hid_t id_ = H5I_INVALID_HID;
+  Closer closer_ = nullptr;
+};
+
+// HDF5 prints its whole error stack to stderr by default; we report failures ourselves.
+inline void silence_errors() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
+
+// The most specific message on HDF5's current error stack (e.g. the errno text of a failed
+// open) as " (message)", or "" when the stack is empty.
+inline std::string error_detail() {
+  std::string detail;
+  H5Ewalk2(
+      H5E_DEFAULT, H5E_WALK_UPWARD,
+      [](unsigned n, const H5E_error2_t* error, void* out) -> herr_t {
+        if (n == 0 && error->desc != nullptr) *static_cast<std::string*>(out) = error->desc;
+        return 0;
+      },
+      &detail);
+  H5Eclear2(H5E_DEFAULT);
+  return detail.empty() ? detail : " (" + detail + ")";
+}
+
+}  // namespace mlps::hdf5

@@ -1,0 +1,286 @@
+// read_results_hdf5: loads a result file back into a RunRecord and checks it against the schema
+// (results/README.md), naming the file and the first field that is absent or mis-shaped.
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include "src/errors.h"
+#include "src/results/hdf5_handle.h"
+#include "src/results/run_record.h"
+#include "src/results/schema.h"
+
+namespace mlps {
+namespace {
+
+using hdf5::Handle;
+
+class ResultFileReader {
+ public:
+  explicit ResultFileReader(const std::string& path) : path_(path) {}
+
+  RunRecord read() {
+    open_file();
+    RunRecord record;
+    read_root_attributes(record);
+    read_timing(record);
+    read_comm(record);
+    read_train(record);
+    record.peak_bytes = read_vector<int64_t>("/memory/peak_bytes", H5T_INTEGER, H5T_NATIVE_INT64);
+    read_verification(record.verification);
+    if (!file_.close()) fail("cannot close the file" + hdf5::error_detail());
+    validate_run_record(record, path_);
+    return record;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& what) const { throw InputError(path_ + ": " + what); }
+
+  void open_file() {
+    std::error_code error;
+    if (!std::filesystem::is_regular_file(path_, error)) fail("no such file");
+    const htri_t is_hdf5 = H5Fis_hdf5(path_.c_str());
+    if (is_hdf5 == 0) fail("not an HDF5 file");
+    if (is_hdf5 < 0) fail("cannot be read" + hdf5::error_detail());
+    const hid_t file = H5Fopen(path_.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (file < 0) fail("cannot open as HDF5" + hdf5::error_detail());
+    file_ = Handle(file, H5Fclose);
+  }
+
+  // Opens an object by absolute path, requiring it to be of the given kind.
+  Handle open_object(const std::string& where, H5I_type_t kind) const {
+    if (where == "/") return checked_root();
+    // H5Lexists fails rather than answering false when an intermediate group is missing.
+    if (H5Lexists(file_.get(), where.c_str(), H5P_DEFAULT) <= 0) {
+      H5Eclear2(H5E_DEFAULT);
+      fail("missing " + where);
+    }
+    const hid_t id = H5Oopen(file_.get(), where.c_str(), H5P_DEFAULT);
+    if (id < 0) fail("cannot open " + where + hdf5::error_detail());
+    Handle object(id, H5Oclose);
+    if (H5Iget_type(id) != kind)
+      fail(where + " is not a " + (kind == H5I_GROUP ? "group" : "dataset"));
+    return object;
+  }
+
+  Handle checked_root() const {
+    const hid_t id = H5Gopen2(file_.get(), "/", H5P_DEFAULT);
+    if (id < 0) fail("cannot open the root group" + hdf5::error_detail());
+    return Handle(id, H5Gclose);
+  }
+
+  std::vector<std::string> link_names(const std::string& where) const {
+    Handle group = open_object(where, H5I_GROUP);
+    H5G_info_t info;
+    if (H5Gget_info(group.get(), &info) < 0) fail("cannot list " + where + hdf5::error_detail());
+    std::vector<std::string> names;
+    for (hsize_t i = 0; i < info.nlinks; ++i) {
+      const ssize_t size = H5Lget_name_by_idx(group.get(), ".", H5_INDEX_NAME, H5_ITER_INC, i,
+                                              nullptr, 0, H5P_DEFAULT);
+      if (size < 0) fail("cannot list " + where + hdf5::error_detail());
+      std::string name(static_cast<size_t>(size) + 1, '\0');
+      H5Lget_name_by_idx(group.get(), ".", H5_INDEX_NAME, H5_ITER_INC, i, name.data(),
+                         name.size(), H5P_DEFAULT);
+      name.resize(static_cast<size_t>(size));
+      names.push_back(name);
+    }
+    return names;
+  }
+
+  // --- attributes
+
+  Handle open_attribute(hid_t object, const std::string& name, const std::string& where) const {
+    const htri_t exists = H5Aexists(object, name.c_str());
+    if (exists < 0) fail("cannot read attributes of " + where + hdf5::error_detail());
+    if (exists == 0) fail("missing " + describe_attribute(name, where));
+    const hid_t id = H5Aopen(object, name.c_str(), H5P_DEFAULT);
+    if (id < 0) fail("cannot open " + describe_attribute(name, where) + hdf5::error_detail());
+    Handle attribute(id, H5Aclose);
+    Handle space(H5Aget_space(id), H5Sclose);
+    if (space.get() < 0 || H5Sget_simple_extent_type(space.get()) != H5S_SCALAR)
+      fail(describe_attribute(name, where) + " is not a scalar");
+    return attribute;
+  }
+
+  static std::string describe_attribute(const std::string& name, const std::string& where) {
+    return where == "/" ? "root attribute " + name : "attribute " + name + " of " + where;
+  }
+
+  H5T_class_t attribute_class(hid_t attribute) const {
+    Handle type(H5Aget_type(attribute), H5Tclose);
+    return type.get() < 0 ? H5T_NO_CLASS : H5Tget_class(type.get());
+  }
+
+  // Variable-length (as h5py writes) or fixed-length strings.
+  std::string read_string_attribute(hid_t object, const std::string& name,
+                                    const std::string& where) const {
+    Handle attribute = open_attribute(object, name, where);
+    const std::string what = describe_attribute(name, where);
+    Handle file_type(H5Aget_type(attribute.get()), H5Tclose);
+    if (file_type.get() < 0 || H5Tget_class(file_type.get()) != H5T_STRING)
+      fail(what + " is not a string");
+    if (H5Tis_variable_str(file_type.get()) > 0) {
+      Handle memory_type(H5Tcopy(H5T_C_S1), H5Tclose);
+      H5Tset_size(memory_type.get(), H5T_VARIABLE);
+      H5Tset_cset(memory_type.get(), H5Tget_cset(file_type.get()));
+      char* text = nullptr;
+      if (H5Aread(attribute.get(), memory_type.get(), &text) < 0)
+        fail("cannot read " + what + hdf5::error_detail());
+      std::string value = text != nullptr ? text : "";
+      H5free_memory(text);
+      return value;
+    }
+    std::string value(H5Tget_size(file_type.get()), '\0');
+    if (H5Aread(attribute.get(), file_type.get(), value.data()) < 0)
+      fail("cannot read " + what + hdf5::error_detail());
+    if (H5Tget_strpad(file_type.get()) == H5T_STR_SPACEPAD)
+      value.erase(value.find_last_not_of(' ') + 1);
+    else
+      value.resize(value.find('\0') == std::string::npos ? value.size() : value.find('\0'));
+    return value;
+  }
+
+  template <class T>
+  T read_number_attribute(hid_t object, const std::string& name, const std::string& where,
+                          H5T_class_t type_class, hid_t memory_type) const {
+    Handle attribute = open_attribute(object, name, where);
+    const std::string what = describe_attribute(name, where);
+    if (attribute_class(attribute.get()) != type_class)
+      fail(what + " is not " + (type_class == H5T_INTEGER ? "an integer" : "a float"));
+    T value{};
+    if (H5Aread(attribute.get(), memory_type, &value) < 0)
+      fail("cannot read " + what + hdf5::error_detail());
+    return value;
+  }
+
+  void read_root_attributes(RunRecord& record) const {
+    Handle root = open_object("/", H5I_GROUP);
+    std::vector<std::string> names;
+    hsize_t index = 0;
+    const herr_t status = H5Aiterate2(
+        root.get(), H5_INDEX_NAME, H5_ITER_INC, &index,
+        [](hid_t, const char* name, const H5A_info_t*, void* out) -> herr_t {
+          static_cast<std::vector<std::string>*>(out)->emplace_back(name);
+          return 0;
+        },
+        &names);
+    if (status < 0) fail("cannot list the root attributes" + hdf5::error_detail());
+
+    const std::string version_name(result_schema::kVersionAttribute);
+    bool has_version = false;
+    for (const std::string& name : names) {
+      Handle attribute = open_attribute(root.get(), name, "/");
+      const H5T_class_t type_class = attribute_class(attribute.get());
+      attribute.close();
+      if (name == version_name) {
+        const auto version =
+            read_number_attribute<int64_t>(root.get(), name, "/", H5T_INTEGER, H5T_NATIVE_INT64);
+        if (version != result_schema::kVersion)
+          fail("schema_version is " + std::to_string(version) + ", this reader knows " +
+               std::to_string(result_schema::kVersion));
+        has_version = true;
+      } else if (type_class == H5T_STRING) {
+        record.string_attributes[name] = read_string_attribute(root.get(), name, "/");
+      } else if (type_class == H5T_INTEGER) {
+        record.integer_attributes[name] =
+            read_number_attribute<int64_t>(root.get(), name, "/", H5T_INTEGER, H5T_NATIVE_INT64);
+      } else {
+        fail("root attribute " + name + " is neither a string nor an integer");
+      }
+    }
+    if (!has_version) fail("missing root attribute " + version_name);
+  }
+
+  // --- datasets
+
+  // Reads a dataset of the given rank and type class (and units attribute, when given); dims
+  // receives its shape.
+  template <class T>
+  std::vector<T> read_dataset(const std::string& where, int rank, H5T_class_t type_class,
+                              hid_t memory_type, std::vector<hsize_t>& dims,
+                              std::string_view units = {}) const {
+    Handle dataset = open_object(where, H5I_DATASET);
+    if (!units.empty()) {
+      const std::string found = read_string_attribute(dataset.get(), "units", where);
+      if (found != units)
+        fail("attribute units of " + where + " is '" + found + "', expected '" +
+             std::string(units) + "'");
+    }
+    Handle type(H5Dget_type(dataset.get()), H5Tclose);
+    if (type.get() < 0 || H5Tget_class(type.get()) != type_class)
+      fail(where + " is not of " + (type_class == H5T_INTEGER ? "an integer" : "a float") +
+           " type");
+    Handle space(H5Dget_space(dataset.get()), H5Sclose);
+    if (space.get() < 0 || H5Sget_simple_extent_type(space.get()) != H5S_SIMPLE ||
+        H5Sget_simple_extent_ndims(space.get()) != rank)
+      fail(where + " is not " + std::to_string(rank) + "-dimensional");
+    dims.assign(static_cast<size_t>(rank), 0);
+    H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+    hsize_t elements = 1;
+    for (hsize_t d : dims) elements *= d;
+    std::vector<T> values(elements);
+    if (elements > 0 &&
+        H5Dread(dataset.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) < 0)
+      fail("cannot read " + where + hdf5::error_detail());
+    return values;
+  }
+
+  template <class T>
+  std::vector<T> read_vector(const std::string& where, H5T_class_t type_class,
+                             hid_t memory_type) const {
+    std::vector<hsize_t> dims;
+    return read_dataset<T>(where, 1, type_class, memory_type, dims);
+  }
+
+  IterationRankTable read_table(const std::string& where, std::string_view units) const {
+    std::vector<hsize_t> dims;
+    IterationRankTable table;
+    table.values = read_dataset<double>(where, 2, H5T_FLOAT, H5T_NATIVE_DOUBLE, dims, units);
+    table.iterations = static_cast<int64_t>(dims[0]);
+    table.ranks = static_cast<int64_t>(dims[1]);
+    return table;
+  }
+
+  void read_timing(RunRecord& record) const {
+    for (const std::string& phase : link_names("/timing"))
+      record.timing[phase] = read_table("/timing/" + phase, result_schema::kSecondsUnits);
+  }
+
+  void read_comm(RunRecord& record) const {
+    for (const std::string& kind : link_names("/comm")) {
+      const std::string where = "/comm/" + kind;
+      open_object(where, H5I_GROUP);
+      CommRecord& comm = record.comm[kind];
+      comm.time_seconds = read_table(where + "/time", result_schema::kSecondsUnits);
+      comm.bytes = read_table(where + "/bytes", result_schema::kBytesUnits);
+    }
+  }
+
+  void read_train(RunRecord& record) const {
+    record.loss = read_vector<double>("/train/loss", H5T_FLOAT, H5T_NATIVE_DOUBLE);
+    record.test_accuracy = read_vector<double>("/train/test_accuracy", H5T_FLOAT, H5T_NATIVE_DOUBLE);
+  }
+
+  void read_verification(Verification& verification) const {
+    const std::string where = "/verification";
+    Handle group = open_object(where, H5I_GROUP);
+    verification.verdict = read_string_attribute(group.get(), "verdict", where);
+    verification.max_relative_error = read_number_attribute<double>(
+        group.get(), "max_relative_error", where, H5T_FLOAT, H5T_NATIVE_DOUBLE);
+    verification.tolerance =
+        read_number_attribute<double>(group.get(), "tolerance", where, H5T_FLOAT, H5T_NATIVE_DOUBLE);
+  }
+
+  std::string path_;
+  Handle file_;
+};
+
+}  // namespace
+
+RunRecord read_results_hdf5(const std::string& path) {
+  hdf5::silence_errors();
+  return ResultFileReader(path).read();
+}
+
+}  // namespace mlps
