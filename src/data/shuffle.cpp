@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "src/data/counter_hash.h"
+#include "src/counter_hash.h"
 
 namespace mlps {
 

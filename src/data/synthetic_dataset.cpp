@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "src/data/counter_hash.h"
+#include "src/counter_hash.h"
 #include "src/data/image_resize.h"
 
 namespace mlps {

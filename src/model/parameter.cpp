@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "src/data/counter_hash.h"
+#include "src/counter_hash.h"
 
 namespace mlps {
 

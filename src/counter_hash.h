@@ -1,5 +1,5 @@
 #pragma once
-// Counter-based random numbers for the data layer: every value is a pure function of a key and
+// Counter-based random numbers (weights, synthetic data, shuffles): every value is a pure function of a key and
 // a counter (splitmix64's mixer), so any rank can make any sample or permutation entry alone,
 // in any order, with the same bits on every platform and compiler (no std distributions, whose
 // outputs are implementation-defined).
