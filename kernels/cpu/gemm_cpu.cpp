@@ -1,0 +1,42 @@
+// GEMM on the CPU through OpenBLAS (row-major cblas).
+#include <cblas.h>
+
+#include "kernels/cpu/blas_dims.h"
+#include "kernels/kernels.h"
+
+namespace mlps::cpu {
+namespace {
+
+void call_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, float alpha,
+               const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc) {
+  cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+void call_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, double alpha,
+               const double* a, int lda, const double* b, int ldb, double beta, double* c,
+               int ldc) {
+  cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+}  // namespace
+
+template <typename T>
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
+          int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    lda = mlps::detail::legal_ld(lda, trans_a ? m : k);
+    ldb = mlps::detail::legal_ld(ldb, trans_b ? k : n);
+  }
+  using mlps::detail::blas_int;
+  call_gemm(trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
+            blas_int(m, "m"), blas_int(n, "n"), blas_int(k, "k"), alpha, a, blas_int(lda, "lda"),
+            b, blas_int(ldb, "ldb"), beta, c, blas_int(ldc, "ldc"));
+}
+
+template void gemm<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
+                          const float*, int64_t, float, float*, int64_t);
+template void gemm<double>(bool, bool, int64_t, int64_t, int64_t, double, const double*, int64_t,
+                           const double*, int64_t, double, double*, int64_t);
+
+}  // namespace mlps::cpu

@@ -1,0 +1,85 @@
+// LayerNorm on the CPU. Statistics and reductions are accumulated in double; each row is
+// walked a few times while it sits in cache, and the dgamma/dbeta column sums go row by row
+// into double accumulators so every access is contiguous.
+#include <cmath>
+#include <vector>
+
+#include "kernels/cpu/lane_sum.h"
+#include "kernels/kernels.h"
+
+namespace mlps::cpu {
+
+template <typename T>
+void layernorm_forward(T* y, T* mean, T* rstd, const T* x, const T* gamma, const T* beta,
+                       int64_t rows, int64_t cols, double eps) {
+  if (cols == 0) return;
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * cols;
+    T* yr = y + r * cols;
+    const double mu =
+        detail::lane_sum(cols, [&](int64_t c) { return static_cast<double>(xr[c]); }) /
+        static_cast<double>(cols);
+    // Two passes (mean, then squared deviations) avoid the cancellation of E[x²] − E[x]².
+    const double var = detail::lane_sum(cols, [&](int64_t c) {
+                         const double d = static_cast<double>(xr[c]) - mu;
+                         return d * d;
+                       }) /
+                       static_cast<double>(cols);
+    const double rs = 1.0 / std::sqrt(var + eps);
+    for (int64_t c = 0; c < cols; ++c)
+      yr[c] = static_cast<T>((static_cast<double>(xr[c]) - mu) * rs *
+                                 static_cast<double>(gamma[c]) +
+                             static_cast<double>(beta[c]));
+    mean[r] = static_cast<T>(mu);
+    rstd[r] = static_cast<T>(rs);
+  }
+}
+
+template <typename T>
+void layernorm_backward(T* dx, T* dgamma, T* dbeta, const T* dy, const T* x, const T* mean,
+                        const T* rstd, const T* gamma, int64_t rows, int64_t cols,
+                        bool accumulate) {
+  if (cols == 0) return;
+  std::vector<double> dgamma_sum(static_cast<size_t>(cols), 0.0);
+  std::vector<double> dbeta_sum(static_cast<size_t>(cols), 0.0);
+  const double inv_cols = 1.0 / static_cast<double>(cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * cols;
+    const T* dyr = dy + r * cols;
+    T* dxr = dx + r * cols;
+    const double mu = static_cast<double>(mean[r]);
+    const double rs = static_cast<double>(rstd[r]);
+    auto xhat = [&](int64_t c) { return (static_cast<double>(xr[c]) - mu) * rs; };
+    auto dxhat = [&](int64_t c) {
+      return static_cast<double>(dyr[c]) * static_cast<double>(gamma[c]);
+    };
+    // dx = rstd·(dxhat − mean(dxhat) − xhat·mean(dxhat·xhat))
+    const double mean_dxhat = detail::lane_sum(cols, dxhat) * inv_cols;
+    const double mean_dxhat_xhat =
+        detail::lane_sum(cols, [&](int64_t c) { return dxhat(c) * xhat(c); }) * inv_cols;
+    for (int64_t c = 0; c < cols; ++c) {
+      const double xh = xhat(c);
+      const double g = static_cast<double>(dyr[c]);
+      dgamma_sum[c] += g * xh;
+      dbeta_sum[c] += g;
+      dxr[c] = static_cast<T>(rs * (dxhat(c) - mean_dxhat - xh * mean_dxhat_xhat));
+    }
+  }
+  for (int64_t c = 0; c < cols; ++c) {
+    dgamma[c] = static_cast<T>(accumulate ? static_cast<double>(dgamma[c]) + dgamma_sum[c]
+                                          : dgamma_sum[c]);
+    dbeta[c] = static_cast<T>(accumulate ? static_cast<double>(dbeta[c]) + dbeta_sum[c]
+                                         : dbeta_sum[c]);
+  }
+}
+
+#define MLPS_INSTANTIATE(T)                                                                 \
+  template void layernorm_forward<T>(T*, T*, T*, const T*, const T*, const T*, int64_t,     \
+                                     int64_t, double);                                      \
+  template void layernorm_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*,   \
+                                      const T*, int64_t, int64_t, bool);
+MLPS_INSTANTIATE(float)
+MLPS_INSTANTIATE(double)
+#undef MLPS_INSTANTIATE
+
+}  // namespace mlps::cpu

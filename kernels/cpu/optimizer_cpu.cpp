@@ -1,0 +1,41 @@
+// Adam and SGD updates on the CPU, in the parameter's own precision as PyTorch does.
+#include <cmath>
+
+#include "kernels/kernels.h"
+
+namespace mlps::cpu {
+
+template <typename T>
+void adam_update(T* param, const T* grad, T* m, T* v, int64_t n, const AdamStep& step) {
+  // PyTorch's order: p −= (lr/bc1)·m / (sqrt(v)/sqrt(bc2) + eps).
+  const T beta1 = static_cast<T>(step.beta1);
+  const T beta2 = static_cast<T>(step.beta2);
+  const T one_minus_beta1 = static_cast<T>(1.0 - step.beta1);
+  const T one_minus_beta2 = static_cast<T>(1.0 - step.beta2);
+  const T step_size = static_cast<T>(step.lr / step.bias_correction1);
+  const T inv_sqrt_bc2 = static_cast<T>(1.0 / std::sqrt(step.bias_correction2));
+  const T eps = static_cast<T>(step.eps);
+  for (int64_t i = 0; i < n; ++i) {
+    const T g = grad[i];
+    const T mi = beta1 * m[i] + one_minus_beta1 * g;
+    const T vi = beta2 * v[i] + one_minus_beta2 * g * g;
+    m[i] = mi;
+    v[i] = vi;
+    param[i] -= step_size * mi / (std::sqrt(vi) * inv_sqrt_bc2 + eps);
+  }
+}
+
+template <typename T>
+void sgd_update(T* param, const T* grad, int64_t n, double lr) {
+  const T rate = static_cast<T>(lr);
+  for (int64_t i = 0; i < n; ++i) param[i] -= rate * grad[i];
+}
+
+#define MLPS_INSTANTIATE(T)                                                          \
+  template void adam_update<T>(T*, const T*, T*, T*, int64_t, const AdamStep&);      \
+  template void sgd_update<T>(T*, const T*, int64_t, double);
+MLPS_INSTANTIATE(float)
+MLPS_INSTANTIATE(double)
+#undef MLPS_INSTANTIATE
+
+}  // namespace mlps::cpu

@@ -1,0 +1,113 @@
+// Bias, ReLU and residual kernels on the GPU: grid-stride loops, bias_grad as a column
+// reduction accumulated in double (no atomics, so results are reproducible).
+#include "kernels/cuda/block_reduce.cuh"
+#include "kernels/cuda/cuda_context.h"
+#include "kernels/kernels.h"
+
+namespace mlps::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+template <typename T>
+__global__ void bias_add_kernel(T* y, const T* bias, int64_t n, int64_t cols) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x)
+    y[i] += bias[i % cols];
+}
+
+template <typename T>
+__global__ void bias_grad_kernel(T* dbias, const T* dy, int64_t rows, int64_t cols,
+                                 bool accumulate) {
+  __shared__ double partial[detail::kRowLanes][detail::kColumnTile + 1];
+  const int64_t c = blockIdx.x * int64_t{detail::kColumnTile} + threadIdx.x;
+  double sum = 0.0;
+  if (c < cols)
+    for (int64_t r = threadIdx.y; r < rows; r += detail::kRowLanes)
+      sum += static_cast<double>(dy[r * cols + c]);
+  partial[threadIdx.y][threadIdx.x] = sum;
+  __syncthreads();
+  if (threadIdx.y == 0 && c < cols) {
+    double total = 0.0;
+    for (int lane = 0; lane < detail::kRowLanes; ++lane) total += partial[lane][threadIdx.x];
+    dbias[c] = static_cast<T>(accumulate ? static_cast<double>(dbias[c]) + total : total);
+  }
+}
+
+template <typename T>
+__global__ void relu_forward_kernel(T* y, const T* x, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x)
+    y[i] = x[i] > T(0) ? x[i] : T(0);
+}
+
+template <typename T>
+__global__ void relu_backward_kernel(T* dx, const T* dy, const T* y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x)
+    dx[i] = y[i] > T(0) ? dy[i] : T(0);
+}
+
+template <typename T>
+__global__ void residual_add_kernel(T* y, const T* a, const T* b, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x)
+    y[i] = a[i] + b[i];
+}
+
+}  // namespace
+
+template <typename T>
+void bias_add(T* y, const T* bias, int64_t rows, int64_t cols) {
+  const int64_t n = rows * cols;
+  if (n == 0) return;
+  bias_add_kernel<<<detail::grid_blocks(n, kThreads), kThreads, 0, detail::stream()>>>(
+      y, bias, n, cols);
+  MLPS_CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void bias_grad(T* dbias, const T* dy, int64_t rows, int64_t cols, bool accumulate) {
+  if (cols == 0) return;
+  const dim3 block(detail::kColumnTile, detail::kRowLanes);
+  const auto blocks =
+      static_cast<unsigned int>((cols + detail::kColumnTile - 1) / detail::kColumnTile);
+  bias_grad_kernel<<<blocks, block, 0, detail::stream()>>>(dbias, dy, rows, cols, accumulate);
+  MLPS_CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void relu_forward(T* y, const T* x, int64_t n) {
+  if (n == 0) return;
+  relu_forward_kernel<<<detail::grid_blocks(n, kThreads), kThreads, 0, detail::stream()>>>(y, x,
+                                                                                           n);
+  MLPS_CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void relu_backward(T* dx, const T* dy, const T* y, int64_t n) {
+  if (n == 0) return;
+  relu_backward_kernel<<<detail::grid_blocks(n, kThreads), kThreads, 0, detail::stream()>>>(
+      dx, dy, y, n);
+  MLPS_CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void residual_add(T* y, const T* a, const T* b, int64_t n) {
+  if (n == 0) return;
+  residual_add_kernel<<<detail::grid_blocks(n, kThreads), kThreads, 0, detail::stream()>>>(
+      y, a, b, n);
+  MLPS_CUDA_CHECK_LAUNCH();
+}
+
+#define MLPS_INSTANTIATE(T)                                                     \
+  template void bias_add<T>(T*, const T*, int64_t, int64_t);                    \
+  template void bias_grad<T>(T*, const T*, int64_t, int64_t, bool);             \
+  template void relu_forward<T>(T*, const T*, int64_t);                         \
+  template void relu_backward<T>(T*, const T*, const T*, int64_t);              \
+  template void residual_add<T>(T*, const T*, const T*, int64_t);
+MLPS_INSTANTIATE(float)
+MLPS_INSTANTIATE(double)
+#undef MLPS_INSTANTIATE
+
+}  // namespace mlps::cuda

@@ -1,0 +1,141 @@
+// LayerNorm on the GPU. Forward and dx: one block per row with block reductions in double
+// (two passes for the variance, as the CPU twin). dgamma/dbeta: column reductions over the
+// rows, xhat recomputed from the saved mean and rstd.
+#include "kernels/cuda/block_reduce.cuh"
+#include "kernels/cuda/cuda_context.h"
+#include "kernels/kernels.h"
+
+namespace mlps::cuda {
+namespace {
+
+template <typename T>
+__global__ void layernorm_forward_kernel(T* y, T* mean, T* rstd, const T* x, const T* gamma,
+                                         const T* beta, int64_t rows, int64_t cols,
+                                         double eps) {
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T* xr = x + r * cols;
+    T* yr = y + r * cols;
+    double sum = 0.0;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) sum += static_cast<double>(xr[c]);
+    const double mu = detail::block_sum(sum) / static_cast<double>(cols);
+    double sq = 0.0;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      const double d = static_cast<double>(xr[c]) - mu;
+      sq += d * d;
+    }
+    const double var = detail::block_sum(sq) / static_cast<double>(cols);
+    const double rs = 1.0 / sqrt(var + eps);
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
+      yr[c] = static_cast<T>((static_cast<double>(xr[c]) - mu) * rs *
+                                 static_cast<double>(gamma[c]) +
+                             static_cast<double>(beta[c]));
+    if (threadIdx.x == 0) {
+      mean[r] = static_cast<T>(mu);
+      rstd[r] = static_cast<T>(rs);
+    }
+  }
+}
+
+// dx = rstd·(dxhat − mean(dxhat) − xhat·mean(dxhat·xhat)), dxhat = dy·gamma
+template <typename T>
+__global__ void layernorm_dx_kernel(T* dx, const T* dy, const T* x, const T* mean,
+                                    const T* rstd, const T* gamma, int64_t rows, int64_t cols) {
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T* xr = x + r * cols;
+    const T* dyr = dy + r * cols;
+    T* dxr = dx + r * cols;
+    const double mu = static_cast<double>(mean[r]);
+    const double rs = static_cast<double>(rstd[r]);
+    double sum_dxhat = 0.0;
+    double sum_dxhat_xhat = 0.0;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      const double dxhat = static_cast<double>(dyr[c]) * static_cast<double>(gamma[c]);
+      sum_dxhat += dxhat;
+      sum_dxhat_xhat += dxhat * (static_cast<double>(xr[c]) - mu) * rs;
+    }
+    const double mean_dxhat = detail::block_sum(sum_dxhat) / static_cast<double>(cols);
+    const double mean_dxhat_xhat = detail::block_sum(sum_dxhat_xhat) / static_cast<double>(cols);
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      const double dxhat = static_cast<double>(dyr[c]) * static_cast<double>(gamma[c]);
+      const double xhat = (static_cast<double>(xr[c]) - mu) * rs;
+      dxr[c] = static_cast<T>(rs * (dxhat - mean_dxhat - xhat * mean_dxhat_xhat));
+    }
+  }
+}
+
+template <typename T>
+__global__ void layernorm_param_grad_kernel(T* dgamma, T* dbeta, const T* dy, const T* x,
+                                            const T* mean, const T* rstd, int64_t rows,
+                                            int64_t cols, bool accumulate) {
+  __shared__ double partial_gamma[detail::kRowLanes][detail::kColumnTile + 1];
+  __shared__ double partial_beta[detail::kRowLanes][detail::kColumnTile + 1];
+  const int64_t c = blockIdx.x * int64_t{detail::kColumnTile} + threadIdx.x;
+  double sum_gamma = 0.0;
+  double sum_beta = 0.0;
+  if (c < cols) {
+    for (int64_t r = threadIdx.y; r < rows; r += detail::kRowLanes) {
+      const double g = static_cast<double>(dy[r * cols + c]);
+      const double xhat = (static_cast<double>(x[r * cols + c]) - static_cast<double>(mean[r])) *
+                          static_cast<double>(rstd[r]);
+      sum_gamma += g * xhat;
+      sum_beta += g;
+    }
+  }
+  partial_gamma[threadIdx.y][threadIdx.x] = sum_gamma;
+  partial_beta[threadIdx.y][threadIdx.x] = sum_beta;
+  __syncthreads();
+  if (threadIdx.y == 0 && c < cols) {
+    double total_gamma = 0.0;
+    double total_beta = 0.0;
+    for (int lane = 0; lane < detail::kRowLanes; ++lane) {
+      total_gamma += partial_gamma[lane][threadIdx.x];
+      total_beta += partial_beta[lane][threadIdx.x];
+    }
+    dgamma[c] = static_cast<T>(accumulate ? static_cast<double>(dgamma[c]) + total_gamma
+                                          : total_gamma);
+    dbeta[c] =
+        static_cast<T>(accumulate ? static_cast<double>(dbeta[c]) + total_beta : total_beta);
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void layernorm_forward(T* y, T* mean, T* rstd, const T* x, const T* gamma, const T* beta,
+                       int64_t rows, int64_t cols, double eps) {
+  if (rows == 0 || cols == 0) return;
+  const int threads = detail::row_block_threads(cols);
+  layernorm_forward_kernel<<<detail::grid_blocks(rows, 1), threads, 0, detail::stream()>>>(
+      y, mean, rstd, x, gamma, beta, rows, cols, eps);
+  MLPS_CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void layernorm_backward(T* dx, T* dgamma, T* dbeta, const T* dy, const T* x, const T* mean,
+                        const T* rstd, const T* gamma, int64_t rows, int64_t cols,
+                        bool accumulate) {
+  if (cols == 0) return;
+  if (rows > 0) {
+    const int threads = detail::row_block_threads(cols);
+    layernorm_dx_kernel<<<detail::grid_blocks(rows, 1), threads, 0, detail::stream()>>>(
+        dx, dy, x, mean, rstd, gamma, rows, cols);
+    MLPS_CUDA_CHECK_LAUNCH();
+  }
+  const dim3 block(detail::kColumnTile, detail::kRowLanes);
+  const auto blocks =
+      static_cast<unsigned int>((cols + detail::kColumnTile - 1) / detail::kColumnTile);
+  layernorm_param_grad_kernel<<<blocks, block, 0, detail::stream()>>>(
+      dgamma, dbeta, dy, x, mean, rstd, rows, cols, accumulate);
+  MLPS_CUDA_CHECK_LAUNCH();
+}
+
+#define MLPS_INSTANTIATE(T)                                                                 \
+  template void layernorm_forward<T>(T*, T*, T*, const T*, const T*, const T*, int64_t,     \
+                                     int64_t, double);                                      \
+  template void layernorm_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*,   \
+                                      const T*, int64_t, int64_t, bool);
+MLPS_INSTANTIATE(float)
+MLPS_INSTANTIATE(double)
+#undef MLPS_INSTANTIATE
+
+}  // namespace mlps::cuda

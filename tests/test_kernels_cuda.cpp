@@ -1,0 +1,398 @@
+// Every CUDA kernel, in float and double, against its CPU twin on the same seeded random
+// inputs (normwise tolerance 1e-12 for double, 1e-5 for float; ReLU exactly). Without a GPU, or
+// in a build without CUDA, every test here is skipped visibly, naming the kernel it did not check.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kernels/kernels.h"
+#include "tests/reference_kernels.h"
+
+#ifdef MLPSCALE_WITH_CUDA
+#define MLPS_REQUIRE_GPU(kernel) \
+  if (!::mlps::cuda::gpu_available()) GTEST_SKIP() << "no GPU: CUDA kernel " kernel " not checked"
+#else
+#define MLPS_REQUIRE_GPU(kernel) \
+  GTEST_SKIP() << "no GPU: CUDA kernel " kernel " not checked (built without CUDA)"
+#endif
+
+namespace mlps {
+namespace {
+
+template <typename T>
+class CudaKernelsTest : public ::testing::Test {};
+using KernelTypes = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(CudaKernelsTest, KernelTypes);
+
+#ifdef MLPSCALE_WITH_CUDA
+
+using ref::Vec;
+
+// Owning device array for the tests, filled from and read back to host vectors.
+template <typename T>
+class GpuArray {
+ public:
+  explicit GpuArray(const std::vector<T>& host)
+      : count_(host.size()), data_(static_cast<T*>(cuda::device_alloc(bytes()))) {
+    cuda::copy_to_device(data_, host.data(), bytes());
+  }
+  GpuArray(const GpuArray&) = delete;
+  GpuArray& operator=(const GpuArray&) = delete;
+  ~GpuArray() { cuda::device_free(data_); }
+  T* get() { return data_; }
+  std::vector<T> host() const {
+    std::vector<T> out(count_);
+    cuda::copy_to_host(out.data(), data_, bytes());
+    return out;
+  }
+
+ private:
+  size_t bytes() const { return count_ * sizeof(T); }
+  size_t count_;
+  T* data_;
+};
+
+template <typename T>
+std::vector<T> random_t(size_t n, uint64_t seed, double lo = -1.0, double hi = 1.0) {
+  return ref::cast_to<T>(ref::random_values(n, seed, lo, hi));
+}
+
+// CUDA result against the CPU twin's result.
+template <typename T>
+::testing::AssertionResult matches_cpu(const std::vector<T>& gpu, const std::vector<T>& cpu,
+                                       const std::string& what, double tol = ref::tolerance<T>()) {
+  return ref::all_close(ref::to_double(gpu), ref::to_double(cpu), tol, what);
+}
+
+struct GemmCase {
+  bool trans_a, trans_b;
+  int64_t m, n, k, pad;
+  double alpha, beta;
+};
+
+template <typename T>
+void check_gemm(const GemmCase& g, uint64_t seed) {
+  const int64_t a_rows = g.trans_a ? g.k : g.m, a_cols = g.trans_a ? g.m : g.k;
+  const int64_t b_rows = g.trans_b ? g.n : g.k, b_cols = g.trans_b ? g.k : g.n;
+  const int64_t lda = std::max<int64_t>(a_cols + g.pad, 1);
+  const int64_t ldb = std::max<int64_t>(b_cols + g.pad, 1);
+  const int64_t ldc = g.n + g.pad;
+  const std::vector<T> a = random_t<T>(std::max<int64_t>(a_rows * lda, 1), seed);
+  const std::vector<T> b = random_t<T>(std::max<int64_t>(b_rows * ldb, 1), seed + 1);
+  std::vector<T> c = random_t<T>(g.m * ldc, seed + 2);
+  GpuArray<T> a_d(a), b_d(b), c_d(c);
+  cuda::gemm<T>(g.trans_a, g.trans_b, g.m, g.n, g.k, T(g.alpha), a_d.get(), lda, b_d.get(), ldb,
+                T(g.beta), c_d.get(), ldc);
+  cpu::gemm<T>(g.trans_a, g.trans_b, g.m, g.n, g.k, T(g.alpha), a.data(), lda, b.data(), ldb,
+               T(g.beta), c.data(), ldc);
+  EXPECT_TRUE(matches_cpu(c_d.host(), c, "C"))
+      << "trans_a=" << g.trans_a << " trans_b=" << g.trans_b << " m=" << g.m << " n=" << g.n
+      << " k=" << g.k << " pad=" << g.pad << " beta=" << g.beta;
+}
+
+#endif  // MLPSCALE_WITH_CUDA
+
+TYPED_TEST(CudaKernelsTest, Gemm) {
+  MLPS_REQUIRE_GPU("gemm");
+#ifdef MLPSCALE_WITH_CUDA
+  uint64_t seed = 100;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (int64_t pad : {0, 5})
+        for (double beta : {0.0, -0.3})
+          check_gemm<TypeParam>({ta, tb, 37, 23, 19, pad, 0.7, beta}, seed++);
+  check_gemm<TypeParam>({false, false, 1, 64, 300, 0, 1.0, 1.0}, seed++);
+  check_gemm<TypeParam>({true, false, 256, 512, 128, 0, 1.0, 0.0}, seed++);
+  check_gemm<TypeParam>({false, true, 4, 3, 0, 0, 1.0, 0.5}, seed++);  // k = 0: C = beta·C
+#endif
+}
+
+TYPED_TEST(CudaKernelsTest, BiasAdd) {
+  MLPS_REQUIRE_GPU("bias_add");
+#ifdef MLPSCALE_WITH_CUDA
+  using T = TypeParam;
+  const int64_t rows = 13, cols = 70;
+  std::vector<T> y = random_t<T>(rows * cols, 1);
+  const std::vector<T> bias = random_t<T>(cols, 2);
+  GpuArray<T> y_d(y), bias_d(bias);
+  cuda::bias_add<T>(y_d.get(), bias_d.get(), rows, cols);
+  cpu::bias_add<T>(y.data(), bias.data(), rows, cols);
+  EXPECT_TRUE(matches_cpu(y_d.host(), y, "y"));
+#endif
+}
+
+TYPED_TEST(CudaKernelsTest, BiasGrad) {
+  MLPS_REQUIRE_GPU("bias_grad");
+#ifdef MLPSCALE_WITH_CUDA
+  using T = TypeParam;
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{13, 70}, {32, 8192}, {1000, 10}, {0, 5}}) {
+    const std::vector<T> dy = random_t<T>(std::max<int64_t>(rows * cols, 1), 3);
+    GpuArray<T> dy_d(dy);
+    for (bool accumulate : {false, true}) {
+      std::vector<T> dbias = random_t<T>(cols, 4);
+      GpuArray<T> dbias_d(dbias);
+      cuda::bias_grad<T>(dbias_d.get(), dy_d.get(), rows, cols, accumulate);
+      cpu::bias_grad<T>(dbias.data(), dy.data(), rows, cols, accumulate);
+      EXPECT_TRUE(matches_cpu(dbias_d.host(), dbias, "dbias"))
+          << rows << "x" << cols << " accumulate=" << accumulate;
+    }
+  }
+#endif
+}
+
+TYPED_TEST(CudaKernelsTest, ReluForward) {
+  MLPS_REQUIRE_GPU("relu_forward");
+#ifdef MLPSCALE_WITH_CUDA
+  using T = TypeParam;
+  const int64_t n = 100003;
+  std::vector<T> x = random_t<T>(n, 5);
+  for (int64_t i = 0; i < n; i += 7) x[i] = T(0);
+  std::vector<T> y(n);
+  GpuArray<T> x_d(x), y_d(y);
+  cuda::relu_forward<T>(y_d.get(), x_d.get(), n);
+  cuda::relu_forward<T>(x_d.get(), x_d.get(), n);  // in place
+  cpu::relu_forward<T>(y.data(), x.data(), n);
+  EXPECT_TRUE(matches_cpu(y_d.host(), y, "y", 0.0));
+  EXPECT_TRUE(matches_cpu(x_d.host(), y, "y aliasing x", 0.0));
+#endif
+}
+
+TYPED_TEST(CudaKernelsTest, ReluBackward) {
+  MLPS_REQUIRE_GPU("relu_backward");
+#ifdef MLPSCALE_WITH_CUDA
+  using T = TypeParam;
+  const int64_t n = 100003;
+  std::vector<T> y = random_t<T>(n, 6);
+  for (int64_t i = 0; i < n; i += 7) y[i] = T(0);
+  cpu::relu_forward<T>(y.data(), y.data(), n);
+  const std::vector<T> dy = random_t<T>(n, 7);
+  std::vector<T> dx(n);
+  GpuArray<T> y_d(y), dy_d(dy), dx_d(dx);
+  cuda::relu_backward<T>(dx_d.get(), dy_d.get(), y_d.get(), n);
+  cuda::relu_backward<T>(dy_d.get(), dy_d.get(), y_d.get(), n);  // in place
+  cpu::relu_backward<T>(dx.data(), dy.data(), y.data(), n);
+  EXPECT_TRUE(matches_cpu(dx_d.host(), dx, "dx", 0.0));
+  EXPECT_TRUE(matches_cpu(dy_d.host(), dx, "dx aliasing dy", 0.0));
+#endif
+}
+
+TYPED_TEST(CudaKernelsTest, ResidualAdd) {
+  MLPS_REQUIRE_GPU("residual_add");
+#ifdef MLPSCALE_WITH_CUDA
+  using T = TypeParam;
+  const int64_t n = 99999;
+  const std::vector<T> a = random_t<T>(n, 8), b = random_t<T>(n, 9);
+  std::vector<T> y(n);
+  GpuArray<T> a_d(a), b_d(b), y_d(y), ya_d(a), yb_d(b);
+  cuda::residual_add<T>(y_d.get(), a_d.get(), b_d.get(), n);
+  cuda::residual_add<T>(ya_d.get(), ya_d.get(), b_d.get(), n);
+  cuda::residual_add<T>(yb_d.get(), a_d.get(), yb_d.get(), n);
+  cpu::residual_add<T>(y.data(), a.data(), b.data(), n);
+  EXPECT_TRUE(matches_cpu(y_d.host(), y, "y"));
+  EXPECT_TRUE(matches_cpu(ya_d.host(), y, "y aliasing a"));
+  EXPECT_TRUE(matches_cpu(yb_d.host(), y, "y aliasing b"));
+#endif
+}
+
+TYPED_TEST(CudaKernelsTest, LayerNormForward) {
+  MLPS_REQUIRE_GPU("layernorm_forward");
+#ifdef MLPSCALE_WITH_CUDA
+  using T = TypeParam;
+  for (auto [rows, cols] :
+       {std::pair<int64_t, int64_t>{5, 33}, {32, 8192}, {7, 1000}, {3, 1}, {2000, 64}}) {
+    const std::vector<T> x = random_t<T>(rows * cols, 10, -1.5, 2.5);
+    const std::vector<T> gamma = random_t<T>(cols, 11, 0.5, 1.5), beta = random_t<T>(cols, 12);
+    std::vector<T> y(rows * cols), mean(rows), rstd(rows);
+    GpuArray<T> x_d(x), gamma_d(gamma), beta_d(beta), y_d(y), mean_d(mean), rstd_d(rstd);
+    cuda::layernorm_forward<T>(y_d.get(), mean_d.get(), rstd_d.get(), x_d.get(), gamma_d.get(),
+                               beta_d.get(), rows, cols, 1e-5);
+    cpu::layernorm_forward<T>(y.data(), mean.data(), rstd.data(), x.data(), gamma.data(),
+                              beta.data(), rows, cols, 1e-5);
+    const std::string shape = std::to_string(rows) + "x" + std::to_string(cols);
+    EXPECT_TRUE(matches_cpu(y_d.host(), y, "y " + shape));
+    EXPECT_TRUE(matches_cpu(mean_d.host(), mean, "mean " + shape));
+    EXPECT_TRUE(matches_cpu(rstd_d.host(), rstd, "rstd " + shape));
+  }
+#endif
+}
+
+TYPED_TEST(CudaKernelsTest, LayerNormBackward) {
+  MLPS_REQUIRE_GPU("layernorm_backward");
+#ifdef MLPSCALE_WITH_CUDA
+  using T = TypeParam;
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{6, 40}, {32, 8192}, {300, 10}}) {
+    const std::vector<T> x = random_t<T>(rows * cols, 20, -2.0, 3.0);
+    const std::vector<T> gamma = random_t<T>(cols, 21, 0.5, 1.5), beta = random_t<T>(cols, 22);
+    const std::vector<T> dy = random_t<T>(rows * cols, 23);
+    std::vector<T> y(rows * cols), mean(rows), rstd(rows);
+    cpu::layernorm_forward<T>(y.data(), mean.data(), rstd.data(), x.data(), gamma.data(),
+                              beta.data(), rows, cols, 1e-5);
+    GpuArray<T> x_d(x), gamma_d(gamma), dy_d(dy), mean_d(mean), rstd_d(rstd);
+    for (bool accumulate : {false, true}) {
+      std::vector<T> dx(rows * cols);
+      std::vector<T> dgamma = random_t<T>(cols, 24), dbeta = random_t<T>(cols, 25);
+      GpuArray<T> dx_d(dx), dgamma_d(dgamma), dbeta_d(dbeta);
+      cuda::layernorm_backward<T>(dx_d.get(), dgamma_d.get(), dbeta_d.get(), dy_d.get(), x_d.get(),
+                                  mean_d.get(), rstd_d.get(), gamma_d.get(), rows, cols,
+                                  accumulate);
+      cpu::layernorm_backward<T>(dx.data(), dgamma.data(), dbeta.data(), dy.data(), x.data(),
+                                 mean.data(), rstd.data(), gamma.data(), rows, cols, accumulate);
+      const std::string what = std::to_string(rows) + "x" + std::to_string(cols) +
+                             (accumulate ? " accumulate" : "");
+      EXPECT_TRUE(matches_cpu(dx_d.host(), dx, "dx " + what));
+      EXPECT_TRUE(matches_cpu(dgamma_d.host(), dgamma, "dgamma " + what));
+      EXPECT_TRUE(matches_cpu(dbeta_d.host(), dbeta, "dbeta " + what));
+    }
+  }
+#endif
+}
+
+TYPED_TEST(CudaKernelsTest, SoftmaxXentForward) {
+  MLPS_REQUIRE_GPU("softmax_xent_forward");
+#ifdef MLPSCALE_WITH_CUDA
+  using T = TypeParam;
+  struct Case { int64_t rows, classes; double offset; };
+  for (const Case& sc : {Case{9, 10, 0.0}, Case{4, 1000, 0.0}, Case{5, 10, 1000.0}}) {
+    const int64_t rows = sc.rows, classes = sc.classes;
+    const std::vector<T> logits =
+        random_t<T>(rows * classes, 40, sc.offset - 5, sc.offset + 5);
+    std::vector<int32_t> labels = ref::random_labels(rows, classes, 41);
+    labels[0] = static_cast<int32_t>(classes);  // out of range: NaN loss on both
+    std::vector<T> probs(rows * classes), loss(rows);
+    GpuArray<T> logits_d(logits), probs_d(probs), loss_d(loss);
+    GpuArray<int32_t> labels_d(labels);
+    cuda::softmax_xent_forward<T>(probs_d.get(), loss_d.get(), logits_d.get(), labels_d.get(),
+                                  rows, classes);
+    cpu::softmax_xent_forward<T>(probs.data(), loss.data(), logits.data(), labels.data(), rows,
+                                 classes);
+    const std::string shape = std::to_string(rows) + "x" + std::to_string(classes);
+    EXPECT_TRUE(matches_cpu(probs_d.host(), probs, "probs " + shape));
+    std::vector<T> loss_gpu = loss_d.host();
+    EXPECT_TRUE(std::isnan(loss_gpu[0])) << "label out of range, " << shape;
+    loss_gpu[0] = loss[0] = T(0);
+    EXPECT_TRUE(matches_cpu(loss_gpu, loss, "loss " + shape));
+  }
+#endif
+}
+
+TYPED_TEST(CudaKernelsTest, SoftmaxXentBackward) {
+  MLPS_REQUIRE_GPU("softmax_xent_backward");
+#ifdef MLPSCALE_WITH_CUDA
+  using T = TypeParam;
+  const int64_t rows = 33, classes = 10;
+  const std::vector<T> probs = random_t<T>(rows * classes, 43, 0.0, 1.0);
+  const std::vector<int32_t> labels = ref::random_labels(rows, classes, 44);
+  std::vector<T> dlogits(rows * classes);
+  GpuArray<T> probs_d(probs), dlogits_d(dlogits);
+  GpuArray<int32_t> labels_d(labels);
+  cuda::softmax_xent_backward<T>(dlogits_d.get(), probs_d.get(), labels_d.get(), rows, classes,
+                                 1.0 / 32);
+  cpu::softmax_xent_backward<T>(dlogits.data(), probs.data(), labels.data(), rows, classes,
+                                1.0 / 32);
+  EXPECT_TRUE(matches_cpu(dlogits_d.host(), dlogits, "dlogits"));
+#endif
+}
+
+TYPED_TEST(CudaKernelsTest, AdamUpdate) {
+  MLPS_REQUIRE_GPU("adam_update");
+#ifdef MLPSCALE_WITH_CUDA
+  using T = TypeParam;
+  const int64_t n = 100001;
+  std::vector<T> param = random_t<T>(n, 50), m = random_t<T>(n, 51, -0.1, 0.1),
+                 v = random_t<T>(n, 52, 0.0, 0.01);
+  GpuArray<T> param_d(param), m_d(m), v_d(v);
+  AdamStep step;
+  step.lr = 0.05;
+  for (int t = 1; t <= 3; ++t) {
+    step.bias_correction1 = 1.0 - std::pow(step.beta1, t);
+    step.bias_correction2 = 1.0 - std::pow(step.beta2, t);
+    const std::vector<T> grad = random_t<T>(n, 60 + t);
+    GpuArray<T> grad_d(grad);
+    cuda::adam_update<T>(param_d.get(), grad_d.get(), m_d.get(), v_d.get(), n, step);
+    cpu::adam_update<T>(param.data(), grad.data(), m.data(), v.data(), n, step);
+  }
+  EXPECT_TRUE(matches_cpu(param_d.host(), param, "param"));
+  EXPECT_TRUE(matches_cpu(m_d.host(), m, "m"));
+  EXPECT_TRUE(matches_cpu(v_d.host(), v, "v"));
+#endif
+}
+
+TYPED_TEST(CudaKernelsTest, SgdUpdate) {
+  MLPS_REQUIRE_GPU("sgd_update");
+#ifdef MLPSCALE_WITH_CUDA
+  using T = TypeParam;
+  const int64_t n = 100001;
+  std::vector<T> param = random_t<T>(n, 70);
+  const std::vector<T> grad = random_t<T>(n, 71);
+  GpuArray<T> param_d(param), grad_d(grad);
+  cuda::sgd_update<T>(param_d.get(), grad_d.get(), n, 0.1);
+  cpu::sgd_update<T>(param.data(), grad.data(), n, 0.1);
+  EXPECT_TRUE(matches_cpu(param_d.host(), param, "param"));
+#endif
+}
+
+TEST(CudaKernelsMemory, CopiesAndFillZeroRoundTrip) {
+  MLPS_REQUIRE_GPU("device_alloc/copy_*/fill_zero");
+#ifdef MLPSCALE_WITH_CUDA
+  const size_t n = 100003, bytes = n * sizeof(double);
+  std::vector<double> host(n), back(n, -1.0);
+  for (size_t i = 0; i < n; ++i) host[i] = 0.25 * static_cast<double>(i) - 7.0;
+  void* a = cuda::device_alloc(bytes);
+  void* b = cuda::device_alloc(bytes);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  cuda::copy_to_device(a, host.data(), bytes);
+  cuda::copy_on_device(b, a, bytes);
+  cuda::fill_zero(a, bytes);
+  cuda::synchronize();
+  cuda::copy_to_host(back.data(), b, bytes);
+  EXPECT_EQ(back, host);
+  cuda::copy_to_host(back.data(), a, bytes);
+  EXPECT_EQ(back, std::vector<double>(n, 0.0));
+  cuda::device_free(a);
+  cuda::device_free(b);
+  EXPECT_EQ(cuda::device_alloc(0), nullptr);
+#endif
+}
+
+TEST(CudaKernelsEvents, ElapsedTimeCoversWorkBetweenEvents) {
+  MLPS_REQUIRE_GPU("event_*");
+#ifdef MLPSCALE_WITH_CUDA
+  using T = float;
+  const int64_t n = 1 << 22;
+  GpuArray<T> x(std::vector<T>(n, T(-1))), y(std::vector<T>(n, T(0)));
+  void* start = cuda::event_create();
+  void* end = cuda::event_create();
+  cuda::event_record(start);
+  for (int i = 0; i < 10; ++i) cuda::relu_forward<T>(y.get(), x.get(), n);
+  cuda::event_record(end);
+  const double seconds = cuda::event_elapsed_seconds(start, end);
+  EXPECT_GT(seconds, 0.0);
+  EXPECT_LT(seconds, 10.0);
+  cuda::event_destroy(start);
+  cuda::event_destroy(end);
+#endif
+}
+
+// Runs in every CUDA build, with or without a GPU: the queries must answer, never crash.
+TEST(CudaRuntime, AvailabilityAndVersionQueriesNeverThrow) {
+#ifdef MLPSCALE_WITH_CUDA
+  bool available = false;
+  EXPECT_NO_THROW(available = cuda::gpu_available());
+  EXPECT_EQ(available, cuda::gpu_available());
+  const std::string version = cuda::runtime_version_string();
+  EXPECT_NE(version.find("CUDA runtime"), std::string::npos) << version;
+  EXPECT_EQ(version.find("no device") == std::string::npos, available) << version;
+#else
+  GTEST_SKIP() << "no GPU: CUDA kernel gpu_available/runtime_version_string not checked "
+                  "(built without CUDA)";
+#endif
+}
+
+}  // namespace
+}  // namespace mlps
