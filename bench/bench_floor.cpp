@@ -82,6 +82,7 @@ int run(const MpiSession& mpi, int argc, char** argv) {
   const std::string type = o.precision == Precision::fp64 ? "f64" : "f32";
 
   const auto dataset = open_dataset(o.data, o.seed);
+  const auto schedule = TrainingSchedule::make(o, dataset->size(Split::train));
   std::unique_ptr<Trainer> trainer;
   if (o.precision == Precision::fp64)
     trainer = std::make_unique<SerialTrainer<double>>(device, o.model, o.optimizer, o.seed, o.batch);
@@ -102,7 +103,7 @@ int run(const MpiSession& mpi, int argc, char** argv) {
   const double floor_seconds = gemm_seconds + optimizer_seconds;
 
   RunContext context{"bench_floor", command_line(argc, argv), MPI_COMM_WORLD, 0, 1};
-  const int code = run_training(context, o, *trainer, *dataset);
+  const int code = run_training(context, o, schedule, *trainer, *dataset);
   if (code != 0) return code;
   const RunRecord record = read_results_hdf5(o.out);
   const StepSummary measured =

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
                              std::to_string(mpi.size()) + " (use bin/data for several)");
     const mlps::DeviceKind device = mlps::resolve_device(o.device);
     const auto dataset = mlps::open_dataset(o.data, o.seed);
+    const auto schedule = mlps::TrainingSchedule::make(o, dataset->size(mlps::Split::train));
     std::unique_ptr<mlps::Trainer> trainer;
     if (o.precision == mlps::Precision::fp64)
       trainer = std::make_unique<mlps::SerialTrainer<double>>(device, o.model, o.optimizer, o.seed,
@@ -33,6 +34,6 @@ int main(int argc, char** argv) {
                                                              o.batch);
     mlps::RunContext context{"serial", mlps::command_line(argc, argv), MPI_COMM_WORLD, mpi.rank(),
                              mpi.size()};
-    return mlps::run_training(context, o, *trainer, *dataset);
+    return mlps::run_training(context, o, schedule, *trainer, *dataset);
   });
 }

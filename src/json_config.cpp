@@ -11,7 +11,7 @@ std::string scalar_to_input(const std::string& key, const nlohmann::json& value)
   if (value.is_string()) return value.get<std::string>();
   if (value.is_boolean()) return value.get<bool>() ? "true" : "false";
   if (value.is_number()) return value.dump();
-  throw CLI::ConversionError("config key '" + key + "' must be a string, number or boolean, not " +
+  throw CLI::ConversionError("config file: key '" + key + "' must be a string, number or boolean, not " +
                              std::string(value.type_name()));
 }
 
@@ -37,9 +37,9 @@ std::vector<CLI::ConfigItem> JsonConfig::from_config(std::istream& input) const 
   try {
     doc = nlohmann::json::parse(input);
   } catch (const nlohmann::json::parse_error& e) {
-    throw CLI::ConversionError(std::string("config file is not valid JSON: ") + e.what());
+    throw CLI::ConversionError(std::string("config file: not valid JSON: ") + e.what());
   }
-  if (!doc.is_object()) throw CLI::ConversionError("config file must hold one JSON object");
+  if (!doc.is_object()) throw CLI::ConversionError("config file: must hold one JSON object");
   std::vector<CLI::ConfigItem> items;
   for (const auto& [key, value] : doc.items()) {
     CLI::ConfigItem item;
@@ -60,16 +60,15 @@ std::string JsonConfig::to_config(const CLI::App* app, bool default_also, bool /
   for (const CLI::Option* opt : app->get_options()) {
     const std::string name = opt->get_single_name();
     if (name.empty() || name == "help" || opt == app->get_config_ptr()) continue;
+    // CLI11 reports a flag's type size as 1; a flag is an option that takes no value.
+    const bool flag = opt->get_expected_max() == 0;
     std::vector<std::string> values = opt->reduced_results();
     if (values.empty()) {
       if (!default_also) continue;
       const std::string def = opt->get_default_str();
-      if (opt->get_type_size() == 0) values = {def.empty() ? "false" : def};
-      else if (!def.empty()) values = {def};
-      else continue;
+      values = {flag && def.empty() ? "false" : def};
     }
-    if (opt->get_type_size() == 0 && !values.empty() && values.front() != "false" &&
-        values.front() != "true")
+    if (flag && values.front() != "false" && values.front() != "true")
       values = {"true"};  // a counted flag records that it was given
     if (values.size() == 1) {
       doc[name] = typed(values.front());

@@ -108,7 +108,8 @@ std::string OptionParser::describe_parse_error(const CLI::ParseError& e) const {
   if (what.rfind(unknown_key, 0) == 0)
     return file + ": unknown key '" + what.substr(unknown_key.size()) +
            "' (keys are the long option names, see --help)";
-  if (what.rfind("config file", 0) == 0) return file + ": " + what.substr(12);
+  const std::string from_file = "config file: ";
+  if (what.rfind(from_file, 0) == 0) return file + ": " + what.substr(from_file.size());
   return what;
 }
 

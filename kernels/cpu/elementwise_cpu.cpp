@@ -32,7 +32,11 @@ void relu_forward(T* y, const T* x, int64_t n) {
 
 template <typename T>
 void relu_backward(T* dx, const T* dy, const T* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) dx[i] = y[i] > T(0) ? dy[i] : T(0);
+  // Read dy unconditionally so the select vectorises (dx may alias dy, so no __restrict).
+  for (int64_t i = 0; i < n; ++i) {
+    const T d = dy[i];
+    dx[i] = y[i] > T(0) ? d : T(0);
+  }
 }
 
 template <typename T>

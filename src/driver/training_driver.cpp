@@ -63,9 +63,8 @@ double evaluate(const Options& o, Trainer& trainer, const Dataset& dataset, int6
 
 }  // namespace
 
-int run_training(const RunContext& context, const Options& o, Trainer& trainer,
-                 const Dataset& dataset) {
-  const TrainingSchedule schedule = TrainingSchedule::make(o, dataset.size(Split::train));
+int run_training(const RunContext& context, const Options& o, const TrainingSchedule& schedule,
+                 Trainer& trainer, const Dataset& dataset) {
   const std::string out_path = o.out.empty() ? default_result_path(trainer.scheme()) : o.out;
   const std::string start_time = utc_timestamp_now();
   const int64_t eval_samples = o.eval_samples > 0

@@ -4,6 +4,7 @@
 #include "src/data/dataset.h"
 #include "src/driver/run_context.h"
 #include "src/driver/trainer.h"
+#include "src/driver/training_schedule.h"
 #include "src/options.h"
 
 namespace mlps {
@@ -12,8 +13,8 @@ namespace mlps {
 std::string default_result_path(const std::string& scheme);
 
 // Runs the training; returns the process exit code (0, or 3 when --verify fails), the same on
-// every rank.
-int run_training(const RunContext& context, const Options& options, Trainer& trainer,
-                 const Dataset& dataset);
+// every rank. The schedule is made (and so checked) before the trainer allocates anything.
+int run_training(const RunContext& context, const Options& options,
+                 const TrainingSchedule& schedule, Trainer& trainer, const Dataset& dataset);
 
 }  // namespace mlps

@@ -1,0 +1,358 @@
+#!/usr/bin/env bash
+# Command-line tests of bin/serial: every bad input is exit status 2 with one stderr line naming
+# the problem, nothing on stdout and no result file left behind; good runs write a result file
+# that follows results/README.md. Prints "ok - NAME" / "not ok - NAME: WHY" / "skip - NAME: WHY"
+# per check and ends with "N passed, N failed" (tests/run_all.sh parses it); exits non-zero if
+# any check failed. Tiny models keep the whole file to a few seconds.
+set -u -o pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+
+repo=$PWD
+serial=$repo/bin/serial
+python=$repo/.venv/bin/python3
+fashion_mnist=/usr/share/datasets/fashion-mnist
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$tmp/in"
+
+passed=0
+failed=0
+skipped=0
+problems=()
+
+# Records one check from the problems collected since the last one.
+report() {
+  local name=$1
+  if ((${#problems[@]} == 0)); then
+    echo "ok - $name"
+    passed=$((passed + 1))
+  else
+    local why
+    why=$(printf '; %s' "${problems[@]}")
+    echo "not ok - $name: ${why:2}"
+    failed=$((failed + 1))
+  fi
+  problems=()
+}
+skip() {
+  echo "skip - $1: $2"
+  skipped=$((skipped + 1))
+}
+problem() { problems+=("$*"); }
+finish() {
+  ((skipped > 0)) && echo "$skipped skipped (not counted as passed)"
+  echo "$passed passed, $failed failed"
+  ((failed == 0))
+  exit
+}
+
+if [[ ! -x $serial ]]; then
+  problem "$serial not found (run 'make bin/serial' first)"
+  report "bin/serial exists"
+  finish
+fi
+
+# The tiny run as args=(...); any option the caller gives itself replaces the tiny one, and
+# "--without OPTION" drops one (so a config file can set it).
+tiny_args() {
+  local -a tiny=(--hidden 16 --layers 1 --image-size 8 --iters 4 --warmup 1 --print-every 0
+                 --eval-samples 64)
+  local -a given=() drop=()
+  while (($# > 0)); do
+    if [[ $1 == --without ]]; then
+      drop+=("$2")
+      shift 2
+    else
+      given+=("$1")
+      shift
+    fi
+  done
+  local i option
+  args=()
+  for ((i = 0; i < ${#tiny[@]}; i += 2)); do
+    for option in "${given[@]}" "${drop[@]}"; do [[ $option == "${tiny[i]}" ]] && continue 2; done
+    args+=("${tiny[i]}" "${tiny[i + 1]}")
+  done
+  args+=("${given[@]}")
+}
+
+# Runs a command in the empty directory $tmp/run; sets rc, stdout/stderr in $tmp/stdout, stderr.
+run_in_empty_dir() {
+  rm -rf "$tmp/run"
+  mkdir "$tmp/run"
+  (cd "$tmp/run" && timeout 60 "$@" >"$tmp/stdout" 2>"$tmp/stderr")
+  rc=$?
+  ((rc == 124)) && problem "timed out after 60 s"
+}
+line_count() { grep -c '' "$1"; }
+first_line() { head -n 1 "$1"; }
+
+# expect_input_error NAME PATTERN ARGS...: bin/serial on the tiny run plus ARGS fails with status
+# 2, one stderr line "serial: error: ..." matching PATTERN (extended regex, any case), an empty stdout and no file written.
+expect_input_error() {
+  local name=$1 pattern=$2
+  shift 2
+  tiny_args "$@"
+  run_in_empty_dir "$serial" "${args[@]}" --out "$tmp/run/x.h5"
+  ((rc == 2)) || problem "exit status $rc, expected 2"
+  local lines
+  lines=$(line_count "$tmp/stderr")
+  ((lines == 1)) || problem "$lines stderr lines, expected 1: $(head -c 300 "$tmp/stderr" | tr '\n' '|')"
+  grep -q '^serial: error: ' "$tmp/stderr" ||
+    problem "stderr does not start with 'serial: error: ': $(first_line "$tmp/stderr")"
+  grep -qiE -- "$pattern" "$tmp/stderr" ||
+    problem "stderr does not match '$pattern': $(first_line "$tmp/stderr")"
+  [[ -s $tmp/stdout ]] && problem "stdout not empty: $(head -c 300 "$tmp/stdout" | tr '\n' '|')"
+  local left
+  left=$(cd "$tmp/run" && find . -mindepth 1 | tr '\n' ' ')
+  [[ -n $left ]] && problem "files left behind: $left"
+  report "$name"
+}
+
+# A big-endian 32-bit integer as 4 raw bytes.
+be32() {
+  local n=$1 format
+  printf -v format '\\x%02x\\x%02x\\x%02x\\x%02x' $((n >> 24 & 255)) $((n >> 16 & 255)) \
+    $((n >> 8 & 255)) $((n & 255))
+  printf '%b' "$format"
+}
+# N raw bytes: byte i is (i * STEP + i / 7) mod MODULUS (pixels: 256, labels: 10).
+pattern_bytes() {
+  local count=$1 step=$2 modulus=$3 i hex format=''
+  for ((i = 0; i < count; i++)); do
+    printf -v hex '\\x%02x' $(((i * step + i / 7) % modulus))
+    format+=$hex
+  done
+  printf '%b' "$format"
+}
+# write_idx_dir DIR TRAIN TEST SIDE [TRAIN_IMAGES_MAGIC]: an MNIST-layout directory of raw files.
+write_idx_dir() {
+  local dir=$1 train=$2 test=$3 side=$4 magic=${5:-$((0x803))}
+  mkdir -p "$dir"
+  { be32 "$magic"; be32 "$train"; be32 "$side"; be32 "$side"; pattern_bytes $((train * side * side)) 37 256; } \
+    >"$dir/train-images-idx3-ubyte"
+  { be32 $((0x801)); be32 "$train"; pattern_bytes "$train" 3 10; } >"$dir/train-labels-idx1-ubyte"
+  { be32 $((0x803)); be32 "$test"; be32 "$side"; be32 "$side"; pattern_bytes $((test * side * side)) 53 256; } \
+    >"$dir/t10k-images-idx3-ubyte"
+  { be32 $((0x801)); be32 "$test"; pattern_bytes "$test" 7 10; } >"$dir/t10k-labels-idx1-ubyte"
+}
+
+have_h5py=0
+[[ -x $python ]] && "$python" -c 'import h5py' 2>/dev/null && have_h5py=1
+cat >"$tmp/check_h5.py" <<'EOF'
+# check_h5.py FILE ITERATIONS [config.KEY=VALUE | attr.NAME=VALUE]...: prints the problems
+# found with a bin/serial result file (VALUE is JSON, or else a plain string).
+import json, math, sys
+import h5py
+
+path, iterations = sys.argv[1], int(sys.argv[2])
+problems = []
+try:
+    with h5py.File(path, "r") as f:
+        attrs = f.attrs
+        if attrs.get("scheme") != "serial":
+            problems.append(f"scheme is {attrs.get('scheme')!r}")
+        if attrs.get("world_size") != 1:
+            problems.append(f"world_size is {attrs.get('world_size')!r}")
+        if attrs.get("iterations") != iterations:
+            problems.append(f"iterations is {attrs.get('iterations')!r}, expected {iterations}")
+        step = f.get("timing/step")
+        if step is None or step.shape != (iterations, 1):
+            problems.append(f"/timing/step shape {None if step is None else step.shape}")
+        loss = f.get("train/loss")
+        if loss is None or loss.shape != (iterations,):
+            problems.append(f"/train/loss shape {None if loss is None else loss.shape}")
+        elif not all(math.isfinite(x) for x in loss[()]):
+            problems.append("/train/loss is not finite")
+        config = json.loads(attrs["config_json"])
+        if not isinstance(config, dict):
+            problems.append("config_json is not a JSON object")
+            config = {}
+        for spec in sys.argv[3:]:
+            key, text = spec.split("=", 1)
+            where, name = key.split(".", 1)
+            try:
+                expected = json.loads(text)
+            except ValueError:
+                expected = text
+            actual = config.get(name, "<missing>") if where == "config" else attrs.get(name, "<missing>")
+            if actual != expected:
+                problems.append(f"{key} is {actual!r}, expected {expected!r}")
+except Exception as e:  # any unreadable file or field is a failure, reported on one line
+    problems.append(f"{type(e).__name__}: {e}")
+print("; ".join(problems))
+sys.exit(1 if problems else 0)
+EOF
+
+# check_result NAME FILE ITERATIONS EXPECTATIONS...: the result file's contents, as its own check.
+check_result() {
+  local name="$1 (result file)" file=$2
+  shift 2
+  if ((!have_h5py)); then
+    skip "$name" "h5py not available ($python)"
+    return
+  fi
+  local out
+  out=$("$python" "$tmp/check_h5.py" "$file" "$@" 2>&1) || problem "$file: $out"
+  report "$name"
+}
+
+# expect_run NAME OUT ARGS...: a good tiny run with --out OUT (inside $tmp/run) exits 0 and
+# writes OUT with no temporary file left.
+expect_run() {
+  local name=$1 out=$2
+  shift 2
+  tiny_args "$@"
+  run_in_empty_dir "$serial" "${args[@]}" --out "$tmp/run/$out"
+  ((rc == 0)) || problem "exit status $rc: $(head -c 300 "$tmp/stderr" | tr '\n' '|')"
+  [[ -f $tmp/run/$out ]] || problem "no result file $out"
+  local temps
+  temps=$(cd "$tmp/run" && find . -name '*.tmp.*' | tr '\n' ' ')
+  [[ -n $temps ]] && problem "temporary files left: $temps"
+  report "$name"
+}
+
+# Parameters of FC_Net: embed S²→H, L blocks, classifier H→10 (src/model_config.h).
+parameters() {
+  local side=$1 hidden=$2 layers=$3 block=$4 ffn=$((4 * $2)) per_block
+  if [[ $block == plain ]]; then
+    per_block=$((hidden * hidden + hidden))
+  else
+    per_block=$((2 * hidden + hidden * ffn + ffn + ffn * hidden + hidden))
+  fi
+  echo $((side * side * hidden + hidden + layers * per_block + hidden * 10 + 10))
+}
+
+# --- bad options -------------------------------------------------------------------------------
+expect_input_error "unknown option" "--no-such-option" --no-such-option 3
+expect_input_error "non-numeric --hidden" "--hidden" --hidden abc
+expect_input_error "--batch 0" "--batch" --batch 0
+expect_input_error "negative --hidden" "--hidden" --hidden -3
+expect_input_error "fractional --layers" "--layers" --layers 1.5
+expect_input_error "bad --precision" "--precision" --precision fp8
+expect_input_error "bad --device" "--device" --device tpu
+expect_input_error "bad --block" "--block" --block conv
+expect_input_error "bad --optimizer" "--optimizer" --optimizer rmsprop
+expect_input_error "--lr 0" "--lr" --lr 0
+expect_input_error "non-numeric --lr" "--lr" --lr fast
+expect_input_error "--warmup equal to --iters" "--warmup" --iters 4 --warmup 4
+expect_input_error "--warmup beyond --iters" "--warmup" --iters 3 --warmup 5
+expect_input_error "--epochs 0 --iters 0" "--epochs" --epochs 0 --iters 0
+# The batch check must come before anything is sized by the batch.
+expect_input_error "--batch beyond the synthetic training split" "--batch" --batch 1099511627776
+
+# --- config files ------------------------------------------------------------------------------
+printf '{"batch": 8,\n' >"$tmp/in/truncated.json"
+printf '{"hiden": 16}\n' >"$tmp/in/unknown_key.json"
+printf '{"batch": {"value": 8}}\n' >"$tmp/in/object_value.json"
+printf '[{"batch": 8}]\n' >"$tmp/in/array.json"
+printf '{"batch": "eight"}\n' >"$tmp/in/string_batch.json"
+printf '{"batch": 0}\n' >"$tmp/in/zero_batch.json"
+expect_input_error "config that is not valid JSON" "truncated.json" --config "$tmp/in/truncated.json"
+expect_input_error "config with an unknown key" "unknown_key\.json.*hiden" --config "$tmp/in/unknown_key.json"
+expect_input_error "config with an object value" "batch" --config "$tmp/in/object_value.json"
+expect_input_error "config that is not an object" "array.json" --config "$tmp/in/array.json"
+expect_input_error "config with a non-numeric value" "batch" --config "$tmp/in/string_batch.json"
+expect_input_error "config with an out-of-range value" "batch" --config "$tmp/in/zero_batch.json"
+expect_input_error "missing config file" "no_such.json" --config "$tmp/in/no_such.json"
+
+# --- data --------------------------------------------------------------------------------------
+write_idx_dir "$tmp/in/idx8" 8 4 8
+write_idx_dir "$tmp/in/bad_magic" 8 4 8 $((0x804))
+write_idx_dir "$tmp/in/truncated_gz" 8 4 8
+gzip -c "$tmp/in/truncated_gz/train-images-idx3-ubyte" >"$tmp/in/full.gz"
+head -c $(($(wc -c <"$tmp/in/full.gz") / 2)) "$tmp/in/full.gz" \
+  >"$tmp/in/truncated_gz/train-images-idx3-ubyte.gz"
+rm "$tmp/in/truncated_gz/train-images-idx3-ubyte" "$tmp/in/full.gz"
+expect_input_error "--data bogus" "bogus" --data bogus
+expect_input_error "--data idx: without a directory" "--data" --data idx:
+expect_input_error "--data idx: missing directory" "$tmp/in/no_such_dir" --data "idx:$tmp/in/no_such_dir"
+expect_input_error "--data idx: directory without files" "missing.*train-images" --data "idx:$tmp/in"
+expect_input_error "IDX images file with a wrong magic number" "magic.*train-images-idx3-ubyte" \
+  --data "idx:$tmp/in/bad_magic"
+expect_input_error "truncated gzip IDX file" \
+  "(truncated|end of file).*train-images-idx3-ubyte\.gz|train-images-idx3-ubyte\.gz.*(truncated|end of file)" \
+  --data "idx:$tmp/in/truncated_gz"
+expect_input_error "--batch beyond an 8-sample training split" "--batch 16.* 8 " --data "idx:$tmp/in/idx8" --batch 16
+
+# --- several ranks -----------------------------------------------------------------------------
+if command -v mpiexec >/dev/null; then
+  tiny_args
+  run_in_empty_dir mpiexec -n 2 "$serial" "${args[@]}" --out "$tmp/run/x.h5"
+  ((rc != 0 && rc != 124)) || problem "exit status $rc, expected a failure"
+  lines=$(line_count "$tmp/stderr")
+  ((lines == 2)) || problem "$lines stderr lines, expected one per rank: $(head -c 400 "$tmp/stderr" | tr '\n' '|')"
+  for r in 0 1; do
+    grep -q "(rank $r).*one rank" "$tmp/stderr" || problem "no line from rank $r naming the rank count"
+  done
+  [[ -s $tmp/stdout ]] && problem "stdout not empty: $(head -c 300 "$tmp/stdout" | tr '\n' '|')"
+  [[ -n $(find "$tmp/run" -mindepth 1) ]] && problem "files left behind"
+  report "mpiexec -n 2 bin/serial refuses, one line per rank"
+else
+  skip "mpiexec -n 2 bin/serial refuses, one line per rank" "mpiexec not found"
+fi
+
+# --- help --------------------------------------------------------------------------------------
+run_in_empty_dir "$serial" --help
+((rc == 0)) || problem "exit status $rc"
+[[ -s $tmp/stderr ]] && problem "stderr not empty: $(first_line "$tmp/stderr")"
+declared=$(grep -oE '(add_option|add_flag|set_config)\("--[a-z0-9-]+"' src/options.cpp | grep -oE -- '--[a-z0-9-]+')
+[[ -n $declared ]] || problem "found no options in src/options.cpp"
+for option in --layers --hidden --batch --verify --config --data --device --precision --out $declared; do
+  grep -qE -- "(^|[ ,])$option([ =]|$)" "$tmp/stdout" || problem "--help does not mention $option"
+done
+[[ -n $(find "$tmp/run" -mindepth 1) ]] && problem "--help left files behind"
+report "--help lists every option"
+
+# --- good runs ---------------------------------------------------------------------------------
+expect_run "tiny run" r.h5
+check_result "tiny run" "$tmp/run/r.h5" 4 config.hidden=16 config.layers=1 attr.precision=fp32 \
+  attr.warmup_iterations=1 attr.parameters="$(parameters 8 16 1 mlp)"
+
+
+printf '{"hidden": 16, "layers": 3, "image-size": 8}\n' >"$tmp/in/small.json"
+expect_run "config file with a command-line override" c.h5 --without --hidden \
+  --without --image-size --config "$tmp/in/small.json" --layers 2
+check_result "config file with a command-line override" "$tmp/run/c.h5" 4 config.hidden=16 \
+  config.layers=2 config.image-size=8 attr.parameters="$(parameters 8 16 2 mlp)"
+
+expect_run "inputs/tutorial.json with tiny overrides" t.h5 --config "$repo/inputs/tutorial.json"
+check_result "inputs/tutorial.json with tiny overrides" "$tmp/run/t.h5" 4 config.epochs=2 \
+  config.hidden=16 config.batch=32 config.ffn-mult=4 config.optimizer=adam config.block=mlp \
+  config.lr=0.001
+
+expect_run "plain blocks with SGD" p.h5 --block plain --optimizer sgd
+check_result "plain blocks with SGD" "$tmp/run/p.h5" 4 config.block=plain config.optimizer=sgd \
+  attr.parameters="$(parameters 8 16 1 plain)"
+
+for precision in fp64 fp32; do
+  expect_run "--verify on a tiny $precision run" v.h5 --precision "$precision" --verify
+  grep -q 'verify: PASS' "$tmp/stdout" || problem "no 'verify: PASS' line: $(grep verify: "$tmp/stdout" | tail -n 1)"
+  report "--verify on a tiny $precision run passes"
+done
+
+expect_run "tiny run on a crafted 8-sample IDX directory" i.h5 --data "idx:$tmp/in/idx8" --batch 4
+check_result "tiny run on a crafted 8-sample IDX directory" "$tmp/run/i.h5" 4 \
+  attr.data="idx:$tmp/in/idx8" config.batch=4
+
+if [[ -d $fashion_mnist ]]; then
+  expect_run "Fashion-MNIST at 28x28" f.h5 --data "idx:$fashion_mnist" --image-size 28 --iters 3
+  check_result "Fashion-MNIST at 28x28" "$tmp/run/f.h5" 3 attr.data="idx:$fashion_mnist" \
+    config.image-size=28
+else
+  skip "Fashion-MNIST at 28x28" "$fashion_mnist not present"
+fi
+
+# Without --out the file goes to results/serial-*.h5 under the working directory.
+tiny_args
+run_in_empty_dir "$serial" "${args[@]}"
+((rc == 0)) || problem "exit status $rc: $(first_line "$tmp/stderr")"
+shopt -s nullglob
+defaults=("$tmp"/run/results/serial-*.h5)
+shopt -u nullglob
+((${#defaults[@]} == 1)) || problem "${#defaults[@]} files results/serial-*.h5, expected 1"
+grep -q '^results: results/serial-.*\.h5$' "$tmp/stdout" || problem "no 'results: results/serial-...' line"
+report "default result path results/serial-*.h5"
+((${#defaults[@]} == 1)) && check_result "default result path" "${defaults[0]}" 4 config.hidden=16
+
+finish
