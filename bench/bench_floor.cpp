@@ -32,9 +32,12 @@ class KernelRates {
     } catch (const nlohmann::json::exception& e) {
       throw InputError(path + ": not bench_kernels JSON: " + e.what());
     }
+    // With --benchmark_repetitions the median aggregate is the rate; without, the single run.
     for (const auto& b : doc.value("benchmarks", nlohmann::json::array())) {
-      if (b.value("run_type", "iteration") != "iteration") continue;
-      entries_.emplace(b.value("run_name", b.value("name", "")), b);
+      const std::string name = b.value("run_name", b.value("name", ""));
+      const bool median = b.value("aggregate_name", "") == "median";
+      if (median) entries_[name] = b;
+      else if (b.value("run_type", "iteration") == "iteration") entries_.emplace(name, b);
     }
   }
   double counter(const std::string& name, const std::string& counter) const {

@@ -4,7 +4,9 @@
 set -euo pipefail
 
 mkdir -p results/bench
-bin/bench_kernels --benchmark_out=results/bench/kernels.json --benchmark_out_format=json
+# Three repetitions, medians kept: a single short run of a GEMM can land on a bad moment.
+bin/bench_kernels --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+  --benchmark_out=results/bench/kernels.json --benchmark_out_format=json
 if [[ -x bin/bench_floor ]]; then
   bin/bench_floor --kernels results/bench/kernels.json --config inputs/tutorial.json
 fi

@@ -120,10 +120,10 @@ int run_training(const RunContext& context, const Options& o, const TrainingSche
                   (long long)schedule.iterations);
       std::fflush(stdout);
       record.verification = verify_against_serial(o, dataset, schedule, record.loss, parameters);
-      std::printf("verify: %s  worst relative error %.3e, tolerance %.1e (losses and final "
-                  "weights vs serial fp64)\n",
+      std::printf("verify: %s  worst relative error %.3e (%s), tolerance %.1e (losses and "
+                  "final weights vs serial fp64)\n",
                   record.verification.verdict.c_str(), record.verification.max_relative_error,
-                  record.verification.tolerance);
+                  record.verification.worst_at.c_str(), record.verification.tolerance);
       if (record.verification.verdict != "PASS") exit_code = 3;
     }
     auto& s = record.string_attributes;

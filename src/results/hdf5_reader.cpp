@@ -270,6 +270,7 @@ class ResultFileReader {
         group.get(), "max_relative_error", where, H5T_FLOAT, H5T_NATIVE_DOUBLE);
     verification.tolerance =
         read_number_attribute<double>(group.get(), "tolerance", where, H5T_FLOAT, H5T_NATIVE_DOUBLE);
+    verification.worst_at = read_string_attribute(group.get(), "worst_at", where);
   }
 
   std::string path_;

@@ -148,6 +148,7 @@ void write_verification(hid_t file, const Verification& verification) {
   write_double_attribute(group.get(), "max_relative_error", verification.max_relative_error,
                          "/verification");
   write_double_attribute(group.get(), "tolerance", verification.tolerance, "/verification");
+  write_string_attribute(group.get(), "worst_at", verification.worst_at, "/verification");
 }
 
 void write_file(const std::string& file_path, const RunRecord& record) {

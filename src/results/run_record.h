@@ -25,6 +25,7 @@ struct Verification {
   std::string verdict = "not run";  // "PASS", "FAIL" or "not run"
   double max_relative_error = 0.0;
   double tolerance = 0.0;
+  std::string worst_at;  // where the worst error is: "loss at iteration N" or a tensor name
 };
 
 struct RunRecord {
