@@ -1,5 +1,7 @@
 #pragma once
-// Typed, owning memory on a Device; move-only so that ownership of device memory is obvious.
+// Typed memory on a Device: owning (allocated and freed through the Device, so peak memory is
+// counted) or a view into another buffer (flat gradient buckets, gathered shards). Move-only so
+// that ownership of device memory is obvious.
 #include <cstdint>
 #include <stdexcept>
 #include <utility>
@@ -16,6 +18,15 @@ class Buffer {
   Buffer(Device& device, int64_t count) : device_(&device), count_(count) {
     data_ = count > 0 ? static_cast<T*>(device.allocate(bytes())) : nullptr;
   }
+  // A non-owning view of count elements at data (memory of device).
+  static Buffer view(Device& device, T* data, int64_t count) {
+    Buffer b;
+    b.device_ = &device;
+    b.data_ = data;
+    b.count_ = count;
+    b.owning_ = false;
+    return b;
+  }
   ~Buffer() { reset(); }
   Buffer(Buffer&& other) noexcept { *this = std::move(other); }
   Buffer& operator=(Buffer&& other) noexcept {
@@ -24,6 +35,7 @@ class Buffer {
       device_ = std::exchange(other.device_, nullptr);
       data_ = std::exchange(other.data_, nullptr);
       count_ = std::exchange(other.count_, 0);
+      owning_ = std::exchange(other.owning_, true);
     }
     return *this;
   }
@@ -49,12 +61,13 @@ class Buffer {
 
  private:
   void reset() {
-    if (device_ && data_) device_->release(data_, bytes());
+    if (owning_ && device_ && data_) device_->release(data_, bytes());
     data_ = nullptr;
   }
   Device* device_ = nullptr;
   T* data_ = nullptr;
   int64_t count_ = 0;
+  bool owning_ = true;
 };
 
 }  // namespace mlps

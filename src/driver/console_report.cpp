@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "src/comm/comm_log.h"
 #include "src/driver/step_statistics.h"
 
 namespace mlps {
@@ -49,35 +50,55 @@ void print_summary(const RunRecord& record, const TrainingSchedule& schedule, in
                    int64_t parameters) {
   const StepSummary s =
       summarise_steps(record.timing.at("step"), warmup, schedule.global_batch, parameters);
+  const double step = s.median_step_seconds;
+  auto median_of = [&](const IterationRankTable& t) {
+    return median(slowest_rank_per_iteration(t, warmup));
+  };
   std::printf("summary: %lld timed iterations (%lld warm-up excluded), slowest rank per "
               "iteration\n",
               (long long)(schedule.iterations - warmup), (long long)warmup);
-  std::printf("  %-11s %12s %12s\n", "phase", "median ms", "share");
+  std::printf("  %-14s %12s %8s\n", "phase", "median ms", "share");
   double phases_total = 0;
   for (const char* phase : {"forward", "backward", "optimizer", "data"}) {
-    const double t = median(slowest_rank_per_iteration(record.timing.at(phase), warmup));
+    const double t = median_of(record.timing.at(phase));
     phases_total += t;
-    std::printf("  %-11s %12.3f %11.1f%%\n", phase, t * 1e3,
-                100.0 * t / s.median_step_seconds);
+    std::printf("  %-14s %12.3f %7.1f%%\n", phase, t * 1e3, 100.0 * t / step);
   }
-  double comm_total = 0;
-  for (const auto& [kind, comm] : record.comm) {
-    const double t = median(slowest_rank_per_iteration(comm.time_seconds, warmup));
-    comm_total += t;
-    std::printf("  %-11s %12.3f %11.1f%%\n", ("comm " + kind).c_str(), t * 1e3,
-                100.0 * t / s.median_step_seconds);
-  }
-  const double other = s.median_step_seconds - phases_total;
-  std::printf("  %-11s %12.3f %11.1f%%   (step − phases: host work, waits, exposed comm)\n",
-              "other", other * 1e3, 100.0 * other / s.median_step_seconds);
-  std::printf("  step time   median %.3f ms, p95 %.3f ms\n", s.median_step_seconds * 1e3,
-              s.p95_step_seconds * 1e3);
+  const auto exposed_it = record.timing.find("exposed_comm");
+  const double exposed = exposed_it == record.timing.end() ? 0.0 : median_of(exposed_it->second);
+  std::printf("  %-14s %12.3f %7.1f%%   (blocked waiting for communication, inside the phases)\n",
+              "exposed comm", exposed * 1e3, 100.0 * exposed / step);
+  const double other = step - phases_total;
+  std::printf("  %-14s %12.3f %7.1f%%   (step − phases: host work and waits outside them)\n",
+              "other", other * 1e3, 100.0 * other / step);
+  std::printf("  step time   median %.3f ms, p95 %.3f ms\n", step * 1e3, s.p95_step_seconds * 1e3);
   std::printf("  throughput  %.1f samples/s, %.4f TFLOP/s (6 x %lld parameters x samples)\n",
               s.samples_per_second, s.tflops, (long long)parameters);
-  std::printf("  split       compute %.1f%%, communication %.1f%%%s\n",
-              100.0 * (phases_total - comm_total) / s.median_step_seconds,
-              100.0 * comm_total / s.median_step_seconds,
+  std::printf("  split       compute %.1f%%, exposed communication %.1f%%%s\n",
+              100.0 * (phases_total - exposed) / step, 100.0 * exposed / step,
               record.comm.empty() ? " (no collectives in this scheme)" : "");
+  if (record.comm.empty()) {
+    std::fflush(stdout);
+    return;
+  }
+  // Bandwidths as nccl-tests defines them, over the whole world (each scheme's groups are
+  // recorded per kind; a scheme with several group sizes reports them in its own lines).
+  const auto ranks = static_cast<int>(record.integer_attributes.count("world_size")
+                                          ? record.integer_attributes.at("world_size")
+                                          : record.timing.at("step").ranks);
+  std::printf("  %-14s %12s %12s %10s %10s\n", "collective", "MB/iter", "ms/iter", "algbw GB/s",
+              "busbw GB/s");
+  for (const auto& [kind, comm] : record.comm) {
+    const double t = median_of(comm.time_seconds);
+    const double bytes = median_of(comm.bytes);
+    const double algbw = t > 0 ? bytes / t / 1e9 : 0.0;
+    CommKind k = CommKind::all_reduce;
+    for (CommKind c : {CommKind::all_reduce, CommKind::all_gather, CommKind::reduce_scatter,
+                       CommKind::broadcast, CommKind::send_recv})
+      if (kind == to_string(c)) k = c;
+    std::printf("  %-14s %12.3f %12.3f %10.3f %10.3f\n", kind.c_str(), bytes / 1e6, t * 1e3,
+                algbw, algbw * bus_bandwidth_factor(k, ranks));
+  }
   std::fflush(stdout);
 }
 

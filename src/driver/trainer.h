@@ -7,6 +7,9 @@
 #include <string>
 #include <vector>
 
+#include <map>
+
+#include "src/comm/comm_log.h"
 #include "src/data/batch_loader.h"
 #include "src/driver/phase_timer.h"
 
@@ -43,6 +46,12 @@ class Trainer {
   virtual double optimizer_bytes_per_step() const = 0;
   // The device this rank computes on (timers use its events; its peak bytes are reported).
   virtual const Device& device() const = 0;
+  // This iteration's communication per collective kind, and the time this rank was blocked
+  // waiting for communication (the exposed part); both restart for the next iteration.
+  virtual std::map<std::string, CommTotals> take_comm_totals() { return {}; }
+  // "mpi" or "nccl"; "none" for a scheme without collectives.
+  virtual std::string comm_backend() const { return "none"; }
+  virtual double take_blocked_comm_seconds() { return 0; }
 };
 
 }  // namespace mlps

@@ -22,10 +22,39 @@ std::string default_result_path(const std::string& scheme) {
 
 namespace {
 
-// Every rank's [iterations × phases] times, gathered to rank 0 as one table per phase.
-std::map<std::string, IterationRankTable> gather_phase_tables(
-    const RunContext& context, const std::vector<double>& local, int64_t iterations) {
-  const auto names = phase_names();
+// What each rank records per iteration: the phases, then the time it was blocked on
+// communication, then bytes, seconds and calls of every collective kind.
+constexpr CommKind kCommKinds[] = {CommKind::all_reduce, CommKind::all_gather,
+                                   CommKind::reduce_scatter, CommKind::broadcast,
+                                   CommKind::send_recv};
+
+std::vector<std::string> recorded_columns() {
+  auto names = phase_names();
+  names.push_back("exposed_comm");
+  for (CommKind kind : kCommKinds)
+    for (const char* what : {"bytes", "time", "calls"})
+      names.push_back(std::string("comm:") + to_string(kind) + ":" + what);
+  return names;
+}
+
+void append_iteration(std::vector<double>& local, const std::vector<double>& phase_seconds,
+                      double blocked, const std::map<std::string, CommTotals>& comm) {
+  local.insert(local.end(), phase_seconds.begin(), phase_seconds.end());
+  local.push_back(blocked);
+  for (CommKind kind : kCommKinds) {
+    const auto it = comm.find(to_string(kind));
+    const CommTotals totals = it == comm.end() ? CommTotals{} : it->second;
+    local.push_back(totals.bytes);
+    local.push_back(totals.seconds);
+    local.push_back(static_cast<double>(totals.calls));
+  }
+}
+
+// Every rank's [iterations × columns] records, gathered to rank 0 as one table per column.
+std::map<std::string, IterationRankTable> gather_tables(const RunContext& context,
+                                                        const std::vector<double>& local,
+                                                        int64_t iterations) {
+  const auto names = recorded_columns();
   const auto phases = static_cast<int64_t>(names.size());
   std::vector<double> all(context.is_root() ? local.size() * context.size : 0);
   MPI_Gather(local.data(), static_cast<int>(local.size()), MPI_DOUBLE, all.data(),
@@ -40,6 +69,23 @@ std::map<std::string, IterationRankTable> gather_phase_tables(
     tables[names[p]] = std::move(t);
   }
   return tables;
+}
+
+// Splits gathered tables into /timing phases and /comm kinds (kinds no rank used are left out).
+void file_tables(std::map<std::string, IterationRankTable> tables, RunRecord& record) {
+  for (CommKind kind : kCommKinds) {
+    const std::string prefix = std::string("comm:") + to_string(kind) + ":";
+    IterationRankTable calls = std::move(tables[prefix + "calls"]);
+    IterationRankTable bytes = std::move(tables[prefix + "bytes"]);
+    IterationRankTable time = std::move(tables[prefix + "time"]);
+    tables.erase(prefix + "calls");
+    tables.erase(prefix + "bytes");
+    tables.erase(prefix + "time");
+    bool used = false;
+    for (double c : calls.values) used = used || c > 0;
+    if (used) record.comm[to_string(kind)] = CommRecord{std::move(time), std::move(bytes)};
+  }
+  record.timing = std::move(tables);
 }
 
 std::vector<int64_t> gather_peak_bytes(const RunContext& context, size_t peak) {
@@ -76,9 +122,8 @@ int run_training(const RunContext& context, const Options& o, const TrainingSche
                           dataset.describe(), trainer.parameter_count(), out_path);
 
   PhaseTimer timer(trainer.device());
-  const auto phases = static_cast<int64_t>(phase_names().size());
   std::vector<double> local_times;
-  local_times.reserve(schedule.iterations * phases);
+  local_times.reserve(schedule.iterations * recorded_columns().size());
   RunRecord record;
   std::vector<int64_t> order;
   for (int64_t it = 0; it < schedule.iterations; ++it) {
@@ -94,7 +139,8 @@ int run_training(const RunContext& context, const Options& o, const TrainingSche
     }
     const double loss = trainer.train_step(batch, schedule.global_batch, timer);
     const std::vector<double> seconds = timer.end_iteration();
-    local_times.insert(local_times.end(), seconds.begin(), seconds.end());
+    append_iteration(local_times, seconds, trainer.take_blocked_comm_seconds(),
+                     trainer.take_comm_totals());
     record.loss.push_back(loss);
     if (context.is_root() && o.print_every > 0 &&
         ((it + 1) % o.print_every == 0 || it + 1 == schedule.iterations || !std::isfinite(loss)))
@@ -106,7 +152,8 @@ int run_training(const RunContext& context, const Options& o, const TrainingSche
     }
   }
 
-  record.timing = gather_phase_tables(context, local_times, schedule.iterations);
+  auto tables = gather_tables(context, local_times, schedule.iterations);
+  if (context.is_root()) file_tables(std::move(tables), record);
   record.peak_bytes = gather_peak_bytes(context, trainer.device().peak_bytes());
   const std::string hosts = host_names(context.comm);
   std::vector<NamedTensor> parameters;
@@ -114,23 +161,11 @@ int run_training(const RunContext& context, const Options& o, const TrainingSche
 
   int exit_code = 0;
   if (context.is_root()) {
-    print_summary(record, schedule, o.warmup, trainer.parameter_count());
-    if (o.verify) {
-      std::printf("verify: recomputing %lld iterations serially in fp64 on the CPU ...\n",
-                  (long long)schedule.iterations);
-      std::fflush(stdout);
-      record.verification = verify_against_serial(o, dataset, schedule, record.loss, parameters);
-      std::printf("verify: %s  worst relative error %.3e (%s), tolerance %.1e (losses and "
-                  "final weights vs serial fp64)\n",
-                  record.verification.verdict.c_str(), record.verification.max_relative_error,
-                  record.verification.worst_at.c_str(), record.verification.tolerance);
-      if (record.verification.verdict != "PASS") exit_code = 3;
-    }
     auto& s = record.string_attributes;
     s["scheme"] = trainer.scheme();
     s["grid"] = trainer.grid();
     s["device"] = device_name;
-    s["comm"] = context.size > 1 ? o.comm : "none";
+    s["comm"] = trainer.comm_backend();
     s["precision"] = to_string(o.precision);
     s["data"] = dataset.describe();
     s["config_json"] = o.resolved_json;
@@ -148,6 +183,18 @@ int run_training(const RunContext& context, const Options& o, const TrainingSche
     n["iterations"] = schedule.iterations;
     n["parameters"] = trainer.parameter_count();
     n["global_batch"] = schedule.global_batch;
+    print_summary(record, schedule, o.warmup, trainer.parameter_count());
+    if (o.verify) {
+      std::printf("verify: recomputing %lld iterations serially in fp64 on the CPU ...\n",
+                  (long long)schedule.iterations);
+      std::fflush(stdout);
+      record.verification = verify_against_serial(o, dataset, schedule, record.loss, parameters);
+      std::printf("verify: %s  worst relative error %.3e (%s), tolerance %.1e (losses and "
+                  "final weights vs serial fp64)\n",
+                  record.verification.verdict.c_str(), record.verification.max_relative_error,
+                  record.verification.worst_at.c_str(), record.verification.tolerance);
+      if (record.verification.verdict != "PASS") exit_code = 3;
+    }
     write_results_hdf5(out_path, record);
     std::printf("results: %s\n", out_path.c_str());
   }

@@ -5,14 +5,21 @@
 namespace mlps {
 
 template <typename T>
-FcNet<T>::FcNet(Device& device, const ModelConfig& config, int64_t max_rows)
-    : device_(device), config_(config), max_rows_(max_rows), params_(device) {
+FcNet<T>::FcNet(Device& device, const ModelConfig& config, int64_t max_rows,
+                ParameterStorage storage)
+    : device_(device), config_(config), max_rows_(max_rows), params_(device, storage) {
   const int64_t h = config.hidden;
   embed_ = std::make_unique<LinearLayer<T>>(device, params_, "embed", config.input_features(), h);
-  for (int64_t l = 0; l < config.layers; ++l)
+  close_unit(0);
+  for (int64_t l = 0; l < config.layers; ++l) {
+    const size_t first = params_.size();
     blocks_.push_back(std::make_unique<MlpBlock<T>>(device, params_,
                                                     "block" + std::to_string(l), config, max_rows));
+    close_unit(first);
+  }
+  const size_t first = params_.size();
   classifier_ = std::make_unique<LinearLayer<T>>(device, params_, "classifier", h, config.classes);
+  close_unit(first);
   inputs_ = Buffer<T>(device, max_rows * config.input_features());
   labels_ = Buffer<int32_t>(device, max_rows);
   for (int64_t l = 0; l <= config.layers; ++l) activations_.emplace_back(device, max_rows * h);
@@ -25,14 +32,39 @@ FcNet<T>::FcNet(Device& device, const ModelConfig& config, int64_t max_rows)
 }
 
 template <typename T>
+void FcNet<T>::close_unit(size_t first_param) {
+  std::vector<Parameter<T>*> unit;
+  for (size_t i = first_param; i < params_.size(); ++i) unit.push_back(&params_[i]);
+  units_.push_back(std::move(unit));
+}
+
+template <typename T>
+template <typename Pass>
+void FcNet<T>::observed(int unit, bool backward, Pass pass) {
+  if (observer_) {
+    if (backward) observer_->before_backward(unit, units_[unit]);
+    else observer_->before_forward(unit, units_[unit]);
+  }
+  pass();
+  if (observer_) {
+    if (backward) observer_->after_backward(unit, units_[unit]);
+    else observer_->after_forward(unit, units_[unit]);
+  }
+}
+
+template <typename T>
 double FcNet<T>::forward(const T* host_inputs, const int32_t* host_labels, int64_t rows) {
   device_.to_device(inputs_.data(), host_inputs,
                     sizeof(T) * static_cast<size_t>(rows * config_.input_features()));
   device_.to_device(labels_.data(), host_labels, sizeof(int32_t) * static_cast<size_t>(rows));
-  embed_->forward(inputs_.data(), activations_[0].data(), rows);
+  const int last = unit_count() - 1;
+  observed(0, false, [&] { embed_->forward(inputs_.data(), activations_[0].data(), rows); });
   for (size_t l = 0; l < blocks_.size(); ++l)
-    blocks_[l]->forward(activations_[l].data(), activations_[l + 1].data(), rows);
-  classifier_->forward(activations_.back().data(), logits_.data(), rows);
+    observed(static_cast<int>(l) + 1, false, [&] {
+      blocks_[l]->forward(activations_[l].data(), activations_[l + 1].data(), rows);
+    });
+  observed(last, false,
+           [&] { classifier_->forward(activations_.back().data(), logits_.data(), rows); });
   device_.softmax_xent_forward<T>(probs_.data(), row_loss_.data(), logits_.data(), labels_.data(),
                                   rows, config_.classes);
   std::vector<T> losses(static_cast<size_t>(rows));
@@ -48,13 +80,17 @@ void FcNet<T>::backward(int64_t rows, int64_t global_batch, bool accumulate) {
                                    config_.classes, 1.0 / static_cast<double>(global_batch));
   T* dy = grad_a_.data();
   T* dx = grad_b_.data();
-  classifier_->backward(activations_.back().data(), grad_logits_.data(), dy, rows, accumulate);
+  observed(unit_count() - 1, true, [&] {
+    classifier_->backward(activations_.back().data(), grad_logits_.data(), dy, rows, accumulate);
+  });
   for (size_t l = blocks_.size(); l-- > 0;) {
-    blocks_[l]->backward(activations_[l].data(), activations_[l + 1].data(), dy, dx, rows,
-                         accumulate);
+    observed(static_cast<int>(l) + 1, true, [&] {
+      blocks_[l]->backward(activations_[l].data(), activations_[l + 1].data(), dy, dx, rows,
+                           accumulate);
+    });
     std::swap(dx, dy);
   }
-  embed_->backward(inputs_.data(), dy, nullptr, rows, accumulate);
+  observed(0, true, [&] { embed_->backward(inputs_.data(), dy, nullptr, rows, accumulate); });
 }
 
 template <typename T>

@@ -4,6 +4,7 @@
 #include <memory>
 #include <vector>
 
+#include "src/model/layer_observer.h"
 #include "src/model/mlp_block.h"
 
 namespace mlps {
@@ -11,7 +12,8 @@ namespace mlps {
 template <typename T>
 class FcNet {
  public:
-  FcNet(Device& device, const ModelConfig& config, int64_t max_rows);
+  FcNet(Device& device, const ModelConfig& config, int64_t max_rows,
+        ParameterStorage storage = ParameterStorage::owned);
 
   // Uploads inputs [rows × S²] and labels and runs the forward pass; returns Σ_rows loss
   // (the caller divides by the global batch).
@@ -22,6 +24,11 @@ class FcNet {
   std::vector<int32_t> predictions(int64_t rows) const;
 
   ParameterList<T>& parameters() { return params_; }
+  // Units in forward order: 0 embed, 1..L the blocks, L+1 the classifier.
+  int unit_count() const { return static_cast<int>(units_.size()); }
+  const std::vector<Parameter<T>*>& unit_parameters(int unit) const { return units_[unit]; }
+  // Hooks around each unit's forward and backward (null: none).
+  void set_observer(LayerObserver<T>* observer) { observer_ = observer; }
   const ModelConfig& config() const { return config_; }
   int64_t max_rows() const { return max_rows_; }
 
@@ -38,6 +45,11 @@ class FcNet {
   std::vector<Buffer<T>> activations_;  // L + 1 of [rows × H]: embed output, each block's output
   Buffer<T> logits_, probs_, row_loss_, grad_logits_;
   Buffer<T> grad_a_, grad_b_;         // ping-pong ∂L/∂activation [rows × H]
+  std::vector<std::vector<Parameter<T>*>> units_;
+  LayerObserver<T>* observer_ = nullptr;
+  void close_unit(size_t first_param);  // the parameters added since first_param form a unit
+  template <typename Pass>
+  void observed(int unit, bool backward, Pass pass);
 };
 
 }  // namespace mlps

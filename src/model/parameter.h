@@ -14,6 +14,10 @@ enum class InitKind {
   zeros,           // LayerNorm β
 };
 
+// owned: each parameter allocates its value and gradient. external: none are allocated; the
+// scheme points value and grad at views of its own (flat, bucketed or gathered) storage.
+enum class ParameterStorage { owned, external };
+
 template <typename T>
 struct Parameter {
   std::string name;
@@ -26,9 +30,14 @@ struct Parameter {
   Buffer<T> grad;
 
   Parameter(Device& device, std::string name_, int64_t id, int64_t rows_, int64_t cols_,
-            InitKind init_, int64_t fan_in_)
+            InitKind init_, int64_t fan_in_, ParameterStorage storage)
       : name(std::move(name_)), tensor_id(id), rows(rows_), cols(cols_), init(init_),
-        fan_in(fan_in_), value(device, rows_ * cols_), grad(device, rows_ * cols_) {}
+        fan_in(fan_in_) {
+    if (storage == ParameterStorage::owned) {
+      value = Buffer<T>(device, rows_ * cols_);
+      grad = Buffer<T>(device, rows_ * cols_);
+    }
+  }
   int64_t size() const { return rows * cols; }
 };
 
@@ -39,6 +48,11 @@ double initial_value(uint64_t seed, int64_t tensor_id, InitKind init, int64_t fa
 
 // Fills host memory with rows [row0, row0+rows) × cols [col0, col0+cols) of a tensor,
 // row-major with leading dimension ld.
+// The initial values of elements [first, first + count) of a tensor flattened row-major.
+template <typename T>
+void fill_initial_range(T* host, uint64_t seed, const Parameter<T>& param, int64_t first,
+                        int64_t count);
+
 template <typename T>
 void fill_initial_shard(T* host, int64_t ld, uint64_t seed, int64_t tensor_id, InitKind init,
                         int64_t fan_in, int64_t row0, int64_t rows, int64_t col0, int64_t cols);

@@ -11,15 +11,17 @@ namespace mlps {
 template <typename T>
 class ParameterList {
  public:
-  explicit ParameterList(Device& device) : device_(device) {}
+  ParameterList(Device& device, ParameterStorage storage)
+      : device_(device), storage_(storage) {}
   Parameter<T>& add(const std::string& name, int64_t rows, int64_t cols, InitKind init,
                     int64_t fan_in) {
     const auto id = static_cast<int64_t>(params_.size());
     params_.push_back(
-        std::make_unique<Parameter<T>>(device_, name, id, rows, cols, init, fan_in));
+        std::make_unique<Parameter<T>>(device_, name, id, rows, cols, init, fan_in, storage_));
     return *params_.back();
   }
-  // Uploads every parameter's initial value (whole tensors: the serial model holds them all).
+  // Uploads every parameter's initial value and zeroes its gradient (whole tensors, wherever
+  // value and grad point).
   void initialise(uint64_t seed) {
     for (auto& p : params_) {
       std::vector<T> host(static_cast<size_t>(p->size()));
@@ -43,6 +45,7 @@ class ParameterList {
 
  private:
   Device& device_;
+  ParameterStorage storage_;
   std::vector<std::unique_ptr<Parameter<T>>> params_;
 };
 

@@ -1,0 +1,79 @@
+#include "src/schemes/data_parallel_base.h"
+
+#include "src/errors.h"
+
+namespace mlps {
+
+BatchSlice even_batch_slice(int64_t global_rows, int rank, int ranks) {
+  const int64_t first = global_rows * rank / ranks;
+  return {first, global_rows * (rank + 1) / ranks - first};
+}
+
+namespace {
+
+int comm_size(MPI_Comm comm) {
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  return size;
+}
+
+int64_t checked_rows_per_rank(int64_t global_batch, MPI_Comm comm) {
+  const int ranks = comm_size(comm);
+  if (global_batch < ranks)
+    throw InputError("--batch " + std::to_string(global_batch) + " leaves some of the " +
+                     std::to_string(ranks) + " data-parallel ranks without samples");
+  return (global_batch + ranks - 1) / ranks;
+}
+
+}  // namespace
+
+template <typename T>
+DataParallelBase<T>::DataParallelBase(DeviceKind device, const ModelConfig& model,
+                                      const OptimizerConfig& optimizer, int64_t global_batch,
+                                      const DataParallelConfig& config, CommBackend backend,
+                                      MPI_Comm comm)
+    : device_(device), config_(config), metrics_comm_(comm),
+      comm_(make_communicator(backend, device_, comm, "data", std::make_shared<CommLog>())),
+      model_(device_, model, checked_rows_per_rank(global_batch, comm), ParameterStorage::external),
+      optimizer_(device_, optimizer) {
+  model_.set_observer(this);
+}
+
+template <typename T>
+std::string DataParallelBase<T>::grid() const {
+  return "dp=" + std::to_string(comm_->size()) + ",zero=" + std::to_string(config_.zero);
+}
+
+template <typename T>
+BatchSlice DataParallelBase<T>::batch_slice(int64_t global_rows) const {
+  return even_batch_slice(global_rows, comm_->rank(), comm_->size());
+}
+
+template <typename T>
+double DataParallelBase<T>::forward(const HostBatch& rows) {
+  staged_inputs_.assign(rows.pixels.begin(), rows.pixels.end());
+  return model_.forward(staged_inputs_.data(), rows.labels.data(), rows.rows);
+}
+
+template <typename T>
+double DataParallelBase<T>::sum_over_ranks(double local) const {
+  double total = 0;
+  MPI_Allreduce(&local, &total, 1, MPI_DOUBLE, MPI_SUM, metrics_comm_);
+  return total;
+}
+
+template <typename T>
+int64_t DataParallelBase<T>::count_correct(const HostBatch& rows, int64_t /*global_rows*/) {
+  int64_t correct = 0;
+  if (rows.rows > 0) {
+    forward(rows);
+    const auto predicted = model_.predictions(rows.rows);
+    for (int64_t r = 0; r < rows.rows; ++r) correct += predicted[r] == rows.labels[r];
+  }
+  return static_cast<int64_t>(sum_over_ranks(static_cast<double>(correct)));
+}
+
+template class DataParallelBase<float>;
+template class DataParallelBase<double>;
+
+}  // namespace mlps

@@ -1,0 +1,60 @@
+#pragma once
+// What every data-parallel scheme shares: ranks train on rows [r·G/N, (r+1)·G/N) of the global
+// batch, on their own copy (or shard) of the model, and combine losses and accuracy counts.
+#include <mpi.h>
+
+#include <memory>
+
+#include "src/comm/make_communicator.h"
+#include "src/driver/trainer.h"
+#include "src/model/fc_net.h"
+#include "src/optim/optimizer.h"
+
+namespace mlps {
+
+struct DataParallelConfig {
+  int zero = 0;
+  double bucket_mb = 25;
+  bool overlap = true;
+};
+
+// Rows [r·G/N, (r+1)·G/N) of a global batch of G rows for rank r of N.
+BatchSlice even_batch_slice(int64_t global_rows, int rank, int ranks);
+
+template <typename T>
+class DataParallelBase : public Trainer, protected LayerObserver<T> {
+ public:
+  std::string scheme() const override { return "data"; }
+  std::string grid() const override;
+  BatchSlice batch_slice(int64_t global_rows) const override;
+  int64_t count_correct(const HostBatch& rows, int64_t global_rows) override;
+  int64_t parameter_count() const override { return parameter_count_; }
+  double optimizer_bytes_per_step() const override { return optimizer_.bytes_per_step(); }
+  const Device& device() const override { return device_; }
+  std::map<std::string, CommTotals> take_comm_totals() override { return comm_->log().take_totals(); }
+  double take_blocked_comm_seconds() override { return comm_->log().take_blocked_seconds(); }
+  std::string comm_backend() const override { return comm_->backend(); }
+
+ protected:
+  // Throws InputError when the batch leaves a rank without samples.
+  DataParallelBase(DeviceKind device, const ModelConfig& model, const OptimizerConfig& optimizer,
+                   int64_t global_batch, const DataParallelConfig& config, CommBackend backend,
+                   MPI_Comm comm);
+  // Local forward pass; returns this rank's summed loss.
+  double forward(const HostBatch& rows);
+  // Σ over ranks of a local value (metrics only: not counted as training communication).
+  double sum_over_ranks(double local) const;
+
+  Device device_;
+  DataParallelConfig config_;
+  MPI_Comm metrics_comm_;
+  std::unique_ptr<Communicator> comm_;
+  FcNet<T> model_;
+  Optimizer<T> optimizer_;
+  int64_t parameter_count_ = 0;
+
+ private:
+  std::vector<T> staged_inputs_;
+};
+
+}  // namespace mlps

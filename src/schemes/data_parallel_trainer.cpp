@@ -1,0 +1,127 @@
+#include "src/schemes/data_parallel_trainer.h"
+
+namespace mlps {
+
+template <typename T>
+DataParallelTrainer<T>::DataParallelTrainer(DeviceKind device, const ModelConfig& model,
+                                            const OptimizerConfig& optimizer, uint64_t seed,
+                                            int64_t global_batch, const DataParallelConfig& config,
+                                            CommBackend backend, MPI_Comm comm)
+    : DataParallelBase<T>(device, model, optimizer, global_batch, config, backend, comm) {
+  const int ranks = this->comm_->size();
+  auto& params = this->model_.parameters();
+  // Gradients become ready unit by unit from the classifier back to the embedding, all of a
+  // unit's at once, so reverse creation order is the order they are ready in.
+  std::vector<int64_t> counts;
+  std::vector<int> order;
+  for (size_t i = 0; i < params.size(); ++i) counts.push_back(params[i].size());
+  for (size_t i = params.size(); i-- > 0;) order.push_back(static_cast<int>(i));
+  const double elements_per_mib = 1024.0 * 1024.0 / sizeof(T);
+  bucketer_ = std::make_unique<GradientBucketer>(
+      counts, order, static_cast<int64_t>(elements_per_mib),
+      std::max<int64_t>(1, static_cast<int64_t>(config.bucket_mb * elements_per_mib)),
+      config.zero >= 1 ? ranks : 1);
+
+  Device& dev = this->device_;
+  values_ = Buffer<T>(dev, bucketer_->total_elements());
+  grads_ = Buffer<T>(dev, bucketer_->total_elements());
+  values_.zero();  // padding stays zero
+  grads_.zero();
+  for (size_t i = 0; i < params.size(); ++i) {
+    const BucketedTensor& t = bucketer_->tensor(static_cast<int>(i));
+    params[i].value = Buffer<T>::view(dev, values_.data() + t.offset, t.count);
+    params[i].grad = Buffer<T>::view(dev, grads_.data() + t.offset, t.count);
+  }
+  params.initialise(seed);
+  this->parameter_count_ = params.element_count();
+
+  if (config.zero == 0) {
+    this->optimizer_.add(values_.data(), grads_.data(), bucketer_->total_elements());
+    return;
+  }
+  const int64_t shard = bucketer_->shard_elements();
+  shard_values_ = Buffer<T>(dev, shard);
+  shard_grads_ = Buffer<T>(dev, shard);
+  shard_grads_.zero();
+  for (const auto& b : bucketer_->buckets()) {
+    const int64_t piece = b.count / ranks;
+    dev.copy(shard_values_.data() + b.shard_offset,
+             values_.data() + b.offset + this->comm_->rank() * piece, piece * sizeof(T));
+  }
+  this->optimizer_.add(shard_values_.data(), shard_grads_.data(), shard);
+}
+
+template <typename T>
+void DataParallelTrainer<T>::launch_bucket(int bucket) {
+  const GradientBucket& b = bucketer_->buckets()[bucket];
+  T* grads = grads_.data() + b.offset;
+  if (this->config_.zero == 0)
+    pending_.push_back(this->comm_->all_reduce_async(grads, grads, b.count, data_type_of<T>()));
+  else
+    pending_.push_back(this->comm_->reduce_scatter_async(
+        grads, shard_grads_.data() + b.shard_offset, b.count / this->comm_->size(),
+        data_type_of<T>()));
+}
+
+template <typename T>
+void DataParallelTrainer<T>::wait_all() {
+  for (auto& p : pending_) p->wait();
+  pending_.clear();
+}
+
+template <typename T>
+void DataParallelTrainer<T>::after_backward(int /*unit*/,
+                                            const typename LayerObserver<T>::Params& params) {
+  // ZeRO-1 reduce-scatters after the whole backward pass, as --no-overlap does.
+  const bool overlap = this->config_.overlap && this->config_.zero != 1;
+  for (const Parameter<T>* p : params)
+    for (int bucket : bucketer_->mark_ready(static_cast<int>(p->tensor_id)))
+      if (overlap) launch_bucket(bucket);
+}
+
+template <typename T>
+double DataParallelTrainer<T>::train_step(const HostBatch& rows, int64_t global_batch,
+                                          PhaseTimer& timer) {
+  double loss_sum = 0;
+  {
+    ScopedPhase phase(timer, Phase::forward);
+    loss_sum = this->forward(rows);
+  }
+  {
+    ScopedPhase phase(timer, Phase::backward);
+    bucketer_->reset();
+    this->model_.backward(rows.rows, global_batch, false);
+    if (pending_.empty())  // not overlapped: every bucket goes now
+      for (int b = 0; b < static_cast<int>(bucketer_->buckets().size()); ++b) launch_bucket(b);
+    wait_all();
+  }
+  {
+    ScopedPhase phase(timer, Phase::optimizer);
+    this->optimizer_.step();
+    if (this->config_.zero >= 1) {
+      const int ranks = this->comm_->size();
+      for (const auto& b : bucketer_->buckets())
+        pending_.push_back(this->comm_->all_gather_async(shard_values_.data() + b.shard_offset,
+                                                         values_.data() + b.offset,
+                                                         b.count / ranks, data_type_of<T>()));
+      wait_all();
+    }
+  }
+  return this->sum_over_ranks(loss_sum) / static_cast<double>(global_batch);
+}
+
+template <typename T>
+std::vector<NamedTensor> DataParallelTrainer<T>::gather_parameters() {
+  std::vector<NamedTensor> tensors;
+  if (this->comm_->rank() != 0) return tensors;  // every rank holds the same full parameters
+  for (auto& p : this->model_.parameters()) {
+    const auto values = p->value.download();
+    tensors.push_back({p->name, std::vector<double>(values.begin(), values.end())});
+  }
+  return tensors;
+}
+
+template class DataParallelTrainer<float>;
+template class DataParallelTrainer<double>;
+
+}  // namespace mlps

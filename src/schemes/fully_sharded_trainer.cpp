@@ -1,0 +1,171 @@
+#include "src/schemes/fully_sharded_trainer.h"
+
+namespace mlps {
+
+template <typename T>
+FullyShardedTrainer<T>::FullyShardedTrainer(DeviceKind device, const ModelConfig& model,
+                                            const OptimizerConfig& optimizer, uint64_t seed,
+                                            int64_t global_batch, const DataParallelConfig& config,
+                                            CommBackend backend, MPI_Comm comm)
+    : DataParallelBase<T>(device, model, optimizer, global_batch, config, backend, comm) {
+  const int ranks = this->comm_->size();
+  const int rank = this->comm_->rank();
+  int64_t shard = 0;
+  for (int u = 0; u < this->model_.unit_count(); ++u) {
+    UnitLayout layout;
+    int64_t used = 0;
+    for (const Parameter<T>* p : this->model_.unit_parameters(u)) {
+      layout.offsets.push_back(used);
+      used += p->size();
+    }
+    layout.count = (used + ranks - 1) / ranks * ranks;
+    layout.shard_offset = shard;
+    shard += layout.count / ranks;
+    units_.push_back(std::move(layout));
+  }
+  // Each rank generates only its own shard of the initial weights (padding stays zero).
+  std::vector<T> host(static_cast<size_t>(shard), T(0));
+  for (int u = 0; u < this->model_.unit_count(); ++u) {
+    const UnitLayout& layout = units_[u];
+    const int64_t piece = layout.count / ranks;
+    const int64_t first = rank * piece;
+    const auto& params = this->model_.unit_parameters(u);
+    for (size_t i = 0; i < params.size(); ++i) {
+      const int64_t begin = std::max(first, layout.offsets[i]);
+      const int64_t end = std::min(first + piece, layout.offsets[i] + params[i]->size());
+      if (begin < end)
+        fill_initial_range(host.data() + layout.shard_offset + (begin - first), seed, *params[i],
+                           begin - layout.offsets[i], end - begin);
+    }
+  }
+  shard_values_ = Buffer<T>(this->device_, shard);
+  shard_grads_ = Buffer<T>(this->device_, shard);
+  shard_values_.upload(host);
+  shard_grads_.zero();
+  this->optimizer_.add(shard_values_.data(), shard_grads_.data(), shard);
+  this->parameter_count_ = this->model_.parameters().element_count();
+}
+
+template <typename T>
+void FullyShardedTrainer<T>::start_gather(int unit) {
+  if (unit < 0 || unit >= static_cast<int>(units_.size()) || gathered_.count(unit)) return;
+  const UnitLayout& layout = units_[unit];
+  Gathered g{Buffer<T>(this->device_, layout.count), nullptr};
+  g.pending = this->comm_->all_gather_async(shard_values_.data() + layout.shard_offset,
+                                            g.values.data(), layout.count / this->comm_->size(),
+                                            data_type_of<T>());
+  gathered_.emplace(unit, std::move(g));
+}
+
+template <typename T>
+void FullyShardedTrainer<T>::use_gathered(int unit,
+                                          const typename LayerObserver<T>::Params& params) {
+  start_gather(unit);
+  Gathered& g = gathered_.at(unit);
+  if (g.pending) {
+    g.pending->wait();
+    g.pending.reset();
+  }
+  for (size_t i = 0; i < params.size(); ++i)
+    params[i]->value = Buffer<T>::view(this->device_, g.values.data() + units_[unit].offsets[i],
+                                       params[i]->size());
+}
+
+template <typename T>
+void FullyShardedTrainer<T>::release(int unit, const typename LayerObserver<T>::Params& params) {
+  for (Parameter<T>* p : params) p->value = Buffer<T>();
+  gathered_.erase(unit);
+}
+
+template <typename T>
+void FullyShardedTrainer<T>::before_forward(int unit,
+                                            const typename LayerObserver<T>::Params& params) {
+  use_gathered(unit, params);
+  if (this->config_.overlap) start_gather(unit + 1);  // prefetch the next unit
+}
+
+template <typename T>
+void FullyShardedTrainer<T>::after_forward(int unit,
+                                           const typename LayerObserver<T>::Params& params) {
+  release(unit, params);
+}
+
+template <typename T>
+void FullyShardedTrainer<T>::before_backward(int unit,
+                                             const typename LayerObserver<T>::Params& params) {
+  use_gathered(unit, params);
+  if (this->config_.overlap) start_gather(unit - 1);  // backward runs units in reverse
+  Reducing r{Buffer<T>(this->device_, units_[unit].count), nullptr};
+  r.grads.zero();  // the padding is reduced too
+  for (size_t i = 0; i < params.size(); ++i)
+    params[i]->grad = Buffer<T>::view(this->device_, r.grads.data() + units_[unit].offsets[i],
+                                      params[i]->size());
+  reducing_.push_back(std::move(r));
+}
+
+template <typename T>
+void FullyShardedTrainer<T>::after_backward(int unit,
+                                            const typename LayerObserver<T>::Params& params) {
+  release(unit, params);
+  for (Parameter<T>* p : params) p->grad = Buffer<T>();
+  const UnitLayout& layout = units_[unit];
+  Reducing& r = reducing_.back();
+  r.pending = this->comm_->reduce_scatter_async(r.grads.data(),
+                                                shard_grads_.data() + layout.shard_offset,
+                                                layout.count / this->comm_->size(),
+                                                data_type_of<T>());
+  // With overlap the previous unit's reduction had this unit's backward to finish; keeping at
+  // most this one in flight bounds the gradient memory to two units.
+  finish_reductions(this->config_.overlap ? 1 : 0);
+}
+
+template <typename T>
+void FullyShardedTrainer<T>::finish_reductions(size_t keep) {
+  while (reducing_.size() > keep) {
+    reducing_.front().pending->wait();
+    reducing_.erase(reducing_.begin());
+  }
+}
+
+template <typename T>
+double FullyShardedTrainer<T>::train_step(const HostBatch& rows, int64_t global_batch,
+                                          PhaseTimer& timer) {
+  double loss_sum = 0;
+  {
+    ScopedPhase phase(timer, Phase::forward);
+    loss_sum = this->forward(rows);
+  }
+  {
+    ScopedPhase phase(timer, Phase::backward);
+    this->model_.backward(rows.rows, global_batch, false);
+    finish_reductions(0);
+  }
+  {
+    ScopedPhase phase(timer, Phase::optimizer);
+    this->optimizer_.step();
+  }
+  return this->sum_over_ranks(loss_sum) / static_cast<double>(global_batch);
+}
+
+template <typename T>
+std::vector<NamedTensor> FullyShardedTrainer<T>::gather_parameters() {
+  std::vector<NamedTensor> tensors;
+  for (int u = 0; u < this->model_.unit_count(); ++u) {
+    const auto& params = this->model_.unit_parameters(u);
+    use_gathered(u, params);
+    if (this->comm_->rank() == 0)
+      for (Parameter<T>* p : params) {
+        const auto values = p->value.download();
+        tensors.push_back({p->name, std::vector<double>(values.begin(), values.end())});
+      }
+    release(u, params);
+  }
+  this->comm_->log().take_totals();  // verification traffic is not part of any iteration
+  this->comm_->log().take_blocked_seconds();
+  return tensors;
+}
+
+template class FullyShardedTrainer<float>;
+template class FullyShardedTrainer<double>;
+
+}  // namespace mlps

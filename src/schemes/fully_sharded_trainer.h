@@ -1,0 +1,55 @@
+#pragma once
+// ZeRO-3 / FSDP: each rank stores 1/N of every unit's parameters (embed, each block, the
+// classifier, each flattened and padded to a multiple of N), with its 1/N of the gradients and
+// optimizer state. A unit's full parameters are all-gathered just before its forward and again
+// before its backward, the next unit's gather prefetched meanwhile, and freed after use; its
+// gradients are reduce-scattered into the shard as soon as its backward is done.
+#include <map>
+
+#include "src/schemes/data_parallel_base.h"
+
+namespace mlps {
+
+template <typename T>
+class FullyShardedTrainer : public DataParallelBase<T> {
+ public:
+  FullyShardedTrainer(DeviceKind device, const ModelConfig& model, const OptimizerConfig& optimizer,
+                      uint64_t seed, int64_t global_batch, const DataParallelConfig& config,
+                      CommBackend backend, MPI_Comm comm);
+
+  double train_step(const HostBatch& rows, int64_t global_batch, PhaseTimer& timer) override;
+  std::vector<NamedTensor> gather_parameters() override;
+
+ private:
+  struct UnitLayout {
+    int64_t count = 0;         // padded to a multiple of the ranks
+    int64_t shard_offset = 0;  // of this rank's 1/N in the shard buffers
+    std::vector<int64_t> offsets;  // each parameter's offset in the unit
+  };
+  struct Gathered {
+    Buffer<T> values;
+    PendingComm pending;  // the all-gather filling values, until waited
+  };
+  struct Reducing {
+    Buffer<T> grads;
+    PendingComm pending;
+  };
+
+  void before_forward(int unit, const typename LayerObserver<T>::Params& params) override;
+  void after_forward(int unit, const typename LayerObserver<T>::Params& params) override;
+  void before_backward(int unit, const typename LayerObserver<T>::Params& params) override;
+  void after_backward(int unit, const typename LayerObserver<T>::Params& params) override;
+
+  void start_gather(int unit);
+  // Waits for the unit's gather (starting it if needed) and points its parameters at it.
+  void use_gathered(int unit, const typename LayerObserver<T>::Params& params);
+  void release(int unit, const typename LayerObserver<T>::Params& params);
+  void finish_reductions(size_t keep);
+
+  std::vector<UnitLayout> units_;
+  Buffer<T> shard_values_, shard_grads_;
+  std::map<int, Gathered> gathered_;
+  std::vector<Reducing> reducing_;
+};
+
+}  // namespace mlps
