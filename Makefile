@@ -48,9 +48,13 @@ BENCH_SUPPORT_OBJS := $(BENCH_SUPPORT_SRCS:%.cpp=$(BUILD)/%.o)
 TEST_SRCS := $(wildcard tests/*.cpp)
 TEST_OBJS := $(TEST_SRCS:%.cpp=$(BUILD)/%.o)
 UNIT_TESTS := $(BIN)/unit_tests
+# tests/mpi/*.cpp: the tests that run under mpiexec with several ranks.
+MPI_TEST_SRCS := $(wildcard tests/mpi/*.cpp)
+MPI_TEST_OBJS := $(MPI_TEST_SRCS:%.cpp=$(BUILD)/%.o)
+MPI_TESTS := $(BIN)/mpi_tests
 
 .PHONY: all deps test bench run-tests run-bench clean help
-all: $(PROGRAMS) $(UNIT_TESTS)
+all: $(PROGRAMS) $(UNIT_TESTS) $(MPI_TESTS)
 
 help:
 	@echo "make            build every executable into bin/ (CUDA=auto|0|1, NCCL=auto|0|1, CUDA_ARCHS='80 90')"
@@ -90,6 +94,10 @@ $(UNIT_TESTS): $(TEST_OBJS) $(LIB)
 	@mkdir -p $(@D)
 	$(CXX) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(GTEST_LIBS)
 
+$(MPI_TESTS): $(MPI_TEST_OBJS) $(LIB)
+	@mkdir -p $(@D)
+	$(CXX) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(GTEST_LIBS)
+
 # The commit goes into results; the stamp file changes only when the commit does.
 $(BUILD)/git_commit.stamp: FORCE
 	@mkdir -p $(@D)
@@ -98,6 +106,8 @@ $(BUILD)/src/results/run_info.o: $(BUILD)/git_commit.stamp
 $(BUILD)/src/results/run_info.o: CPPFLAGS += -DMLPSCALE_GIT_COMMIT='"$(GIT_COMMIT)"'
 .PHONY: FORCE
 FORCE:
+# Keep object files of executables (make would delete them as intermediates).
+.SECONDARY:
 
 # Objects rebuild when the compiler flags change (CUDA=0 after CUDA=1, say), not only sources.
 FLAGS_TEXT := $(CXX) $(CPPFLAGS) $(CXXFLAGS) | $(NVCC) $(NVCCFLAGS)
@@ -116,4 +126,4 @@ $(BUILD)/%.o: %.cu $(BUILD)/flags.stamp
 clean:
 	rm -rf $(BUILD) $(BIN)
 
--include $(LIB_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(BENCH_SUPPORT_OBJS:.o=.d) $(PROGRAMS:$(BIN)/%=$(BUILD)/bench/%.d)
+-include $(LIB_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(MPI_TEST_OBJS:.o=.d) $(BENCH_SUPPORT_OBJS:.o=.d) $(PROGRAMS:$(BIN)/%=$(BUILD)/bench/%.d)

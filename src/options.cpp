@@ -56,7 +56,9 @@ OptionParser::OptionParser(const std::string& program, const std::string& descri
     : app_(std::make_unique<CLI::App>(description, program)) {
   CLI::App& app = *app_;
   Options& o = options_;
-  app.option_defaults()->always_capture_default();
+  // A repeated option takes its last value, so scripts can append overrides.
+  app.option_defaults()->always_capture_default()->multi_option_policy(
+      CLI::MultiOptionPolicy::TakeLast);
   app.config_formatter(std::make_shared<JsonConfig>());
   app.set_config("--config", "", "JSON file setting any of these options by long name "
                  "(e.g. {\"hidden\": 256}); the command line overrides it");

@@ -17,20 +17,25 @@ DataParallelTrainer<T>::DataParallelTrainer(DeviceKind device, const ModelConfig
   for (size_t i = 0; i < params.size(); ++i) counts.push_back(params[i].size());
   for (size_t i = params.size(); i-- > 0;) order.push_back(static_cast<int>(i));
   const double elements_per_mib = 1024.0 * 1024.0 / sizeof(T);
+  // PyTorch's first bucket is 1 MiB; smaller --bucket-mb values shrink it too.
+  const auto bucket = std::max<int64_t>(1, static_cast<int64_t>(config.bucket_mb * elements_per_mib));
   bucketer_ = std::make_unique<GradientBucketer>(
-      counts, order, static_cast<int64_t>(elements_per_mib),
-      std::max<int64_t>(1, static_cast<int64_t>(config.bucket_mb * elements_per_mib)),
+      counts, order, std::min(bucket, static_cast<int64_t>(elements_per_mib)), bucket,
       config.zero >= 1 ? ranks : 1);
 
   Device& dev = this->device_;
   values_ = Buffer<T>(dev, bucketer_->total_elements());
-  grads_ = Buffer<T>(dev, bucketer_->total_elements());
   values_.zero();  // padding stays zero
-  grads_.zero();
+  if (!sharded_gradients()) {
+    grads_ = Buffer<T>(dev, bucketer_->total_elements());
+    grads_.zero();
+  }
+  bucket_grads_.resize(bucketer_->buckets().size());
   for (size_t i = 0; i < params.size(); ++i) {
     const BucketedTensor& t = bucketer_->tensor(static_cast<int>(i));
     params[i].value = Buffer<T>::view(dev, values_.data() + t.offset, t.count);
-    params[i].grad = Buffer<T>::view(dev, grads_.data() + t.offset, t.count);
+    if (!sharded_gradients())
+      params[i].grad = Buffer<T>::view(dev, grads_.data() + t.offset, t.count);
   }
   params.initialise(seed);
   this->parameter_count_ = params.element_count();
@@ -54,7 +59,8 @@ DataParallelTrainer<T>::DataParallelTrainer(DeviceKind device, const ModelConfig
 template <typename T>
 void DataParallelTrainer<T>::launch_bucket(int bucket) {
   const GradientBucket& b = bucketer_->buckets()[bucket];
-  T* grads = grads_.data() + b.offset;
+  T* grads = sharded_gradients() ? bucket_grads_[bucket].data() : grads_.data() + b.offset;
+  if (sharded_gradients()) in_flight_.push_back(bucket);
   if (this->config_.zero == 0)
     pending_.push_back(this->comm_->all_reduce_async(grads, grads, b.count, data_type_of<T>()));
   else
@@ -67,16 +73,46 @@ template <typename T>
 void DataParallelTrainer<T>::wait_all() {
   for (auto& p : pending_) p->wait();
   pending_.clear();
+  for (int bucket : in_flight_) bucket_grads_[bucket] = Buffer<T>();
+  in_flight_.clear();
+}
+
+template <typename T>
+void DataParallelTrainer<T>::retire_buckets(size_t keep) {
+  while (in_flight_.size() > keep) {
+    pending_.front()->wait();
+    pending_.erase(pending_.begin());
+    bucket_grads_[in_flight_.front()] = Buffer<T>();
+    in_flight_.erase(in_flight_.begin());
+  }
+}
+
+template <typename T>
+void DataParallelTrainer<T>::before_backward(int /*unit*/,
+                                             const typename LayerObserver<T>::Params& params) {
+  if (!sharded_gradients()) return;
+  for (Parameter<T>* p : params) {
+    const BucketedTensor& t = bucketer_->tensor(static_cast<int>(p->tensor_id));
+    const GradientBucket& b = bucketer_->buckets()[t.bucket];
+    Buffer<T>& storage = bucket_grads_[t.bucket];
+    if (storage.size() == 0) {
+      storage = Buffer<T>(this->device_, b.count);
+      storage.zero();  // the padding is reduced too
+    }
+    p->grad = Buffer<T>::view(this->device_, storage.data() + (t.offset - b.offset), t.count);
+  }
 }
 
 template <typename T>
 void DataParallelTrainer<T>::after_backward(int /*unit*/,
                                             const typename LayerObserver<T>::Params& params) {
-  // ZeRO-1 reduce-scatters after the whole backward pass, as --no-overlap does.
-  const bool overlap = this->config_.overlap && this->config_.zero != 1;
-  for (const Parameter<T>* p : params)
+  const bool overlap = overlapped();
+  for (Parameter<T>* p : params) {
     for (int bucket : bucketer_->mark_ready(static_cast<int>(p->tensor_id)))
       if (overlap) launch_bucket(bucket);
+    if (sharded_gradients()) p->grad = Buffer<T>();
+  }
+  if (sharded_gradients() && overlap) retire_buckets(1);
 }
 
 template <typename T>
@@ -91,7 +127,7 @@ double DataParallelTrainer<T>::train_step(const HostBatch& rows, int64_t global_
     ScopedPhase phase(timer, Phase::backward);
     bucketer_->reset();
     this->model_.backward(rows.rows, global_batch, false);
-    if (pending_.empty())  // not overlapped: every bucket goes now
+    if (!overlapped())  // every bucket goes now
       for (int b = 0; b < static_cast<int>(bucketer_->buckets().size()); ++b) launch_bucket(b);
     wait_all();
   }

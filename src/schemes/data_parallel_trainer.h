@@ -5,7 +5,9 @@
 //          --no-overlap; every rank then takes the same optimizer step.
 //   zero 1: optimizer state sharded: after backward each bucket is reduce-scattered, each rank
 //          updates its 1/N of every bucket, and the updated parameters are all-gathered.
-//   zero 2: as zero 1, with the reduce-scatters started during backward as buckets complete.
+//   zero 2: as zero 1, with the reduce-scatters started during backward as buckets complete,
+//          and gradients sharded too: a bucket's full gradients exist only from the backward of
+//          its first tensor until its reduce-scatter is done (at most two buckets in flight).
 // The loss is a mean over the global batch, so summed gradients are exactly serial's.
 #include "src/schemes/data_parallel_base.h"
 #include "src/schemes/gradient_bucketer.h"
@@ -25,14 +27,22 @@ class DataParallelTrainer : public DataParallelBase<T> {
   const GradientBucketer& bucketer() const { return *bucketer_; }
 
  private:
+  void before_backward(int unit, const typename LayerObserver<T>::Params& params) override;
   void after_backward(int unit, const typename LayerObserver<T>::Params& params) override;
   void launch_bucket(int bucket);
   void wait_all();
+  // zero 2: waits for all but the newest `keep` reduce-scatters and frees their buckets.
+  void retire_buckets(size_t keep);
+  bool sharded_gradients() const { return this->config_.zero == 2; }
+  // ZeRO-1 reduce-scatters after the whole backward pass, as --no-overlap does.
+  bool overlapped() const { return this->config_.overlap && this->config_.zero != 1; }
 
   std::unique_ptr<GradientBucketer> bucketer_;
   Buffer<T> values_, grads_;              // flat, in gradient order, padded per bucket
   Buffer<T> shard_values_, shard_grads_;  // zero >= 1: this rank's 1/N of every bucket
   std::vector<PendingComm> pending_;
+  std::vector<Buffer<T>> bucket_grads_;  // zero 2: per bucket, allocated only while needed
+  std::vector<int> in_flight_;           // zero 2: buckets whose reduce-scatter is pending
 };
 
 }  // namespace mlps
