@@ -44,11 +44,8 @@ std::vector<CLI::ConfigItem> JsonConfig::from_config(std::istream& input) const 
   for (const auto& [key, value] : doc.items()) {
     CLI::ConfigItem item;
     item.name = key;
-    if (value.is_array()) {
-      for (const auto& element : value) item.inputs.push_back(scalar_to_input(key, element));
-    } else {
-      item.inputs.push_back(scalar_to_input(key, value));
-    }
+    // Every option takes one value (lists are written as strings, e.g. "2,2").
+    item.inputs.push_back(scalar_to_input(key, value));
     items.push_back(std::move(item));
   }
   return items;

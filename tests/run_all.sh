@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# Runs every test suite after the build (`make test` calls it): the GoogleTest binary, then the
-# command-line tests if present. Each suite's output stays visible; the last line sums them as
-# "N passed, N failed". Exits non-zero if any test failed or a suite ended without its summary.
-# Extra arguments go to bin/unit_tests (e.g. --gtest_filter=Adam*).
+# Runs every test suite after the build (`make test` calls it): the GoogleTest binary, the MPI
+# GoogleTest binary under mpiexec with 1, 2, 3 and 4 ranks (each a suite; oversubscribed cores
+# are fine), then the script suites: bin/serial's command line, bin/data's equivalence with
+# serial, bin/bench_comm. Each suite's output stays visible; the last
+# line sums them as "N passed, N failed". Exits non-zero if any test failed or a suite ended
+# without its summary. Extra arguments go to bin/unit_tests (e.g. --gtest_filter=Adam*).
 set -u -o pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 
 UNIT_TESTS=bin/unit_tests
-CLI_TESTS=tests/cli_tests.sh
+MPI_TESTS=bin/mpi_tests
+MPI_WORLD_SIZES=(1 2 3 4)
+SCRIPT_SUITES=(tests/cli_tests.sh tests/data_parallel_tests.sh tests/cli_bench_comm.sh)
 passed=0
 failed=0
 log=$(mktemp)
@@ -34,30 +38,49 @@ add_suite() {
   failed=$((failed + nfail))
 }
 
-echo "=== unit tests: $UNIT_TESTS${*:+ $*}"
-if [[ -x $UNIT_TESTS ]]; then
-  "$UNIT_TESTS" "$@" 2>&1 | tee "$log"
-  rc=$?
-  # GoogleTest's summary: "[  PASSED  ] 12 tests." and "[  FAILED  ] 2 tests, listed below:".
+# $1: the suite's name, $2: its exit status; counts from the GoogleTest summary in $log:
+# "[  PASSED  ] 12 tests." and "[  FAILED  ] 2 tests, listed below:".
+add_gtest_suite() {
+  local name=$1 rc=$2 npass nfail nskip
   npass=$(plain | sed -nE 's/^\[  PASSED  \] ([0-9]+) tests?\..*/\1/p' | tail -n1)
   nfail=$(plain | sed -nE 's/^\[  FAILED  \] ([0-9]+) tests?, listed below.*/\1/p' | tail -n1)
   nskip=$(plain | sed -nE 's/^\[  SKIPPED \] ([0-9]+) tests?, listed below.*/\1/p' | tail -n1)
-  [[ -n $nskip ]] && echo "unit tests: $nskip skipped (listed above)"
-  add_suite "unit tests" "$rc" "$npass" "$nfail"
+  [[ -n $nskip ]] && echo "$name: $nskip skipped (listed above)"
+  add_suite "$name" "$rc" "$npass" "$nfail"
+}
+
+echo "=== unit tests: $UNIT_TESTS${*:+ $*}"
+if [[ -x $UNIT_TESTS ]]; then
+  "$UNIT_TESTS" "$@" 2>&1 | tee "$log"
+  add_gtest_suite "unit tests" $?
 else
   echo "unit tests: $UNIT_TESTS not found (run 'make' first): counted as 1 failed"
   failed=$((failed + 1))
 fi
 
-echo "=== command-line tests: $CLI_TESTS"
-if [[ -f $CLI_TESTS ]]; then
-  bash "$CLI_TESTS" 2>&1 | tee "$log"
+# Rank 0 prints GoogleTest's output (other ranks print only their failures); every rank exits
+# non-zero if any failed. One BLAS thread per rank, so that 4 ranks on 2 cores do not thrash;
+# the timeout turns a hung collective into a failed suite.
+for n in "${MPI_WORLD_SIZES[@]}"; do
+  echo "=== MPI tests: mpiexec -n $n $MPI_TESTS"
+  if [[ -x $MPI_TESTS ]]; then
+    OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 timeout -k 10 300 mpiexec -n "$n" "$MPI_TESTS" 2>&1 |
+      tee "$log"
+    add_gtest_suite "MPI tests ($n ranks)" $?
+  else
+    echo "MPI tests: $MPI_TESTS not found (run 'make' first): counted as 1 failed"
+    failed=$((failed + 1))
+  fi
+done
+
+# Each script prints "ok - ..." lines and closes with its own "N passed, N failed".
+for script in "${SCRIPT_SUITES[@]}"; do
+  echo "=== $script"
+  bash "$script" 2>&1 | tee "$log"
   rc=$?
   counts=$(plain | sed -nE 's/.*\b([0-9]+) passed, ([0-9]+) failed.*/\1 \2/p' | tail -n1)
-  add_suite "command-line tests" "$rc" "${counts% *}" "${counts#* }"
-else
-  echo "command-line tests: $CLI_TESTS not present, none run"
-fi
+  add_suite "$script" "$rc" "${counts% *}" "${counts#* }"
+done
 
 echo "=== all suites"
 echo "$passed passed, $failed failed"

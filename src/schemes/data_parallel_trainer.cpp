@@ -90,6 +90,7 @@ void DataParallelTrainer<T>::retire_buckets(size_t keep) {
 template <typename T>
 void DataParallelTrainer<T>::before_backward(int /*unit*/,
                                              const typename LayerObserver<T>::Params& params) {
+  this->comm_->progress();  // advance the buckets in flight between units of computation
   if (!sharded_gradients()) return;
   for (Parameter<T>* p : params) {
     const BucketedTensor& t = bucketer_->tensor(static_cast<int>(p->tensor_id));

@@ -1,0 +1,41 @@
+#include "src/comm/comm_log.h"
+
+#include <utility>
+
+namespace mlps {
+
+const char* to_string(CommKind kind) {
+  switch (kind) {
+    case CommKind::all_reduce: return "allreduce";
+    case CommKind::all_gather: return "allgather";
+    case CommKind::reduce_scatter: return "reduce_scatter";
+    case CommKind::broadcast: return "broadcast";
+    case CommKind::send_recv: return "sendrecv";
+  }
+  return "unknown";
+}
+
+double bus_bandwidth_factor(CommKind kind, int ranks) {
+  const double n = ranks;
+  switch (kind) {
+    case CommKind::all_reduce: return 2.0 * (n - 1) / n;
+    case CommKind::all_gather:
+    case CommKind::reduce_scatter: return (n - 1) / n;
+    case CommKind::broadcast:
+    case CommKind::send_recv: return 1.0;
+  }
+  return 1.0;
+}
+
+void CommLog::record(CommKind kind, double bytes, double seconds) {
+  CommTotals& totals = totals_[to_string(kind)];
+  totals.bytes += bytes;
+  totals.seconds += seconds;
+  ++totals.calls;
+}
+
+std::map<std::string, CommTotals> CommLog::take_totals() { return std::exchange(totals_, {}); }
+
+double CommLog::take_blocked_seconds() { return std::exchange(blocked_seconds_, 0.0); }
+
+}  // namespace mlps

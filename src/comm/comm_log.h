@@ -1,0 +1,38 @@
+#pragma once
+// Per-iteration record of one rank's communication: for each collective kind, the bytes moved
+// and the time from start to completion, and the time the rank spent blocked waiting (exposed
+// communication). Sizes as nccl-tests counts them: all-reduce and broadcast the buffer, all-gather
+// the gathered output, reduce-scatter the full input, send/recv the message.
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace mlps {
+
+enum class CommKind { all_reduce, all_gather, reduce_scatter, broadcast, send_recv };
+const char* to_string(CommKind kind);  // "allreduce", "allgather", "reduce_scatter", ...
+
+// nccl-tests' bus-bandwidth factor for a group of n ranks: 2(n−1)/n for all-reduce, (n−1)/n
+// for all-gather and reduce-scatter, 1 for broadcast and send/recv.
+double bus_bandwidth_factor(CommKind kind, int ranks);
+
+struct CommTotals {
+  double bytes = 0;
+  double seconds = 0;  // start → completion, summed over calls (overlapped time included)
+  int64_t calls = 0;
+};
+
+class CommLog {
+ public:
+  void record(CommKind kind, double bytes, double seconds);
+  void add_blocked(double seconds) { blocked_seconds_ += seconds; }
+  // This iteration's totals per kind name and blocked time; clears them for the next one.
+  std::map<std::string, CommTotals> take_totals();
+  double take_blocked_seconds();
+
+ private:
+  std::map<std::string, CommTotals> totals_;
+  double blocked_seconds_ = 0;
+};
+
+}  // namespace mlps

@@ -1,0 +1,90 @@
+#pragma once
+// The Comm seam: collectives and point-to-point transfers on a group of ranks, over MPI or NCCL,
+// blocking or asynchronous, each call's bytes and time recorded in the communicator's CommLog.
+// Buffers are memory of the rank's Device (host memory on the CPU backend, GPU memory with
+// NCCL). Reductions are sums. Sizes follow nccl-tests: see CommLog.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "src/comm/comm_log.h"
+
+namespace mlps {
+
+enum class DataType { f32, f64 };
+
+template <typename T>
+constexpr DataType data_type_of();
+template <>
+constexpr DataType data_type_of<float>() { return DataType::f32; }
+template <>
+constexpr DataType data_type_of<double>() { return DataType::f64; }
+size_t size_of(DataType type);
+
+// An operation in flight. wait() blocks until it is complete (on the GPU: until the compute
+// stream is ordered after it); the time spent blocked is the exposed communication.
+class CommRequest {
+ public:
+  virtual ~CommRequest() = default;
+  virtual void wait() = 0;
+};
+using PendingComm = std::unique_ptr<CommRequest>;
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual const char* backend() const = 0;  // "mpi" or "nccl"
+  // A name for logs and results: the group it spans, e.g. "world", "data", "depth".
+  const std::string& name() const { return name_; }
+
+  // recv[count] = Σ_ranks send[count]; send may equal recv (in place).
+  virtual PendingComm all_reduce_async(const void* send, void* recv, int64_t count,
+                                       DataType type) = 0;
+  // recv[size·count] = concatenation of every rank's send[count], in rank order.
+  virtual PendingComm all_gather_async(const void* send, void* recv, int64_t count,
+                                       DataType type) = 0;
+  // recv[count] = Σ_ranks send[rank·count .. (rank+1)·count).
+  virtual PendingComm reduce_scatter_async(const void* send, void* recv, int64_t count,
+                                           DataType type) = 0;
+  virtual PendingComm broadcast_async(void* buffer, int64_t count, DataType type, int root) = 0;
+  virtual PendingComm send_async(const void* buffer, int64_t count, DataType type, int peer) = 0;
+  virtual PendingComm recv_async(void* buffer, int64_t count, DataType type, int peer) = 0;
+
+  // Blocking forms: the asynchronous call, then wait().
+  template <typename T>
+  void all_reduce(T* data, int64_t count) {
+    all_reduce_async(data, data, count, data_type_of<T>())->wait();
+  }
+  template <typename T>
+  void all_gather(const T* send, T* recv, int64_t count) {
+    all_gather_async(send, recv, count, data_type_of<T>())->wait();
+  }
+  template <typename T>
+  void reduce_scatter(const T* send, T* recv, int64_t count) {
+    reduce_scatter_async(send, recv, count, data_type_of<T>())->wait();
+  }
+  template <typename T>
+  void broadcast(T* data, int64_t count, int root) {
+    broadcast_async(data, count, data_type_of<T>(), root)->wait();
+  }
+
+  // Lets operations in flight advance (MPICH progresses non-blocking collectives only inside
+  // MPI calls); schemes call it between pieces of computation. No-op where the network or a
+  // GPU stream progresses by itself.
+  virtual void progress() {}
+
+  CommLog& log() { return *log_; }
+
+ protected:
+  Communicator(std::string name, std::shared_ptr<CommLog> log)
+      : name_(std::move(name)), log_(std::move(log)) {}
+
+ private:
+  std::string name_;
+  std::shared_ptr<CommLog> log_;  // shared by the communicators of one rank
+};
+
+}  // namespace mlps

@@ -1,0 +1,69 @@
+#include "src/comm/process_placement.h"
+
+#include <cstdlib>
+#include <stdexcept>
+
+#include "src/errors.h"
+
+#ifdef MLPSCALE_WITH_CUDA
+#include "kernels/cuda/device_select.h"
+#endif
+
+namespace mlps {
+namespace {
+
+// The task count Slurm gave this launch: srun sets the step's; inside a batch script without
+// srun only the allocation's is there.
+int slurm_task_count() {
+  for (const char* name : {"SLURM_STEP_NUM_TASKS", "SLURM_NTASKS", "SLURM_NPROCS"}) {
+    const char* value = std::getenv(name);
+    if (value && *value) return std::atoi(value);
+  }
+  return 0;
+}
+
+}  // namespace
+
+RankPlacement discover_placement(MPI_Comm world) {
+  RankPlacement placement;
+  MPI_Comm_rank(world, &placement.world_rank);
+  MPI_Comm_size(world, &placement.world_size);
+  // Ranks that can share memory are the ranks of one node, however they were launched.
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, placement.world_rank, MPI_INFO_NULL, &node);
+  MPI_Comm_rank(node, &placement.local_rank);
+  MPI_Comm_size(node, &placement.local_size);
+  MPI_Comm_free(&node);
+  char name[MPI_MAX_PROCESSOR_NAME];
+  int length = 0;
+  MPI_Get_processor_name(name, &length);
+  placement.host.assign(name, static_cast<size_t>(length));
+  return placement;
+}
+
+void check_launch_matches_slurm(int world_size) {
+  const int tasks = slurm_task_count();
+  if (tasks > 1 && world_size == 1)
+    throw InputError("Slurm started " + std::to_string(tasks) +
+                     " tasks but MPI sees 1 rank per process: srun is launching singletons; use "
+                     "srun --mpi=pmi2 (MPICH) or the MPI library Slurm was built for");
+}
+
+int bind_gpu(const RankPlacement& placement, DeviceKind device) {
+  if (device != DeviceKind::cuda) return -1;
+#ifdef MLPSCALE_WITH_CUDA
+  const int count = cuda::device_count();
+  // Rank-local, so not an InputError: the whole job must stop, not just this rank.
+  if (count == 0)
+    throw std::runtime_error("--device cuda: no GPU is visible to rank " +
+                     std::to_string(placement.world_rank) + " on host " + placement.host);
+  const int gpu = placement.local_rank % count;
+  cuda::set_current_device(gpu);
+  return gpu;
+#else
+  (void)placement;
+  throw std::logic_error("bind_gpu: the cuda backend in a build without CUDA");
+#endif
+}
+
+}  // namespace mlps

@@ -1,0 +1,31 @@
+#pragma once
+// Where this rank runs: its node-local rank (from a shared-memory split of the world, so it
+// works under srun and mpiexec alike), the GPU it binds to, and the launch sanity check.
+#include <mpi.h>
+
+#include <string>
+
+#include "src/device.h"
+
+namespace mlps {
+
+struct RankPlacement {
+  int world_rank = 0;
+  int world_size = 1;
+  int local_rank = 0;  // among the ranks on this node
+  int local_size = 1;
+  std::string host;
+};
+
+// Collective over world.
+RankPlacement discover_placement(MPI_Comm world);
+
+// Slurm says several tasks but the MPI world has one rank: srun started N singletons (MPI built
+// without Slurm's PMI, or --mpi missing). Throws InputError naming the likely cause.
+void check_launch_matches_slurm(int world_size);
+
+// On the cuda backend, makes GPU local_rank % device_count current (before any allocation);
+// returns the GPU index, or -1 on the cpu backend.
+int bind_gpu(const RankPlacement& placement, DeviceKind device);
+
+}  // namespace mlps

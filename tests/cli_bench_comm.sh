@@ -1,0 +1,242 @@
+#!/usr/bin/env bash
+# Command-line tests of bin/bench_comm on the CPU backend: short sweeps on 4 and 3 ranks show zero
+# wrong elements for every collective and size and write the HDF5 file results/README.md
+# documents ("Collective benchmark files"); bad options are exit status 2 with one line per rank.
+# Prints "ok - NAME" / "not ok - NAME: WHY" / "skip - NAME: WHY" per check and ends with
+# "N passed, N failed"; exits non-zero if any check failed. Takes about half a minute on 2 cores.
+set -u -o pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+
+repo=$PWD
+bench=${BENCH_COMM:-$repo/bin/bench_comm}
+python=$repo/.venv/bin/python3
+mpiexec=${MPIEXEC:-mpiexec}
+export OPENBLAS_NUM_THREADS=1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+passed=0
+failed=0
+skipped=0
+problems=()
+
+report() {
+  local name=$1
+  if ((${#problems[@]} == 0)); then
+    echo "ok - $name"
+    passed=$((passed + 1))
+  else
+    local why
+    why=$(printf '; %s' "${problems[@]}")
+    echo "not ok - $name: ${why:2}"
+    failed=$((failed + 1))
+  fi
+  problems=()
+}
+skip() {
+  echo "skip - $1: $2"
+  skipped=$((skipped + 1))
+}
+problem() { problems+=("$*"); }
+finish() {
+  ((skipped > 0)) && echo "$skipped skipped (not counted as passed)"
+  echo "$passed passed, $failed failed"
+  ((failed == 0))
+  exit
+}
+
+if [[ ! -x $bench ]]; then
+  problem "$bench not found (run 'make bin/bench_comm' first)"
+  report "bin/bench_comm exists"
+  finish
+fi
+if ! command -v "$mpiexec" >/dev/null; then
+  problem "no '$mpiexec' on PATH (set MPIEXEC)"
+  report "mpiexec exists"
+  finish
+fi
+
+# run_bench RANKS ARGS...: bin/bench_comm on RANKS ranks in the empty directory $tmp/run; sets rc,
+# output in $tmp/stdout and $tmp/stderr.
+run_bench() {
+  local ranks=$1
+  shift
+  rm -rf "$tmp/run"
+  mkdir "$tmp/run"
+  (cd "$tmp/run" && timeout 120 "$mpiexec" -n "$ranks" "$bench" "$@" >"$tmp/stdout" 2>"$tmp/stderr")
+  rc=$?
+  ((rc == 124)) && problem "timed out after 120 s"
+}
+first_lines() { head -n 3 "$1" | tr '\n' '|' | head -c 400; }
+# "exit status N" and, if any, the first lines of stderr.
+exit_problem() {
+  local err
+  err=$(first_lines "$tmp/stderr")
+  problem "exit status $rc${err:+: $err}"
+}
+
+# check_table OPS...: stdout has one table per op, each with data rows whose #wrong (last field)
+# is 0, the #wrong column header, and the closing lines of a clean run.
+check_table() {
+  grep -q '#wrong' "$tmp/stdout" || problem "no #wrong column header"
+  local op rows bad
+  for op in "$@"; do
+    # The rows of op's table: from its title line to the next title or the closing block.
+    rows=$(awk -v op="$op" '/^# [a-z_]+ \(/ { on = ($2 == op); next } /^#/ { next } on' "$tmp/stdout")
+    [[ -n $rows ]] || { problem "no rows for $op"; continue; }
+    bad=$(awk '$NF != "0"' <<<"$rows")
+    [[ -z $bad ]] || problem "$op rows with wrong elements: $(head -n 2 <<<"$bad" | tr '\n' '|')"
+  done
+  grep -q '^# Out of bounds values : 0 OK' "$tmp/stdout" ||
+    problem "no '# Out of bounds values : 0 OK' line"
+  grep -q '^# Avg bus bandwidth *: [0-9]' "$tmp/stdout" || problem "no '# Avg bus bandwidth' line"
+}
+
+have_h5py=0
+[[ -x $python ]] && "$python" -c 'import h5py' 2>/dev/null && have_h5py=1
+cat >"$tmp/check_h5.py" <<'EOF'
+# check_h5.py FILE RANKS DATATYPE OPS...: prints the problems found with a bin/bench_comm file.
+import math, sys
+import h5py
+
+path, ranks, datatype, ops = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
+element = {"float": 4, "double": 8}[datatype]
+factor = {"allreduce": 2 * (ranks - 1) / ranks, "allgather": (ranks - 1) / ranks,
+          "reduce_scatter": (ranks - 1) / ranks, "broadcast": 1.0, "sendrecv": 1.0}
+problems = []
+try:
+    with h5py.File(path, "r") as f:
+        a = f.attrs
+        for name, expected in [("kind", "bench_comm"), ("ranks", ranks), ("datatype", datatype),
+                               ("backend", "mpi"), ("device", "cpu")]:
+            if a.get(name) != expected:
+                problems.append(f"attribute {name} is {a.get(name)!r}, expected {expected!r}")
+        for name in ["hosts", "command_line", "git_commit", "mpi_version", "start_time"]:
+            if not isinstance(a.get(name), str) or not a.get(name):
+                problems.append(f"attribute {name} missing or empty")
+        if sorted(f.keys()) != sorted(ops):
+            problems.append(f"groups {sorted(f.keys())}, expected {sorted(ops)}")
+        for op in ops:
+            if op not in f:
+                continue
+            g = f[op]
+            d = {k: g[k][()] for k in ["bytes", "count", "time_seconds", "algbw", "busbw", "wrong"]
+                 if k in g}
+            if len(d) != 6:
+                problems.append(f"/{op} has datasets {sorted(g.keys())}")
+                continue
+            n = len(d["bytes"])
+            if n == 0 or any(len(v) != n for v in d.values()):
+                problems.append(f"/{op} dataset lengths {[len(v) for v in d.values()]}")
+                continue
+            if any(w != 0 for w in d["wrong"]):
+                problems.append(f"/{op}/wrong is {d['wrong'].tolist()}")
+            unit = element * (ranks if op in ("allgather", "reduce_scatter") else 1)
+            for i in range(n):
+                b, t = int(d["bytes"][i]), float(d["time_seconds"][i])
+                if b % unit or d["count"][i] * element != b or (i and b <= d["bytes"][i - 1]):
+                    problems.append(f"/{op} size {i}: bytes {b}, count {d['count'][i]}")
+                    break
+                if not (t > 0 and math.isfinite(t)):
+                    problems.append(f"/{op}/time_seconds[{i}] = {t}")
+                    break
+                algbw = b / t / 1e9
+                if abs(d["algbw"][i] - algbw) > 1e-9 * algbw or \
+                        abs(d["busbw"][i] - algbw * factor[op]) > 1e-9 * algbw:
+                    problems.append(f"/{op} size {i}: algbw {d['algbw'][i]}, busbw {d['busbw'][i]}"
+                                    f" for {b} B in {t} s")
+                    break
+except Exception as e:  # any unreadable file or field is a failure, reported on one line
+    problems.append(f"{type(e).__name__}: {e}")
+print("; ".join(problems))
+sys.exit(1 if problems else 0)
+EOF
+
+# check_file NAME FILE RANKS DATATYPE OPS...: the result file's contents, as its own check.
+check_file() {
+  local name="$1 (result file)" file=$2
+  shift 2
+  if ((!have_h5py)); then
+    skip "$name" "h5py not available ($python)"
+    return
+  fi
+  if [[ ! -f $file ]]; then
+    problem "$file not written"
+  else
+    local out
+    out=$("$python" "$tmp/check_h5.py" "$file" "$@" 2>&1) || problem "$out"
+  fi
+  report "$name"
+}
+
+all_ops=(allreduce allgather reduce_scatter broadcast sendrecv)
+
+# expect_sweep NAME RANKS DATATYPE OPS -- ARGS...: a clean sweep and its file.
+expect_sweep() {
+  local name=$1 ranks=$2 datatype=$3
+  shift 3
+  local -a ops=()
+  while [[ $1 != -- ]]; do ops+=("$1"); shift; done
+  shift
+  run_bench "$ranks" "$@" --out "$tmp/out/$ranks.h5"
+  ((rc == 0)) || exit_problem
+  grep -q "^# bench_comm: $ranks ranks, backend mpi, device cpu, datatype $datatype" "$tmp/stdout" ||
+    problem "header line: $(first_lines "$tmp/stdout")"
+  check_table "${ops[@]}"
+  report "$name"
+  check_file "$name" "$tmp/out/$ranks.h5" "$ranks" "$datatype" "${ops[@]}"
+}
+
+mkdir -p "$tmp/out"
+expect_sweep "4 ranks: every collective, 8 B to 64 KiB, no wrong elements" 4 float "${all_ops[@]}" \
+  -- -b 8 -e 64K -n 3 -w 1
+expect_sweep "3 ranks (not a power of two): every collective, no wrong elements" 3 float \
+  "${all_ops[@]}" -- -b 8 -e 64K -n 3 -w 1
+expect_sweep "2 ranks: one collective in double, two check iterations" 2 double allreduce \
+  -- -b 8 -e 4K -n 2 -w 1 -c 2 --op allreduce -d double
+
+# The default file name, relative to the working directory.
+run_bench 2 -b 8 -e 256 -n 1 -w 0 --op sendrecv
+((rc == 0)) || exit_problem
+[[ -f $tmp/run/results/bench/comm-mpi-2.h5 ]] || problem "results/bench/comm-mpi-2.h5 not written"
+left=$(cd "$tmp/run" && find . -name '*.tmp.*')
+[[ -z $left ]] || problem "temporary files left: $left"
+report "default --out is results/bench/comm-<backend>-<ranks>.h5"
+
+# -c 0: nothing checked, so #wrong is N/A and the run still succeeds.
+run_bench 2 -b 8 -e 64 -n 1 -w 0 -c 0 --op broadcast --out "$tmp/run/x.h5"
+((rc == 0)) || exit_problem
+[[ -n $(awk '!/^#/ && $NF == "N/A"' "$tmp/stdout") ]] || problem "no N/A in the #wrong column"
+grep -q 'not checked' "$tmp/stdout" || problem "closing line does not say 'not checked'"
+report "-c 0 leaves #wrong as N/A"
+
+# expect_input_error NAME PATTERN ARGS...: on 2 ranks, exit 2 with one stderr line per rank,
+# "bench_comm (rank R): error: ..." matching PATTERN, nothing on stdout and no file.
+expect_input_error() {
+  local name=$1 pattern=$2
+  shift 2
+  run_bench 2 -n 1 -w 0 "$@" --out "$tmp/run/x.h5"
+  ((rc == 2)) || problem "exit status $rc, expected 2"
+  local lines
+  lines=$(grep -c '' "$tmp/stderr")
+  ((lines == 2)) || problem "$lines stderr lines, expected 2: $(first_lines "$tmp/stderr")"
+  local r
+  for r in 0 1; do
+    grep -q "^bench_comm (rank $r): error: " "$tmp/stderr" ||
+      problem "no 'bench_comm (rank $r): error: ' line: $(first_lines "$tmp/stderr")"
+  done
+  grep -qiE -- "$pattern" "$tmp/stderr" ||
+    problem "stderr does not match '$pattern': $(first_lines "$tmp/stderr")"
+  [[ -s $tmp/stdout ]] && problem "stdout not empty: $(first_lines "$tmp/stdout")"
+  [[ -e $tmp/run/x.h5 ]] && problem "result file written"
+  report "$name"
+}
+
+expect_input_error "unknown option" "bogus" --bogus
+expect_input_error "--minbytes larger than --maxbytes" "minbytes.*maxbytes" -b 64 -e 8
+expect_input_error "size that is not a size" "12X" -b 12X
+expect_input_error "unknown collective" "--op" --op alltoall
+expect_input_error "step factor below 2" "stepfactor" -f 1
+expect_input_error "--comm nccl on the cpu backend" "nccl" --comm nccl --device cpu
+
+finish
