@@ -72,6 +72,8 @@ expect_refusal "--dp 3 on 4 ranks" 4 "--dp 3" --dp 3
 expect_refusal "--batch 3 on 4 ranks" 4 "--batch 3" --batch 3
 expect_refusal "--zero 4" 2 "--zero" --zero 4
 expect_refusal "--comm nccl on the cpu backend" 2 "nccl" --comm nccl --device cpu
+# Checked before training, so an hour of work is never lost to an unwritable result path.
+expect_refusal "--out in an unwritable place" 2 "--out /proc/mlpscale/x.h5" --out /proc/mlpscale/x.h5
 
 echo "$passed passed, $failed failed"
 ((failed == 0))

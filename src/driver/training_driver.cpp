@@ -5,10 +5,13 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
+#include <fstream>
 
 #include "src/data/shuffle.h"
 #include "src/driver/console_report.h"
 #include "src/driver/verification.h"
+#include "src/errors.h"
 #include "src/results/run_info.h"
 
 namespace mlps {
@@ -21,6 +24,30 @@ std::string default_result_path(const std::string& scheme) {
 }
 
 namespace {
+
+// Rank 0 proves it can create the result file's directory and write there, before any training
+// time is spent; every rank gets the same verdict, so a bad --out fails everywhere at once.
+void check_output_writable(const RunContext& context, const std::string& path) {
+  std::string problem;
+  if (context.is_root()) {
+    namespace fs = std::filesystem;
+    const fs::path parent = fs::path(path).parent_path();
+    std::error_code error;
+    if (!parent.empty()) fs::create_directories(parent, error);
+    const std::string probe = path + ".probe." + std::to_string(getpid());
+    if (error) {
+      problem = "--out " + path + ": cannot create " + parent.string() + " (" + error.message() + ")";
+    } else if (!std::ofstream(probe)) {
+      problem = "--out " + path + ": cannot write in " + (parent.empty() ? "." : parent.string());
+    }
+    fs::remove(probe, error);
+  }
+  int length = static_cast<int>(problem.size());
+  MPI_Bcast(&length, 1, MPI_INT, 0, context.comm);
+  problem.resize(static_cast<size_t>(length));
+  MPI_Bcast(problem.data(), length, MPI_CHAR, 0, context.comm);
+  if (!problem.empty()) throw InputError(problem);
+}
 
 // What each rank records per iteration: the phases, then the time it was blocked on
 // communication, then bytes, seconds and calls of every collective kind.
@@ -112,6 +139,7 @@ double evaluate(const Options& o, Trainer& trainer, const Dataset& dataset, int6
 int run_training(const RunContext& context, const Options& o, const TrainingSchedule& schedule,
                  Trainer& trainer, const Dataset& dataset) {
   const std::string out_path = o.out.empty() ? default_result_path(trainer.scheme()) : o.out;
+  check_output_writable(context, out_path);
   const std::string start_time = utc_timestamp_now();
   const int64_t eval_samples = o.eval_samples > 0
                                    ? std::min(o.eval_samples, dataset.size(Split::test))
