@@ -64,7 +64,7 @@ RunRecord full_record() {
   for (std::string_view phase : result_schema::kRequiredPhases)
     record.timing[std::string(phase)] = make_table(3, 2, scale *= 1.7);
   record.timing["exposed_comm"] = make_table(3, 2, 0.25);
-  record.comm["allreduce"] = CommRecord{make_table(3, 2, 2e-4), make_table(3, 2, 3.0e8)};
+  record.comm["allreduce"] = CommRecord{make_table(3, 2, 2e-4), make_table(3, 2, 3.0e8), "allreduce", 2};
   record.loss = {2.302585092994046, 1.9, 0.1 + 0.2};
   record.peak_bytes = {(int64_t{1} << 33) + 7, 123456789};
   record.verification = {"PASS", 3.5e-13, 1e-10, "block0.fc1.weight"};
@@ -91,6 +91,8 @@ void expect_records_equal(const RunRecord& a, const RunRecord& b) {
     ASSERT_TRUE(b.comm.contains(kind)) << kind;
     expect_tables_equal(comm.time_seconds, b.comm.at(kind).time_seconds, kind + " time");
     expect_tables_equal(comm.bytes, b.comm.at(kind).bytes, kind + " bytes");
+    EXPECT_EQ(comm.kind, b.comm.at(kind).kind);
+    EXPECT_EQ(comm.group_size, b.comm.at(kind).group_size);
   }
   EXPECT_EQ(a.loss, b.loss);
   EXPECT_EQ(a.test_accuracy, b.test_accuracy);

@@ -27,8 +27,16 @@ double bus_bandwidth_factor(CommKind kind, int ranks) {
   return 1.0;
 }
 
-void CommLog::record(CommKind kind, double bytes, double seconds) {
-  CommTotals& totals = totals_[to_string(kind)];
+std::string comm_key(CommKind kind, const std::string& group) {
+  if (group.empty() || group == "world") return to_string(kind);
+  return std::string(to_string(kind)) + ":" + group;
+}
+
+void CommLog::record(CommKind kind, const std::string& group, int group_size, double bytes,
+                     double seconds) {
+  CommTotals& totals = totals_[comm_key(kind, group)];
+  totals.kind = kind;
+  totals.group_size = group_size;
   totals.bytes += bytes;
   totals.seconds += seconds;
   ++totals.calls;

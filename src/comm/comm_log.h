@@ -20,13 +20,20 @@ struct CommTotals {
   double bytes = 0;
   double seconds = 0;  // start → completion, summed over calls (overlapped time included)
   int64_t calls = 0;
+  CommKind kind = CommKind::all_reduce;
+  int group_size = 1;  // ranks in the communicator (for busbw)
 };
+
+// The name a collective is logged and stored under: the kind ("allreduce") for the whole
+// world's communicator (group "world" or ""), else "kind:group" ("allreduce:inner").
+std::string comm_key(CommKind kind, const std::string& group);
 
 class CommLog {
  public:
-  void record(CommKind kind, double bytes, double seconds);
+  void record(CommKind kind, const std::string& group, int group_size, double bytes,
+              double seconds);
   void add_blocked(double seconds) { blocked_seconds_ += seconds; }
-  // This iteration's totals per kind name and blocked time; clears them for the next one.
+  // This iteration's totals per comm_key and blocked time; clears them for the next one.
   std::map<std::string, CommTotals> take_totals();
   double take_blocked_seconds();
 

@@ -20,7 +20,8 @@ const char* to_string(CommBackend backend);
 CommBackend resolve_comm_backend(const std::string& requested, DeviceKind device,
                                  const RankPlacement& placement, MPI_Comm world);
 
-// A communicator over the ranks of `comm` (duplicated, so the caller may free its own). MPI on
+// A communicator over the ranks of `comm`, named for logs and results ("world" for the whole
+// job's: its collectives are stored under their bare kind, others as "kind:name") (duplicated, so the caller may free its own). MPI on
 // the cuda backend stages device buffers through host memory (Debian's MPICH is not
 // CUDA-aware). NCCL is bootstrapped over `comm` (unique id by MPI_Bcast) and runs on its own
 // stream, ordered after the kernel stream's work and before the kernels that follow wait().

@@ -102,7 +102,7 @@ class MpiCommunicator::Request : public CommRequest {
     host_.reset();
     const double end = MPI_Wtime();
     owner.log().add_blocked(end - wait_start);
-    owner.log().record(kind_, bytes_, end - start_seconds_);
+    owner.log().record(kind_, owner.name(), owner.size(), bytes_, end - start_seconds_);
   }
 
   MpiCommunicator* owner_;  // null once completed

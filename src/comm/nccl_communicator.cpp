@@ -106,7 +106,7 @@ class NcclCommunicator::Request : public CommRequest {
       MLPS_CUDA_CHECK(cudaEventSynchronize(reached));
       const double seconds = elapsed_seconds(launch_->start, launch_->done);
       const double exposed = std::max(0.0, elapsed_seconds(reached, launch_->done));
-      owner.log().record(kind_, bytes_, seconds);
+      owner.log().record(kind_, owner.name(), owner.size(), bytes_, seconds);
       owner.log().add_blocked(exposed);
     } catch (...) {
       destroy_event(reached);

@@ -81,11 +81,7 @@ void print_summary(const RunRecord& record, const TrainingSchedule& schedule, in
     std::fflush(stdout);
     return;
   }
-  // Bandwidths as nccl-tests defines them, over the whole world (each scheme's groups are
-  // recorded per kind; a scheme with several group sizes reports them in its own lines).
-  const auto ranks = static_cast<int>(record.integer_attributes.count("world_size")
-                                          ? record.integer_attributes.at("world_size")
-                                          : record.timing.at("step").ranks);
+  // Bandwidths as nccl-tests defines them, each over its own communicator's size.
   std::printf("  %-14s %12s %12s %10s %10s\n", "collective", "MB/iter", "ms/iter", "algbw GB/s",
               "busbw GB/s");
   for (const auto& [kind, comm] : record.comm) {
@@ -95,9 +91,9 @@ void print_summary(const RunRecord& record, const TrainingSchedule& schedule, in
     CommKind k = CommKind::all_reduce;
     for (CommKind c : {CommKind::all_reduce, CommKind::all_gather, CommKind::reduce_scatter,
                        CommKind::broadcast, CommKind::send_recv})
-      if (kind == to_string(c)) k = c;
+      if (comm.kind == to_string(c)) k = c;
     std::printf("  %-14s %12.3f %12.3f %10.3f %10.3f\n", kind.c_str(), bytes / 1e6, t * 1e3,
-                algbw, algbw * bus_bandwidth_factor(k, ranks));
+                algbw, algbw * bus_bandwidth_factor(k, static_cast<int>(comm.group_size)));
   }
   std::fflush(stdout);
 }

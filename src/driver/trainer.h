@@ -49,6 +49,10 @@ class Trainer {
   // This iteration's communication per collective kind, and the time this rank was blocked
   // waiting for communication (the exposed part); both restart for the next iteration.
   virtual std::map<std::string, CommTotals> take_comm_totals() { return {}; }
+  // Timings a scheme adds to /timing (e.g. a pipeline's "bubble"): the same names on every
+  // rank, and per iteration one value per name, in seconds.
+  virtual std::vector<std::string> extra_timing_names() const { return {}; }
+  virtual std::vector<double> take_extra_timings() { return {}; }
   // "mpi" or "nccl"; "none" for a scheme without collectives.
   virtual std::string comm_backend() const { return "none"; }
   virtual double take_blocked_comm_seconds() { return 0; }

@@ -10,6 +10,7 @@
 
 #include "src/data/shuffle.h"
 #include "src/driver/console_report.h"
+#include "src/driver/iteration_recorder.h"
 #include "src/driver/verification.h"
 #include "src/errors.h"
 #include "src/results/run_info.h"
@@ -49,72 +50,6 @@ void check_output_writable(const RunContext& context, const std::string& path) {
   if (!problem.empty()) throw InputError(problem);
 }
 
-// What each rank records per iteration: the phases, then the time it was blocked on
-// communication, then bytes, seconds and calls of every collective kind.
-constexpr CommKind kCommKinds[] = {CommKind::all_reduce, CommKind::all_gather,
-                                   CommKind::reduce_scatter, CommKind::broadcast,
-                                   CommKind::send_recv};
-
-std::vector<std::string> recorded_columns() {
-  auto names = phase_names();
-  names.push_back("exposed_comm");
-  for (CommKind kind : kCommKinds)
-    for (const char* what : {"bytes", "time", "calls"})
-      names.push_back(std::string("comm:") + to_string(kind) + ":" + what);
-  return names;
-}
-
-void append_iteration(std::vector<double>& local, const std::vector<double>& phase_seconds,
-                      double blocked, const std::map<std::string, CommTotals>& comm) {
-  local.insert(local.end(), phase_seconds.begin(), phase_seconds.end());
-  local.push_back(blocked);
-  for (CommKind kind : kCommKinds) {
-    const auto it = comm.find(to_string(kind));
-    const CommTotals totals = it == comm.end() ? CommTotals{} : it->second;
-    local.push_back(totals.bytes);
-    local.push_back(totals.seconds);
-    local.push_back(static_cast<double>(totals.calls));
-  }
-}
-
-// Every rank's [iterations × columns] records, gathered to rank 0 as one table per column.
-std::map<std::string, IterationRankTable> gather_tables(const RunContext& context,
-                                                        const std::vector<double>& local,
-                                                        int64_t iterations) {
-  const auto names = recorded_columns();
-  const auto phases = static_cast<int64_t>(names.size());
-  std::vector<double> all(context.is_root() ? local.size() * context.size : 0);
-  MPI_Gather(local.data(), static_cast<int>(local.size()), MPI_DOUBLE, all.data(),
-             static_cast<int>(local.size()), MPI_DOUBLE, 0, context.comm);
-  std::map<std::string, IterationRankTable> tables;
-  if (!context.is_root()) return tables;
-  for (int64_t p = 0; p < phases; ++p) {
-    IterationRankTable t{iterations, context.size, std::vector<double>(iterations * context.size)};
-    for (int64_t r = 0; r < context.size; ++r)
-      for (int64_t i = 0; i < iterations; ++i)
-        t.values[i * context.size + r] = all[(r * iterations + i) * phases + p];
-    tables[names[p]] = std::move(t);
-  }
-  return tables;
-}
-
-// Splits gathered tables into /timing phases and /comm kinds (kinds no rank used are left out).
-void file_tables(std::map<std::string, IterationRankTable> tables, RunRecord& record) {
-  for (CommKind kind : kCommKinds) {
-    const std::string prefix = std::string("comm:") + to_string(kind) + ":";
-    IterationRankTable calls = std::move(tables[prefix + "calls"]);
-    IterationRankTable bytes = std::move(tables[prefix + "bytes"]);
-    IterationRankTable time = std::move(tables[prefix + "time"]);
-    tables.erase(prefix + "calls");
-    tables.erase(prefix + "bytes");
-    tables.erase(prefix + "time");
-    bool used = false;
-    for (double c : calls.values) used = used || c > 0;
-    if (used) record.comm[to_string(kind)] = CommRecord{std::move(time), std::move(bytes)};
-  }
-  record.timing = std::move(tables);
-}
-
 std::vector<int64_t> gather_peak_bytes(const RunContext& context, size_t peak) {
   const auto mine = static_cast<int64_t>(peak);
   std::vector<int64_t> all(context.size);
@@ -150,8 +85,10 @@ int run_training(const RunContext& context, const Options& o, const TrainingSche
                           dataset.describe(), trainer.parameter_count(), out_path);
 
   PhaseTimer timer(trainer.device());
-  std::vector<double> local_times;
-  local_times.reserve(schedule.iterations * recorded_columns().size());
+  std::vector<std::string> timing_names = phase_names();
+  timing_names.push_back("exposed_comm");
+  for (const auto& name : trainer.extra_timing_names()) timing_names.push_back(name);
+  IterationRecorder recorder(timing_names);
   RunRecord record;
   std::vector<int64_t> order;
   for (int64_t it = 0; it < schedule.iterations; ++it) {
@@ -166,9 +103,10 @@ int run_training(const RunContext& context, const Options& o, const TrainingSche
                          slice.count, static_cast<int>(o.model.image_size));
     }
     const double loss = trainer.train_step(batch, schedule.global_batch, timer);
-    const std::vector<double> seconds = timer.end_iteration();
-    append_iteration(local_times, seconds, trainer.take_blocked_comm_seconds(),
-                     trainer.take_comm_totals());
+    std::vector<double> seconds = timer.end_iteration();
+    seconds.push_back(trainer.take_blocked_comm_seconds());
+    for (double extra : trainer.take_extra_timings()) seconds.push_back(extra);
+    recorder.add(seconds, trainer.take_comm_totals());
     record.loss.push_back(loss);
     if (context.is_root() && o.print_every > 0 &&
         ((it + 1) % o.print_every == 0 || it + 1 == schedule.iterations || !std::isfinite(loss)))
@@ -180,8 +118,7 @@ int run_training(const RunContext& context, const Options& o, const TrainingSche
     }
   }
 
-  auto tables = gather_tables(context, local_times, schedule.iterations);
-  if (context.is_root()) file_tables(std::move(tables), record);
+  recorder.gather_into(context, record);
   record.peak_bytes = gather_peak_bytes(context, trainer.device().peak_bytes());
   const std::string hosts = host_names(context.comm);
   std::vector<NamedTensor> parameters;

@@ -250,8 +250,11 @@ class ResultFileReader {
   void read_comm(RunRecord& record) const {
     for (const std::string& kind : link_names("/comm")) {
       const std::string where = "/comm/" + kind;
-      open_object(where, H5I_GROUP);
       CommRecord& comm = record.comm[kind];
+      const Handle group = open_object(where, H5I_GROUP);
+      comm.kind = read_string_attribute(group.get(), "kind", where);
+      comm.group_size = read_number_attribute<int64_t>(group.get(), "group_size", where,
+                                                       H5T_INTEGER, H5T_NATIVE_INT64);
       comm.time_seconds = read_table(where + "/time", result_schema::kSecondsUnits);
       comm.bytes = read_table(where + "/bytes", result_schema::kBytesUnits);
     }

@@ -123,6 +123,8 @@ void write_comm(hid_t file, const RunRecord& record) {
   for (const auto& [kind, comm] : record.comm) {
     const std::string where = "/comm/" + kind;
     Handle kind_group = create_group(group.get(), kind, where);
+    write_string_attribute(kind_group.get(), "kind", comm.kind, where);
+    write_int64_attribute(kind_group.get(), "group_size", comm.group_size, where);
     write_table(kind_group.get(), "time", comm.time_seconds, result_schema::kSecondsUnits,
                 where + "/time");
     write_table(kind_group.get(), "bytes", comm.bytes, result_schema::kBytesUnits,

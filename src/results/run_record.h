@@ -19,6 +19,8 @@ struct IterationRankTable {
 struct CommRecord {
   IterationRankTable time_seconds;
   IterationRankTable bytes;
+  std::string kind;        // the collective: allreduce, allgather, reduce_scatter, broadcast, sendrecv
+  int64_t group_size = 0;  // ranks of the communicator it ran on (for busbw)
 };
 
 struct Verification {

@@ -33,7 +33,7 @@ DataParallelBase<T>::DataParallelBase(DeviceKind device, const ModelConfig& mode
                                       const DataParallelConfig& config, CommBackend backend,
                                       MPI_Comm comm)
     : device_(device), config_(config), metrics_comm_(comm),
-      comm_(make_communicator(backend, device_, comm, "data", std::make_shared<CommLog>())),
+      comm_(make_communicator(backend, device_, comm, "world", std::make_shared<CommLog>())),
       model_(device_, model, checked_rows_per_rank(global_batch, comm), ParameterStorage::external),
       optimizer_(device_, optimizer) {
   model_.set_observer(this);

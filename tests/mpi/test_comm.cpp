@@ -46,9 +46,9 @@ TEST(CommLogTest, BusBandwidthFactorsAreNcclTests) {
 
 TEST(CommLogTest, RecordsSumPerKindAndTakingClears) {
   CommLog log;
-  log.record(CommKind::all_reduce, 100, 0.5);
-  log.record(CommKind::all_reduce, 28, 0.25);
-  log.record(CommKind::send_recv, 8, 1.0);
+  log.record(CommKind::all_reduce, "world", 4, 100, 0.5);
+  log.record(CommKind::all_reduce, "", 4, 28, 0.25);
+  log.record(CommKind::send_recv, "world", 4, 8, 1.0);
   log.add_blocked(0.125);
   log.add_blocked(0.25);
   const auto totals = log.take_totals();
@@ -181,7 +181,14 @@ TEST_F(MpiTest, SubCommunicatorsSpanTheirGroupOnly) {
   const int evens = (world_size() + 1) / 2;
   const int odds = world_size() / 2;
   EXPECT_EQ(value[0], evens * evens + odds * odds);
-  EXPECT_EQ(log->take_totals().at("allreduce").calls, 2);
+  // Each is logged under its own name, with its own group size (for busbw).
+  const auto totals = log->take_totals();
+  ASSERT_EQ(totals.count("allreduce:parity"), 1u);
+  ASSERT_EQ(totals.count("allreduce"), 1u);
+  EXPECT_EQ(totals.at("allreduce:parity").calls, 1);
+  EXPECT_EQ(totals.at("allreduce:parity").group_size, group_size);
+  EXPECT_EQ(totals.at("allreduce").calls, 1);
+  EXPECT_EQ(totals.at("allreduce").group_size, world_size());
 }
 
 // ---- Device memory: MPI staged through the host, and NCCL
