@@ -56,6 +56,28 @@ double DataParallelBase<T>::forward(const HostBatch& rows) {
 }
 
 template <typename T>
+double DataParallelBase<T>::train_step(const HostBatch& rows, int64_t global_batch,
+                                       PhaseTimer& timer) {
+  double loss_sum = 0;
+  {
+    ScopedPhase phase(timer, Phase::forward);
+    loss_sum = forward(rows);
+  }
+  {
+    ScopedPhase phase(timer, Phase::backward);
+    start_backward_pass();
+    model_.backward(rows.rows, global_batch, false);
+    finish_gradient_sync();
+  }
+  {
+    ScopedPhase phase(timer, Phase::optimizer);
+    optimizer_.step();
+    after_optimizer_step();
+  }
+  return sum_over_ranks(loss_sum) / static_cast<double>(global_batch);
+}
+
+template <typename T>
 double DataParallelBase<T>::sum_over_ranks(double local) const {
   double total = 0;
   MPI_Allreduce(&local, &total, 1, MPI_DOUBLE, MPI_SUM, metrics_comm_);

@@ -27,6 +27,8 @@ class DataParallelBase : public Trainer, protected LayerObserver<T> {
   std::string scheme() const override { return "data"; }
   std::string grid() const override;
   BatchSlice batch_slice(int64_t global_rows) const override;
+  // Forward, backward (gradient synchronisation overlapping it as the stage does), optimizer.
+  double train_step(const HostBatch& rows, int64_t global_batch, PhaseTimer& timer) override;
   int64_t count_correct(const HostBatch& rows, int64_t global_rows) override;
   int64_t parameter_count() const override { return parameter_count_; }
   double optimizer_bytes_per_step() const override { return optimizer_.bytes_per_step(); }
@@ -40,6 +42,11 @@ class DataParallelBase : public Trainer, protected LayerObserver<T> {
   DataParallelBase(DeviceKind device, const ModelConfig& model, const OptimizerConfig& optimizer,
                    int64_t global_batch, const DataParallelConfig& config, CommBackend backend,
                    MPI_Comm comm);
+  // The stage's steps around the shared ones: before the backward pass, after it (all gradient
+  // communication complete when this returns) and after the optimizer's update.
+  virtual void start_backward_pass() {}
+  virtual void finish_gradient_sync() = 0;
+  virtual void after_optimizer_step() {}
   // Local forward pass; returns this rank's summed loss.
   double forward(const HostBatch& rows);
   // Σ over ranks of a local value (metrics only: not counted as training communication).

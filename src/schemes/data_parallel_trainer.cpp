@@ -1,5 +1,7 @@
 #include "src/schemes/data_parallel_trainer.h"
 
+#include "src/schemes/named_tensors.h"
+
 namespace mlps {
 
 template <typename T>
@@ -117,44 +119,33 @@ void DataParallelTrainer<T>::after_backward(int /*unit*/,
 }
 
 template <typename T>
-double DataParallelTrainer<T>::train_step(const HostBatch& rows, int64_t global_batch,
-                                          PhaseTimer& timer) {
-  double loss_sum = 0;
-  {
-    ScopedPhase phase(timer, Phase::forward);
-    loss_sum = this->forward(rows);
-  }
-  {
-    ScopedPhase phase(timer, Phase::backward);
-    bucketer_->reset();
-    this->model_.backward(rows.rows, global_batch, false);
-    if (!overlapped())  // every bucket goes now
-      for (int b = 0; b < static_cast<int>(bucketer_->buckets().size()); ++b) launch_bucket(b);
-    wait_all();
-  }
-  {
-    ScopedPhase phase(timer, Phase::optimizer);
-    this->optimizer_.step();
-    if (this->config_.zero >= 1) {
-      const int ranks = this->comm_->size();
-      for (const auto& b : bucketer_->buckets())
-        pending_.push_back(this->comm_->all_gather_async(shard_values_.data() + b.shard_offset,
-                                                         values_.data() + b.offset,
-                                                         b.count / ranks, data_type_of<T>()));
-      wait_all();
-    }
-  }
-  return this->sum_over_ranks(loss_sum) / static_cast<double>(global_batch);
+void DataParallelTrainer<T>::start_backward_pass() {
+  bucketer_->reset();
+}
+
+template <typename T>
+void DataParallelTrainer<T>::finish_gradient_sync() {
+  if (!overlapped())  // every bucket goes now
+    for (int b = 0; b < static_cast<int>(bucketer_->buckets().size()); ++b) launch_bucket(b);
+  wait_all();
+}
+
+template <typename T>
+void DataParallelTrainer<T>::after_optimizer_step() {
+  if (this->config_.zero == 0) return;
+  const int ranks = this->comm_->size();
+  for (const auto& b : bucketer_->buckets())
+    pending_.push_back(this->comm_->all_gather_async(shard_values_.data() + b.shard_offset,
+                                                     values_.data() + b.offset, b.count / ranks,
+                                                     data_type_of<T>()));
+  wait_all();
 }
 
 template <typename T>
 std::vector<NamedTensor> DataParallelTrainer<T>::gather_parameters() {
   std::vector<NamedTensor> tensors;
-  if (this->comm_->rank() != 0) return tensors;  // every rank holds the same full parameters
-  for (auto& p : this->model_.parameters()) {
-    const auto values = p->value.download();
-    tensors.push_back({p->name, std::vector<double>(values.begin(), values.end())});
-  }
+  // Every rank holds the same full parameters; rank 0's are the answer.
+  if (this->comm_->rank() == 0) append_named_tensors<T>(this->model_.parameters(), tensors);
   return tensors;
 }
 

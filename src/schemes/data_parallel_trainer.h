@@ -21,7 +21,6 @@ class DataParallelTrainer : public DataParallelBase<T> {
                       uint64_t seed, int64_t global_batch, const DataParallelConfig& config,
                       CommBackend backend, MPI_Comm comm);
 
-  double train_step(const HostBatch& rows, int64_t global_batch, PhaseTimer& timer) override;
   std::vector<NamedTensor> gather_parameters() override;
 
   const GradientBucketer& bucketer() const { return *bucketer_; }
@@ -29,6 +28,9 @@ class DataParallelTrainer : public DataParallelBase<T> {
  private:
   void before_backward(int unit, const typename LayerObserver<T>::Params& params) override;
   void after_backward(int unit, const typename LayerObserver<T>::Params& params) override;
+  void start_backward_pass() override;
+  void finish_gradient_sync() override;
+  void after_optimizer_step() override;
   void launch_bucket(int bucket);
   void wait_all();
   // zero 2: waits for all but the newest `keep` reduce-scatters and frees their buckets.

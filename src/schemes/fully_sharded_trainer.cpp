@@ -1,5 +1,7 @@
 #include "src/schemes/fully_sharded_trainer.h"
 
+#include "src/schemes/named_tensors.h"
+
 namespace mlps {
 
 template <typename T>
@@ -128,23 +130,8 @@ void FullyShardedTrainer<T>::finish_reductions(size_t keep) {
 }
 
 template <typename T>
-double FullyShardedTrainer<T>::train_step(const HostBatch& rows, int64_t global_batch,
-                                          PhaseTimer& timer) {
-  double loss_sum = 0;
-  {
-    ScopedPhase phase(timer, Phase::forward);
-    loss_sum = this->forward(rows);
-  }
-  {
-    ScopedPhase phase(timer, Phase::backward);
-    this->model_.backward(rows.rows, global_batch, false);
-    finish_reductions(0);
-  }
-  {
-    ScopedPhase phase(timer, Phase::optimizer);
-    this->optimizer_.step();
-  }
-  return this->sum_over_ranks(loss_sum) / static_cast<double>(global_batch);
+void FullyShardedTrainer<T>::finish_gradient_sync() {
+  finish_reductions(0);
 }
 
 template <typename T>
@@ -153,11 +140,7 @@ std::vector<NamedTensor> FullyShardedTrainer<T>::gather_parameters() {
   for (int u = 0; u < this->model_.unit_count(); ++u) {
     const auto& params = this->model_.unit_parameters(u);
     use_gathered(u, params);
-    if (this->comm_->rank() == 0)
-      for (Parameter<T>* p : params) {
-        const auto values = p->value.download();
-        tensors.push_back({p->name, std::vector<double>(values.begin(), values.end())});
-      }
+    if (this->comm_->rank() == 0) append_named_tensors<T>(params, tensors);
     release(u, params);
   }
   this->comm_->log().take_totals();  // verification traffic is not part of any iteration

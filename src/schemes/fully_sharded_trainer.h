@@ -17,7 +17,6 @@ class FullyShardedTrainer : public DataParallelBase<T> {
                       uint64_t seed, int64_t global_batch, const DataParallelConfig& config,
                       CommBackend backend, MPI_Comm comm);
 
-  double train_step(const HostBatch& rows, int64_t global_batch, PhaseTimer& timer) override;
   std::vector<NamedTensor> gather_parameters() override;
 
  private:
@@ -40,6 +39,7 @@ class FullyShardedTrainer : public DataParallelBase<T> {
   void before_backward(int unit, const typename LayerObserver<T>::Params& params) override;
   void after_backward(int unit, const typename LayerObserver<T>::Params& params) override;
 
+  void finish_gradient_sync() override;
   void start_gather(int unit);
   // Waits for the unit's gather (starting it if needed) and points its parameters at it.
   void use_gathered(int unit, const typename LayerObserver<T>::Params& params);

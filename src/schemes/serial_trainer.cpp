@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "src/schemes/named_tensors.h"
+
 namespace mlps {
 
 template <typename T>
@@ -53,10 +55,7 @@ int64_t SerialTrainer<T>::count_correct(const HostBatch& rows, int64_t /*global_
 template <typename T>
 std::vector<NamedTensor> SerialTrainer<T>::gather_parameters() {
   std::vector<NamedTensor> tensors;
-  for (auto& p : model_.parameters()) {
-    const auto values = p->value.download();
-    tensors.push_back({p->name, std::vector<double>(values.begin(), values.end())});
-  }
+  append_named_tensors<T>(model_.parameters(), tensors);
   return tensors;
 }
 
