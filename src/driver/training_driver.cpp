@@ -150,14 +150,20 @@ int run_training(const RunContext& context, const Options& o, const TrainingSche
     n["global_batch"] = schedule.global_batch;
     print_summary(record, schedule, o.warmup, trainer.parameter_count());
     if (o.verify) {
-      std::printf("verify: recomputing %lld iterations serially in fp64 on the CPU ...\n",
-                  (long long)schedule.iterations);
+      std::printf("verify: recomputing %lld iterations serially on the CPU in fp64%s ...\n",
+                  (long long)schedule.iterations,
+                  o.precision == Precision::fp32 ? " and in fp32" : "");
       std::fflush(stdout);
       record.verification = verify_against_serial(o, dataset, schedule, record.loss, parameters);
       std::printf("verify: %s  worst relative error %.3e (%s), tolerance %.1e (losses and "
                   "final weights vs serial fp64)\n",
                   record.verification.verdict.c_str(), record.verification.max_relative_error,
                   record.verification.worst_at.c_str(), record.verification.tolerance);
+      if (o.precision == Precision::fp32)
+        std::printf("verify: serial fp32's own error against fp64 is %.3e; tolerance = max(%.0e, "
+                    "%.0f x that)\n",
+                    record.verification.serial_fp32_error, kFp32ToleranceFloor,
+                    kFp32ToleranceFactor);
       if (record.verification.verdict != "PASS") exit_code = 3;
     }
     write_results_hdf5(out_path, record);

@@ -28,6 +28,7 @@ struct Verification {
   double max_relative_error = 0.0;
   double tolerance = 0.0;
   std::string worst_at;  // where the worst error is: "loss at iteration N" or a tensor name
+  double serial_fp32_error = 0.0;  // fp32 runs: serial fp32's own error against fp64
 };
 
 struct RunRecord {
