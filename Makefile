@@ -4,7 +4,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := all
 
 # Goals that must work before dependencies exist: they skip detection.
-SETUP_GOALS := deps clean help test bench
+SETUP_GOALS := deps clean help test bench plots
 ifneq ($(filter-out $(SETUP_GOALS),$(or $(MAKECMDGOALS),all)),)
 include mk/detect.mk
 ifneq ($(strip $(DETECT_ERRORS)),)
@@ -53,14 +53,15 @@ MPI_TEST_SRCS := $(wildcard tests/mpi/*.cpp)
 MPI_TEST_OBJS := $(MPI_TEST_SRCS:%.cpp=$(BUILD)/%.o)
 MPI_TESTS := $(BIN)/mpi_tests
 
-.PHONY: all deps test bench run-tests run-bench clean help
+.PHONY: all deps test bench plots run-tests run-bench clean help
 all: $(PROGRAMS) $(UNIT_TESTS) $(MPI_TESTS)
 
 help:
 	@echo "make            build every executable into bin/ (CUDA=auto|0|1, NCCL=auto|0|1, CUDA_ARCHS='80 90')"
 	@echo "make deps       install missing system and Python packages (Debian/Ubuntu as root), else list them"
 	@echo "make test       deps, build, run the unit and command-line tests"
-	@echo "make bench      deps, build, run the kernel benchmarks and the step-time floor benchmark"
+	@echo "make bench      deps, build, run the kernel, floor, collective and data-parallel benchmarks, then plots"
+	@echo "make plots      render every result file under results/ into results/plots (PNG + index.md)"
 	@echo "make clean      remove build/ and bin/"
 
 deps:
@@ -71,6 +72,10 @@ test: deps
 
 bench: deps
 	@$(MAKE) --no-print-directory run-bench
+
+# Every plot of every result file under results/, and results/plots/index.md showing them.
+plots: deps
+	@.venv/bin/python analysis/make_plots.py results
 
 run-tests: all
 	@bash tests/run_all.sh

@@ -34,3 +34,8 @@ for zero in 1 2 3; do
 done
 .venv/bin/python analysis/run_table.py results/bench/data-ddp-overlap.h5 \
   results/bench/data-ddp-no-overlap.h5 results/bench/data-zero{1,2,3}.h5
+
+# Plots of everything above (and of any other results), with a summary page to look at.
+echo
+echo "== plots"
+.venv/bin/python analysis/make_plots.py results

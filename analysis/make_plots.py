@@ -1,0 +1,107 @@
+"""Renders every plot of a results folder into PNG files plus a summary page (index.md).
+
+usage: .venv/bin/python analysis/make_plots.py [PATH ...] [--out DIR] [--strict]
+
+PATH is a folder (searched recursively for *.h5; default `results`) or a single file. Training
+runs and bin/bench_comm files are told apart by the root attribute `kind`. Files that are not
+complete mlpscale results are reported on stderr, one line each ("FILE: missing /timing/step"),
+and listed on the page as skipped. Exit status: 0 when at least one file was plotted (1 with
+--strict if any was skipped), 1 when none could be, 2 for a bad command line.
+"""
+import argparse
+import glob
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import breakdown_plots  # noqa: E402  (after the path is set)
+import busbw_plots  # noqa: E402
+import loss_plots  # noqa: E402
+import scaling_plots  # noqa: E402
+import summary_page  # noqa: E402
+from result_files import CommBench, ResultFileError, find_result_files, load_result  # noqa: E402
+
+PLOT_PREFIXES = ("scaling-", "breakdown-", "loss-", "busbw-")
+SCALING_NOTE = ("Runs of one scheme and grid shape family (e.g. `data dp=N,zero=0`) at several rank "
+                "counts form a series. A series with a fixed global batch is strong scaling; one with "
+                "a fixed per-rank batch (global batch / ranks) and a growing global batch is weak "
+                "scaling. Dashed lines are ideal scaling from each series' first point; parallel "
+                "efficiency = throughput / (first point's throughput x ranks / first ranks).")
+BREAKDOWN_NOTE = ("Median over measured iterations of the mean over ranks. Phase timers include "
+                  "the time a phase waited for communication; the middle panel splits the step into "
+                  "compute, exposed (blocked) communication, pipeline bubble and data; the right panel "
+                  "shows each collective's start-to-completion time, which overlaps compute when the "
+                  "scheme overlaps communication.")
+LOSS_NOTE = ("Runs that train the same model from the same seed with the same global batch; "
+             "every scheme should reproduce the serial curve (lower panel: relative difference).")
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("paths", nargs="*", default=["results"], help="result folders or files")
+    parser.add_argument("--out", help="output folder (default: PATH/plots of the first folder)")
+    parser.add_argument("--strict", action="store_true", help="exit 1 if any file was skipped")
+    return parser.parse_args(argv)
+
+
+def collect(paths):
+    """[(file, name shown on the page)]; raises SystemExit(2) for a path that does not exist."""
+    found = []
+    for path in paths:
+        if os.path.isdir(path):
+            found += [(f, os.path.relpath(f, path)) for f in find_result_files(path)]
+        elif os.path.exists(path):
+            found.append((path, path))
+        else:
+            print(f"{path}: no such file or folder", file=sys.stderr)
+            raise SystemExit(2)
+    return found
+
+
+def default_out(paths):
+    first = paths[0]
+    return os.path.join(first if os.path.isdir(first) else os.path.dirname(first) or ".", "plots")
+
+
+def main(argv):
+    args = parse_args(argv)
+    files = collect(args.paths)
+    out_dir = args.out or default_out(args.paths)
+    runs, benches, skipped = [], [], []
+    for path, name in files:
+        try:
+            result = load_result(path)
+        except ResultFileError as e:
+            print(e, file=sys.stderr)
+            skipped.append((name, e.problem))
+            continue
+        result.name = name
+        (benches if isinstance(result, CommBench) else runs).append(result)
+    if not files:
+        print(f"{', '.join(args.paths)}: no *.h5 result files", file=sys.stderr)
+        return 1
+
+    os.makedirs(out_dir, exist_ok=True)
+    for old in glob.glob(os.path.join(out_dir, "*.png")):  # figures of an earlier call
+        if os.path.basename(old).startswith(PLOT_PREFIXES):
+            os.remove(old)
+    stats = scaling_plots.stats_for(runs)
+    sections = [
+        ("Scaling", scaling_plots.render(runs, out_dir, stats), SCALING_NOTE),
+        ("Step breakdown", breakdown_plots.render(runs, out_dir), BREAKDOWN_NOTE),
+        ("Training loss", loss_plots.render(runs, out_dir), LOSS_NOTE),
+        ("Collective bandwidth", busbw_plots.render(benches, out_dir), None),
+    ]
+    page = os.path.join(out_dir, "index.md")
+    summary_page.write(page, ", ".join(args.paths), runs, benches, skipped, sections)
+    figures = sum(len(figs) for _, figs, _ in sections)
+    print(f"{page}: {figures} figures, {len(runs)} training runs, {len(benches)} collective "
+          f"benchmarks, {len(skipped)} skipped")
+    if not runs and not benches:
+        return 1
+    return 1 if args.strict and skipped else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
