@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "src/buffer.h"
+#include "src/cli_validators.h"
 #include "src/comm/communicator.h"
 #include "src/comm/make_communicator.h"
 #include "src/comm/process_placement.h"
@@ -99,24 +100,6 @@ CLI::Validator byte_size() {
       "BYTES");
 }
 
-CLI::Validator integer_at_least(long long minimum) {
-  return CLI::Validator(
-      [minimum](std::string& text) -> std::string {
-        long long value = 0;
-        size_t used = 0;
-        try {
-          value = std::stoll(text, &used);
-        } catch (const std::exception&) {
-          used = 0;
-        }
-        if (used == 0 || used != text.size()) return "'" + text + "' is not an integer";
-        if (value < minimum)
-          return "must be at least " + std::to_string(minimum) + ", not " + text;
-        return "";
-      },
-      "INT>=" + std::to_string(minimum));
-}
-
 // Returns false when --help was asked for (after printing it on rank 0).
 bool parse_options(int argc, char** argv, int rank, BenchOptions& o) {
   CLI::App app("Sweep message sizes for each collective of the Comm seam (MPI or NCCL) and "
@@ -128,12 +111,13 @@ bool parse_options(int argc, char** argv, int rank, BenchOptions& o) {
   app.add_option("-e,--maxbytes", o.max_bytes, "largest message size (default 32M on cuda, 8M "
                  "on cpu)")->check(byte_size());
   app.add_option("-f,--stepfactor", o.step_factor, "multiply the size by this between steps")
-      ->check(integer_at_least(2));
-  app.add_option("-n,--iters", o.iters, "timed iterations per size")->check(integer_at_least(1));
+      ->check(mlps::integer_at_least(2));
+  app.add_option("-n,--iters", o.iters, "timed iterations per size")
+      ->check(mlps::integer_at_least(1));
   app.add_option("-w,--warmup_iters", o.warmup_iters, "untimed iterations before them")
-      ->check(integer_at_least(0));
+      ->check(mlps::integer_at_least(0));
   app.add_option("-c,--check", o.check_iters, "iterations checked for correctness per size "
-                 "(0: none)")->check(integer_at_least(0));
+                 "(0: none)")->check(mlps::integer_at_least(0));
   app.add_option("--op", o.op, "collective: allreduce, allgather, reduce_scatter, broadcast, "
                  "sendrecv or all")
       ->check(CLI::IsMember({"all", "allreduce", "allgather", "reduce_scatter", "broadcast",

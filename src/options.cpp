@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "src/cli_validators.h"
 #include "src/errors.h"
 #include "src/json_config.h"
 
@@ -9,42 +10,8 @@ namespace mlps {
 
 namespace {
 
-// Integer validators with messages a user can act on (CLI11's own print the double range).
-CLI::Validator integer_at_least(long long minimum, long long maximum = 1LL << 40) {
-  return CLI::Validator(
-      [minimum, maximum](std::string& text) -> std::string {
-        long long value = 0;
-        size_t used = 0;
-        try {
-          value = std::stoll(text, &used);
-        } catch (const std::exception&) {
-          used = 0;
-        }
-        if (used == 0 || used != text.size()) return "'" + text + "' is not an integer";
-        if (value < minimum || value > maximum)
-          return "must be between " + std::to_string(minimum) + " and " +
-                 std::to_string(maximum) + ", not " + text;
-        return "";
-      },
-      "INT>=" + std::to_string(minimum));
-}
-
-CLI::Validator positive_real() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        size_t used = 0;
-        double value = 0;
-        try {
-          value = std::stod(text, &used);
-        } catch (const std::exception&) {
-          used = 0;
-        }
-        if (used == 0 || used != text.size()) return "'" + text + "' is not a number";
-        if (!(value > 0)) return "must be positive, not " + text;
-        return "";
-      },
-      "REAL>0");
-}
+// Upper bound of the size and count options: far beyond any real run.
+constexpr long long kLargestCount = 1LL << 40;
 
 }  // namespace
 
@@ -64,13 +31,13 @@ OptionParser::OptionParser(const std::string& program, const std::string& descri
                  "(e.g. {\"hidden\": 256}); the command line overrides it");
   app.allow_config_extras(false);
 
-  const auto positive = integer_at_least(1);
-  const auto non_negative = integer_at_least(0);
+  const auto positive = integer_between(1, kLargestCount);
+  const auto non_negative = integer_between(0, kLargestCount);
   app.add_option("--layers", o.model.layers, "number of MLP blocks")->check(non_negative);
   app.add_option("--hidden", o.model.hidden, "hidden size H")->check(positive);
   app.add_option("--ffn-mult", o.model.ffn_mult, "F = ffn-mult × H in each block")->check(positive);
   app.add_option("--image-size", o.model.image_size, "input images are S×S (28×28 data is "
-                 "bilinear-resized)")->check(integer_at_least(1, 4096));
+                 "bilinear-resized)")->check(integer_between(1, 4096));
   app.add_option("--block", block_, "block kind: mlp (LayerNorm, Linear, ReLU, Linear, residual) "
                  "or plain (Linear, ReLU)")->check(CLI::IsMember({"mlp", "plain"}));
   app.add_option("--batch", o.batch, "global batch size (split over data-parallel ranks)")
@@ -84,7 +51,7 @@ OptionParser::OptionParser(const std::string& program, const std::string& descri
   app.add_option("--optimizer", optimizer_, "adam (betas 0.9/0.999, eps 1e-8) or sgd")
       ->check(CLI::IsMember({"adam", "sgd"}));
   app.add_option("--seed", o.seed, "seed of weights, synthetic data and shuffling")
-      ->check(integer_at_least(0, std::numeric_limits<long long>::max()));
+      ->check(integer_between(0, std::numeric_limits<long long>::max()));
   app.add_option("--data", o.data, "synthetic, or idx:DIR with MNIST-format files "
                  "(e.g. idx:/usr/share/datasets/fashion-mnist)");
   app.add_option("--device", o.device, "auto (cuda when built with CUDA and a GPU is visible), "

@@ -1,0 +1,63 @@
+#include "src/cli_validators.h"
+
+#include <exception>
+#include <limits>
+#include <optional>
+#include <string>
+
+namespace mlps {
+namespace {
+
+long long to_integer(const std::string& text, size_t* used) { return std::stoll(text, used); }
+double to_real(const std::string& text, size_t* used) { return std::stod(text, used); }
+
+// `text` converted by to_integer or to_real, or nullopt unless all of it is one number in range
+// of the type.
+template <typename Convert>
+auto whole_number(const std::string& text, Convert convert)
+    -> std::optional<decltype(convert(text, nullptr))> {
+  size_t used = 0;
+  try {
+    const auto value = convert(text, &used);
+    if (used == text.size()) return value;
+  } catch (const std::exception&) {  // no number at all, or out of range
+  }
+  return std::nullopt;
+}
+
+// An integer in [minimum, maximum]; `range` is the message's wording of it.
+CLI::Validator integer_in(long long minimum, long long maximum, std::string range) {
+  return CLI::Validator(
+      [minimum, maximum, range](std::string& text) -> std::string {
+        const std::optional<long long> value = whole_number(text, to_integer);
+        if (!value) return "'" + text + "' is not an integer";
+        if (*value < minimum || *value > maximum) return "must be " + range + ", not " + text;
+        return "";
+      },
+      "INT>=" + std::to_string(minimum));
+}
+
+}  // namespace
+
+CLI::Validator integer_at_least(long long minimum) {
+  return integer_in(minimum, std::numeric_limits<long long>::max(),
+                    "at least " + std::to_string(minimum));
+}
+
+CLI::Validator integer_between(long long minimum, long long maximum) {
+  return integer_in(minimum, maximum,
+                    "between " + std::to_string(minimum) + " and " + std::to_string(maximum));
+}
+
+CLI::Validator positive_real() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        const std::optional<double> value = whole_number(text, to_real);
+        if (!value) return "'" + text + "' is not a number";
+        if (!(*value > 0)) return "must be positive, not " + text;
+        return "";
+      },
+      "REAL>0");
+}
+
+}  // namespace mlps

@@ -1,0 +1,18 @@
+#pragma once
+// CLI11 validators for numeric options, shared by every executable's command line. Their messages
+// name the accepted range in integers (CLI11's own Range prints it as doubles).
+#include <CLI/CLI.hpp>
+
+namespace mlps {
+
+// An integer >= minimum; otherwise "must be at least MIN, not TEXT" or "'TEXT' is not an integer".
+CLI::Validator integer_at_least(long long minimum);
+
+// An integer in [minimum, maximum]; otherwise "must be between MIN and MAX, not TEXT" or
+// "'TEXT' is not an integer".
+CLI::Validator integer_between(long long minimum, long long maximum);
+
+// A real number > 0; otherwise "must be positive, not TEXT" or "'TEXT' is not a number".
+CLI::Validator positive_real();
+
+}  // namespace mlps

@@ -1,0 +1,126 @@
+#include "src/results/hdf5_write.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <stdexcept>
+#include <system_error>
+
+namespace mlps::hdf5 {
+
+void fail(const std::string& what) { throw std::runtime_error(what + error_detail()); }
+
+Handle checked(hid_t id, Handle::Closer closer, const std::string& what) {
+  if (id < 0) fail(what);
+  return Handle(id, closer);
+}
+
+void check(herr_t status, const std::string& what) {
+  if (status < 0) fail(what);
+}
+
+Handle create_group(hid_t parent, const std::string& name, const std::string& where) {
+  return checked(H5Gcreate2(parent, name.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                 H5Gclose, "cannot create group " + where);
+}
+
+void write_scalar_attribute(hid_t object, const std::string& name, hid_t file_type,
+                            hid_t memory_type, const void* value, const std::string& where) {
+  const std::string what = "attribute " + name + " of " + where;
+  Handle space = checked(H5Screate(H5S_SCALAR), H5Sclose, "cannot make a dataspace for " + what);
+  Handle attribute =
+      checked(H5Acreate2(object, name.c_str(), file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT),
+              H5Aclose, "cannot create " + what);
+  check(H5Awrite(attribute.get(), memory_type, value), "cannot write " + what);
+}
+
+void write_string_attribute(hid_t object, const std::string& name, const std::string& value,
+                            const std::string& where) {
+  Handle type = checked(H5Tcopy(H5T_C_S1), H5Tclose, "cannot make a string type");
+  check(H5Tset_size(type.get(), H5T_VARIABLE), "cannot make a string type");
+  check(H5Tset_cset(type.get(), H5T_CSET_UTF8), "cannot make a string type");
+  const char* text = value.c_str();
+  write_scalar_attribute(object, name, type.get(), type.get(), &text, where);
+}
+
+void write_int64_attribute(hid_t object, const std::string& name, int64_t value,
+                           const std::string& where) {
+  write_scalar_attribute(object, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &value, where);
+}
+
+void write_double_attribute(hid_t object, const std::string& name, double value,
+                            const std::string& where) {
+  write_scalar_attribute(object, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &value, where);
+}
+
+void write_dataset(hid_t parent, const std::string& name, const std::vector<hsize_t>& dims,
+                   hid_t file_type, hid_t memory_type, const void* data, const std::string& where,
+                   std::string_view units) {
+  Handle space =
+      checked(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose,
+              "cannot make a dataspace for " + where);
+  Handle dataset = checked(H5Dcreate2(parent, name.c_str(), file_type, space.get(), H5P_DEFAULT,
+                                      H5P_DEFAULT, H5P_DEFAULT),
+                           H5Dclose, "cannot create dataset " + where);
+  hsize_t elements = 1;
+  for (hsize_t d : dims) elements *= d;
+  if (elements > 0)
+    check(H5Dwrite(dataset.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data),
+          "cannot write dataset " + where);
+  if (!units.empty()) write_string_attribute(dataset.get(), "units", std::string(units), where);
+}
+
+void write_vector(hid_t parent, const std::string& name, const std::vector<double>& values,
+                  const std::string& where, std::string_view units) {
+  write_dataset(parent, name, {values.size()}, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, values.data(),
+                where, units);
+}
+
+void write_vector(hid_t parent, const std::string& name, const std::vector<int64_t>& values,
+                  const std::string& where, std::string_view units) {
+  write_dataset(parent, name, {values.size()}, H5T_STD_I64LE, H5T_NATIVE_INT64, values.data(),
+                where, units);
+}
+
+namespace {
+
+// The file itself: created, filled, and closed (closing is where HDF5 flushes it).
+void write_file(const std::string& file_path, const std::function<void(hid_t file)>& fill) {
+  Handle file = checked(H5Fcreate(file_path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT),
+                        H5Fclose, "cannot create " + file_path);
+  fill(file.get());
+  if (!file.close()) fail("cannot close " + file_path);
+}
+
+}  // namespace
+
+void write_file_atomically(const std::string& path, const std::function<void(hid_t file)>& fill) {
+  silence_errors();
+  const std::string prefix = "cannot write " + path + ": ";
+
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) {
+    std::error_code error;
+    std::filesystem::create_directories(parent, error);
+    if (error)
+      throw std::runtime_error(prefix + "cannot create directory " + parent.string() + " (" +
+                               error.message() + ")");
+  }
+
+  const std::string temporary = path + ".tmp." + std::to_string(getpid());
+  try {
+    write_file(temporary, fill);
+    if (std::rename(temporary.c_str(), path.c_str()) != 0)
+      throw std::runtime_error("cannot rename " + temporary + " to " + path + " (" +
+                               std::generic_category().message(errno) + ")");
+  } catch (const std::exception& error) {
+    std::error_code ignored;
+    std::filesystem::remove(temporary, ignored);
+    throw std::runtime_error(prefix + error.what());
+  }
+}
+
+}  // namespace mlps::hdf5
