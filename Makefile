@@ -36,7 +36,7 @@ ifneq ($(WITH_NCCL),)
   LDLIBS += -L$(NCCL_LIBDIR) -Wl,-rpath,$(NCCL_LIBDIR) -lnccl
 endif
 
-LIB_SRCS := $(wildcard src/*.cpp src/*/*.cpp kernels/cpu/*.cpp)
+LIB_SRCS := $(wildcard src/*.cpp src/*/*.cpp src/*/*/*.cpp kernels/cpu/*.cpp)
 CUDA_SRCS := $(if $(WITH_CUDA),$(wildcard kernels/cuda/*.cu))
 LIB_OBJS := $(LIB_SRCS:%.cpp=$(BUILD)/%.o) $(CUDA_SRCS:%.cu=$(BUILD)/%.o)
 LIB := $(BUILD)/libmlpscale.a

@@ -42,9 +42,10 @@ OptionParser::OptionParser(const std::string& program, const std::string& descri
                  "or plain (Linear, ReLU)")->check(CLI::IsMember({"mlp", "plain"}));
   app.add_option("--batch", o.batch, "global batch size (split over data-parallel ranks)")
       ->check(positive);
-  app.add_option("--epochs", o.epochs, "passes over the training split")->check(non_negative);
-  app.add_option("--iters", o.iters, "stop after this many iterations (overrides --epochs; "
-                 "0: run the epochs)")->check(non_negative);
+  app.add_option("--epochs", o.epochs, "passes over the training split (used when --iters is "
+                 "not given)")->check(non_negative);
+  app.add_option("--iters", o.iters, "iterations to run (wins over --epochs when both are "
+                 "given)")->check(non_negative);
   app.add_option("--warmup", o.warmup, "leading iterations trained but left out of timing "
                  "statistics")->check(non_negative);
   app.add_option("--lr", o.optimizer.lr, "learning rate")->check(positive_real());
@@ -100,6 +101,8 @@ void OptionParser::validate() {
   o.model.block = block_ == "plain" ? BlockKind::plain : BlockKind::residual_mlp;
   o.optimizer.kind = optimizer_ == "sgd" ? OptimizerKind::sgd : OptimizerKind::adam;
   o.precision = precision_ == "fp64" ? Precision::fp64 : Precision::fp32;
+  // --epochs N alone runs N epochs; the default of --iters only applies without --epochs.
+  if (o.epochs > 0 && app_->get_option("--iters")->count() == 0) o.iters = 0;
   if (o.epochs == 0 && o.iters == 0)
     throw InputError("nothing to run: --epochs and --iters are both 0");
   if (o.iters > 0 && o.warmup >= o.iters)

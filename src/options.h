@@ -17,8 +17,8 @@ const char* to_string(Precision precision);
 struct Options {
   ModelConfig model;
   int64_t batch = 32;  // global batch
-  int64_t epochs = 1;
-  int64_t iters = 0;  // > 0: stop after this many iterations (overrides --epochs)
+  int64_t epochs = 0;  // > 0 without an explicit --iters: run this many epochs
+  int64_t iters = 20;  // iterations to run, unless --epochs is given and --iters is not
   int64_t warmup = 2;
   OptimizerConfig optimizer;
   uint64_t seed = 42;

@@ -67,7 +67,7 @@ RunRecord full_record() {
   record.comm["allreduce"] = CommRecord{make_table(3, 2, 2e-4), make_table(3, 2, 3.0e8), "allreduce", 2};
   record.loss = {2.302585092994046, 1.9, 0.1 + 0.2};
   record.peak_bytes = {(int64_t{1} << 33) + 7, 123456789};
-  record.verification = {"PASS", 3.5e-13, 1e-10, "block0.fc1.weight"};
+  record.verification = {"PASS", 3.5e-13, 1e-10, "block0.fc1.weight", 2.5e-6};
   return record;
 }
 
@@ -101,6 +101,7 @@ void expect_records_equal(const RunRecord& a, const RunRecord& b) {
   EXPECT_EQ(a.verification.max_relative_error, b.verification.max_relative_error);
   EXPECT_EQ(a.verification.tolerance, b.verification.tolerance);
   EXPECT_EQ(a.verification.worst_at, b.verification.worst_at);
+  EXPECT_EQ(a.verification.serial_fp32_error, b.verification.serial_fp32_error);
 }
 
 // Expects read_results_hdf5 to throw an InputError whose message contains every fragment.
@@ -145,7 +146,7 @@ TEST_F(ResultsHdf5Test, RoundTripKeepsEveryField) {
   RunRecord with_accuracy = written;
   with_accuracy.test_accuracy = {0.25, 0.875};
   with_accuracy.comm.clear();  // /comm exists even when empty
-  with_accuracy.verification = {"not run", 0.0, 0.0, ""};
+  with_accuracy.verification = {"not run", 0.0, 0.0, "", 0.0};
   // Larger than an HDF5 object header may hold inline (64 KiB).
   with_accuracy.string_attributes["config_json"] = "[" + std::string(200000, '1') + "]";
   write_results_hdf5(path, with_accuracy);  // replaces the earlier file

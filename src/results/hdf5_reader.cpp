@@ -274,6 +274,8 @@ class ResultFileReader {
     verification.tolerance =
         read_number_attribute<double>(group.get(), "tolerance", where, H5T_FLOAT, H5T_NATIVE_DOUBLE);
     verification.worst_at = read_string_attribute(group.get(), "worst_at", where);
+    verification.serial_fp32_error = read_number_attribute<double>(
+        group.get(), "serial_fp32_error", where, H5T_FLOAT, H5T_NATIVE_DOUBLE);
   }
 
   std::string path_;

@@ -76,6 +76,8 @@ void write_verification(hid_t file, const Verification& verification) {
                          "/verification");
   write_double_attribute(group.get(), "tolerance", verification.tolerance, "/verification");
   write_string_attribute(group.get(), "worst_at", verification.worst_at, "/verification");
+  write_double_attribute(group.get(), "serial_fp32_error", verification.serial_fp32_error,
+                         "/verification");
 }
 
 }  // namespace
