@@ -1,0 +1,235 @@
+#include "src/schemes/tensor1d/tensor1d_trainer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "src/model/fc_net.h"
+#include "src/schemes/data_parallel_base.h"
+
+namespace mlps {
+namespace {
+
+template <typename T>
+MPI_Datatype mpi_type_of() {
+  return sizeof(T) == sizeof(double) ? MPI_DOUBLE : MPI_FLOAT;
+}
+
+int rank_in(MPI_Comm comm) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  return rank;
+}
+
+}  // namespace
+
+template <typename T>
+Tensor1dTrainer<T>::Tensor1dTrainer(DeviceKind device, const Tensor1dPlan& plan,
+                                    const OptimizerConfig& optimizer, uint64_t seed,
+                                    int64_t global_batch, int dp, CommBackend backend,
+                                    MPI_Comm world)
+    : device_(device), plan_(plan), dp_(dp), log_(std::make_shared<CommLog>()),
+      optimizer_(device_, optimizer) {
+  const int rank = rank_in(world);
+  tp_rank_ = rank % plan.tp;
+  dp_rank_ = rank / plan.tp;
+  MPI_Comm_split(world, dp_rank_, tp_rank_, &tp_mpi_);
+  MPI_Comm_split(world, tp_rank_, dp_rank_, &data_mpi_);
+  if (plan.tp > 1) tp_comm_ = make_communicator(backend, device_, tp_mpi_, "tp", log_);
+  if (dp > 1) data_comm_ = make_communicator(backend, device_, data_mpi_, "data", log_);
+  const int64_t max_rows = (global_batch + dp - 1) / dp;
+  model_ = std::make_unique<Tensor1dModel<T>>(device_, plan_, tp_rank_, tp_comm_.get(), max_rows);
+  lay_out_shards(seed);
+  model_->bind([this](const std::string& name) {
+    for (const Shard& s : shards_)
+      if (s.name == name) return ShardPointers<T>{values_.data() + s.offset, grads_.data() + s.offset};
+    throw std::logic_error("tensor1d: no parameter " + name);
+  });
+  optimizer_.add(values_.data(), grads_.data(), values_.size());
+}
+
+template <typename T>
+Tensor1dTrainer<T>::~Tensor1dTrainer() {
+  pending_.clear();
+  tp_comm_.reset();
+  data_comm_.reset();
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  if (tp_mpi_ != MPI_COMM_NULL) MPI_Comm_free(&tp_mpi_);
+  if (data_mpi_ != MPI_COMM_NULL) MPI_Comm_free(&data_mpi_);
+}
+
+template <typename T>
+void Tensor1dTrainer<T>::lay_out_shards(uint64_t seed) {
+  // FcNet itself names the tensors and fixes their ids, shapes and units; built with external
+  // storage on a scratch device, it allocates no parameter memory and none of this rank's.
+  Device scratch(DeviceKind::cpu);
+  FcNet<T> reference(scratch, plan_.model, 1, ParameterStorage::external);
+  parameter_count_ = reference.parameters().element_count();
+  const int tp = plan_.tp;
+  int64_t offset = 0;
+  for (int u = 0; u < reference.unit_count(); ++u) {
+    unit_first_.push_back(offset);
+    for (const Parameter<T>* p : reference.unit_parameters(u)) {
+      Shard s{p->name, p->tensor_id, p->init, p->fan_in, p->rows, p->cols,
+              0, p->rows, 0, p->cols, offset};
+      const PlannedLinear* linear = plan_.linear_of(p->name);
+      const bool is_bias = p->rows == 1;
+      if (linear && linear->split == LinearSplit::column) {
+        // Output features split: weight rows, or the bias's columns.
+        if (is_bias) {
+          s.local_cols = p->cols / tp;
+          s.col0 = tp_rank_ * s.local_cols;
+        } else {
+          s.local_rows = p->rows / tp;
+          s.row0 = tp_rank_ * s.local_rows;
+        }
+      } else if (linear && linear->split == LinearSplit::row && !is_bias) {
+        s.local_cols = p->cols / tp;  // input features split; the bias stays whole
+        s.col0 = tp_rank_ * s.local_cols;
+      }
+      offset += s.size();
+      shards_.push_back(s);
+    }
+    unit_count_.push_back(offset - unit_first_.back());
+  }
+  // Only this rank's blocks are ever generated.
+  std::vector<T> host(static_cast<size_t>(offset));
+  for (const Shard& s : shards_)
+    fill_initial_shard(host.data() + s.offset, s.local_cols, seed, s.tensor_id, s.init, s.fan_in,
+                       s.row0, s.local_rows, s.col0, s.local_cols);
+  values_ = Buffer<T>(device_, offset);
+  grads_ = Buffer<T>(device_, offset);
+  values_.upload(host);
+  grads_.zero();
+}
+
+template <typename T>
+std::string Tensor1dTrainer<T>::grid() const {
+  return "tp=" + std::to_string(plan_.tp) + ",dp=" + std::to_string(dp_);
+}
+
+template <typename T>
+BatchSlice Tensor1dTrainer<T>::batch_slice(int64_t global_rows) const {
+  return even_batch_slice(global_rows, dp_rank_, dp_);
+}
+
+template <typename T>
+std::string Tensor1dTrainer<T>::comm_backend() const {
+  if (tp_comm_) return tp_comm_->backend();
+  if (data_comm_) return data_comm_->backend();
+  return "none";
+}
+
+template <typename T>
+void Tensor1dTrainer<T>::start_gradient_all_reduce(int unit) {
+  if (!data_comm_) return;
+  T* grads = grads_.data() + unit_first_[unit];
+  pending_.push_back(
+      data_comm_->all_reduce_async(grads, grads, unit_count_[unit], data_type_of<T>()));
+}
+
+template <typename T>
+double Tensor1dTrainer<T>::sum_over_replicas(double local) const {
+  double total = 0;  // every tp rank of a replica holds the same value: sum over "data" only
+  MPI_Allreduce(&local, &total, 1, MPI_DOUBLE, MPI_SUM, data_mpi_);
+  return total;
+}
+
+template <typename T>
+double Tensor1dTrainer<T>::train_step(const HostBatch& rows, int64_t global_batch,
+                                      PhaseTimer& timer) {
+  double loss_sum = 0;
+  {
+    ScopedPhase phase(timer, Phase::forward);
+    staged_inputs_.assign(rows.pixels.begin(), rows.pixels.end());
+    loss_sum = model_->forward(staged_inputs_.data(), rows.labels.data(), rows.rows);
+  }
+  {
+    ScopedPhase phase(timer, Phase::backward);
+    model_->backward(rows.rows, global_batch, [this](int unit) { start_gradient_all_reduce(unit); });
+    for (auto& p : pending_) p->wait();
+    pending_.clear();
+  }
+  {
+    ScopedPhase phase(timer, Phase::optimizer);
+    optimizer_.step();
+  }
+  return sum_over_replicas(loss_sum) / static_cast<double>(global_batch);
+}
+
+template <typename T>
+int64_t Tensor1dTrainer<T>::count_correct(const HostBatch& rows, int64_t /*global_rows*/) {
+  int64_t correct = 0;
+  if (rows.rows > 0) {  // the same on every tp rank of a replica
+    staged_inputs_.assign(rows.pixels.begin(), rows.pixels.end());
+    model_->forward(staged_inputs_.data(), rows.labels.data(), rows.rows);
+    const auto predicted = model_->predictions(rows.rows);
+    for (int64_t r = 0; r < rows.rows; ++r) correct += predicted[r] == rows.labels[r];
+  }
+  log_->take_totals();  // evaluation traffic belongs to no training iteration
+  log_->take_blocked_seconds();
+  return static_cast<int64_t>(sum_over_replicas(static_cast<double>(correct)));
+}
+
+template <typename T>
+std::map<std::string, CommTotals> Tensor1dTrainer<T>::take_comm_totals() {
+  auto totals = log_->take_totals();
+  for (const auto& [kind, t] : totals) {
+    auto [it, fresh] = measured_.try_emplace(kind, ByteRange{t.bytes, t.bytes});
+    if (!fresh) it->second = {std::min(it->second.min, t.bytes), std::max(it->second.max, t.bytes)};
+  }
+  return totals;
+}
+
+template <typename T>
+std::map<std::string, double> Tensor1dTrainer<T>::analytic_bytes(int64_t global_batch) const {
+  return tensor1d_comm_bytes(plan_, batch_slice(global_batch).count, sizeof(T), dp_);
+}
+
+template <typename T>
+std::vector<NamedTensor> Tensor1dTrainer<T>::gather_parameters() {
+  std::vector<NamedTensor> tensors;
+  if (dp_rank_ != 0) return tensors;  // every replica holds the same parameters
+  const int tp = plan_.tp;
+  for (const Shard& s : shards_) {
+    std::vector<T> mine(static_cast<size_t>(s.size()));
+    device_.to_host(mine.data(), values_.data() + s.offset, sizeof(T) * mine.size());
+    // Every tp rank's block (or copy) to tp rank 0, by plain MPI: verification traffic is not
+    // part of any training iteration.
+    std::vector<T> blocks(tp_rank_ == 0 ? mine.size() * static_cast<size_t>(tp) : 0);
+    MPI_Gather(mine.data(), static_cast<int>(s.size()), mpi_type_of<T>(), blocks.data(),
+               static_cast<int>(s.size()), mpi_type_of<T>(), 0, tp_mpi_);
+    if (tp_rank_ != 0) continue;
+    if (!s.split()) {
+      for (size_t i = mine.size(); i < blocks.size(); ++i) {
+        const double gap = std::abs(static_cast<double>(blocks[i]) - mine[i % mine.size()]);
+        if (!(gap <= replica_divergence_)) {  // NaN counts as a difference
+          replica_divergence_ = gap;
+          most_divergent_tensor_ = s.name;
+        }
+      }
+      tensors.push_back({s.name, std::vector<double>(mine.begin(), mine.end())});
+      continue;
+    }
+    // Rank t's block sits at rows t·local_rows (a split of rows) or cols t·local_cols.
+    std::vector<double> full(static_cast<size_t>(s.rows * s.cols));
+    for (int t = 0; t < tp; ++t) {
+      const int64_t row0 = s.local_rows != s.rows ? t * s.local_rows : 0;
+      const int64_t col0 = s.local_cols != s.cols ? t * s.local_cols : 0;
+      const T* block = blocks.data() + t * s.size();
+      for (int64_t r = 0; r < s.local_rows; ++r)
+        for (int64_t c = 0; c < s.local_cols; ++c)
+          full[static_cast<size_t>((row0 + r) * s.cols + col0 + c)] =
+              static_cast<double>(block[r * s.local_cols + c]);
+    }
+    tensors.push_back({s.name, std::move(full)});
+  }
+  return tensors;
+}
+
+template class Tensor1dTrainer<float>;
+template class Tensor1dTrainer<double>;
+
+}  // namespace mlps

@@ -1,0 +1,101 @@
+#pragma once
+// bin/tensor1d: Megatron-LM tensor parallelism over T ranks, optionally × D data-parallel
+// replicas. Rank layout: tp innermost, world rank = d·T + t, so a replica's T ranks are
+// consecutive (on one node when T ≤ GPUs per node). Communicators: "tp" (the T ranks of a
+// replica) and "data" (the D ranks with the same t). Replica d trains on rows
+// [d·B/D, (d+1)·B/D) of the global batch; its tp ranks all load the same rows.
+//
+// Each rank generates only its own shards of the initial weights (fill_initial_shard at the
+// shard's global row/column offsets) into one flat buffer in FcNet's tensor order; gradients
+// and the optimizer state mirror it, so parameter + optimizer memory per rank falls as 1/T for
+// the split matrices. With D > 1 each unit's gradient range is all-reduced over "data" as soon
+// as its backward is done (overlapping the rest of backward), before the optimizer step.
+#include <mpi.h>
+
+#include <map>
+#include <memory>
+
+#include "src/comm/make_communicator.h"
+#include "src/driver/trainer.h"
+#include "src/model/parameter.h"
+#include "src/optim/optimizer.h"
+#include "src/schemes/tensor1d/comm_volume_report.h"
+#include "src/schemes/tensor1d/tensor1d_model.h"
+
+namespace mlps {
+
+template <typename T>
+class Tensor1dTrainer : public Trainer {
+ public:
+  // Collective over world, whose size must be plan.tp × dp (the caller checks the grid).
+  Tensor1dTrainer(DeviceKind device, const Tensor1dPlan& plan, const OptimizerConfig& optimizer,
+                  uint64_t seed, int64_t global_batch, int dp, CommBackend backend, MPI_Comm world);
+  ~Tensor1dTrainer() override;
+  Tensor1dTrainer(const Tensor1dTrainer&) = delete;
+  Tensor1dTrainer& operator=(const Tensor1dTrainer&) = delete;
+
+  std::string scheme() const override { return "tensor1d"; }
+  std::string grid() const override;
+  BatchSlice batch_slice(int64_t global_rows) const override;
+  double train_step(const HostBatch& rows, int64_t global_batch, PhaseTimer& timer) override;
+  int64_t count_correct(const HostBatch& rows, int64_t global_rows) override;
+  std::vector<NamedTensor> gather_parameters() override;
+  int64_t parameter_count() const override { return parameter_count_; }
+  double optimizer_bytes_per_step() const override { return optimizer_.bytes_per_step(); }
+  const Device& device() const override { return device_; }
+  std::map<std::string, CommTotals> take_comm_totals() override;
+  double take_blocked_comm_seconds() override { return log_->take_blocked_seconds(); }
+  std::string comm_backend() const override;
+
+  // Parameter elements this rank holds (its shards and the replicated tensors).
+  int64_t local_parameter_count() const { return values_.size(); }
+  // Bytes per kind each training iteration moved on this rank so far.
+  const std::map<std::string, ByteRange>& measured_bytes() const { return measured_; }
+  // The analytic volumes (tensor1d_comm_bytes) for this rank's replica.
+  std::map<std::string, double> analytic_bytes(int64_t global_batch) const;
+  // After gather_parameters(), on rank 0: the largest difference between a replicated tensor
+  // (LayerNorm γ/β, row-parallel and replicated layers' biases ...) on tp rank 0 and its copy on
+  // another tp rank of replica 0, and that tensor's name (empty while all are identical).
+  // Replicated tensors get identical gradients on every tp rank, so this is exactly 0.
+  double replica_divergence() const { return replica_divergence_; }
+  const std::string& most_divergent_tensor() const { return most_divergent_tensor_; }
+
+ private:
+  // One tensor's block on this rank: rows [row0, row0+local_rows) × cols [col0, col0+local_cols)
+  // of the global rows × cols tensor, stored row-major at `offset` of the flat buffers.
+  struct Shard {
+    std::string name;
+    int64_t tensor_id = 0;
+    InitKind init = InitKind::zeros;
+    int64_t fan_in = 1;
+    int64_t rows = 0, cols = 0;
+    int64_t row0 = 0, local_rows = 0, col0 = 0, local_cols = 0;
+    int64_t offset = 0;
+    int64_t size() const { return local_rows * local_cols; }
+    bool split() const { return local_rows != rows || local_cols != cols; }
+  };
+  void lay_out_shards(uint64_t seed);
+  void start_gradient_all_reduce(int unit);
+  double sum_over_replicas(double local) const;
+
+  Device device_;
+  Tensor1dPlan plan_;
+  int tp_rank_ = 0, dp_rank_ = 0, dp_ = 1;
+  MPI_Comm tp_mpi_ = MPI_COMM_NULL, data_mpi_ = MPI_COMM_NULL;  // metrics and --verify gathers
+  std::shared_ptr<CommLog> log_;
+  std::unique_ptr<Communicator> tp_comm_;    // null when T = 1
+  std::unique_ptr<Communicator> data_comm_;  // null when D = 1
+  std::unique_ptr<Tensor1dModel<T>> model_;
+  Optimizer<T> optimizer_;
+  std::vector<Shard> shards_;
+  std::vector<int64_t> unit_first_, unit_count_;  // each unit's range of the flat buffers
+  Buffer<T> values_, grads_;
+  std::vector<PendingComm> pending_;
+  std::map<std::string, ByteRange> measured_;
+  int64_t parameter_count_ = 0;
+  std::vector<T> staged_inputs_;
+  double replica_divergence_ = 0;
+  std::string most_divergent_tensor_;
+};
+
+}  // namespace mlps

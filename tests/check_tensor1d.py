@@ -1,0 +1,132 @@
+"""Checks bin/tensor1d result files against the analytic model of README's tensor1d section.
+
+usage: check_tensor1d.py volumes FILE
+           every iteration's /comm bytes on every rank equal the formulas exactly, the kinds
+           present are exactly those the formulas make non-zero, group sizes are T and D
+       check_tensor1d.py memory FILE...   (same model, increasing T, D = 1)
+           each rank's peak memory holds at least its parameters, gradients and Adam moments
+           (4 x local parameters x bytes), and peak memory falls as 1/T (within 10%)
+Re-derives everything from the file's config and grid, independently of the C++ code.
+Prints one line; exit status 1 on a mismatch.
+"""
+import json
+import sys
+
+import h5py
+
+CLASSES = 10
+
+
+def read(path):
+    with h5py.File(path, "r") as f:
+        config = json.loads(f.attrs["config_json"])
+        grid = dict(item.split("=") for item in f.attrs["grid"].split(","))
+        comm = {k: (f["comm"][k]["bytes"][()], int(f["comm"][k].attrs["group_size"])) for k in f["comm"]}
+        peak = f["memory/peak_bytes"][()]
+    return config, int(grid["tp"]), int(grid["dp"]), comm, peak
+
+
+def shape(config):
+    h, layers, s2 = config["hidden"], config["layers"], config["image-size"] ** 2
+    f = config["ffn-mult"] * h
+    b = 8 if config["precision"] == "fp64" else 4
+    return h, layers, s2, f, b, config["block"] == "plain"
+
+
+def local_parameters(config, tp):
+    """Elements one tensor-parallel rank holds."""
+    h, layers, s2, f, _, plain = shape(config)
+    split = tp > 1
+    n = (s2 * h // tp + h) if split and s2 % tp == 0 else s2 * h + h  # embed: row split
+    if plain:
+        pairs = layers // 2 if split else 0
+        n += pairs * ((h * h // tp + h // tp) + (h * h // tp + h))  # column block, row block
+        n += (layers - 2 * pairs) * (h * h + h)  # replicated
+    else:
+        n += layers * (2 * h + (h * f // tp + f // tp) + (f * h // tp + h))  # LN, fc1 col, fc2 row
+    n += (CLASSES * h // tp + CLASSES // tp) if split and CLASSES % tp == 0 else CLASSES * h + CLASSES
+    return n
+
+
+def expected_bytes(config, tp, dp, rows):
+    h, layers, s2, _, b, plain = shape(config)
+    split = tp > 1
+    embed_row = split and s2 % tp == 0
+    classifier_column = split and CLASSES % tp == 0
+    pairs = (layers // 2 if plain else layers) if split else 0
+    out = {}
+    all_reduces = embed_row + 2 * pairs + classifier_column
+    if all_reduces:
+        out["allreduce:tp"] = rows * h * b * all_reduces
+    if classifier_column:
+        out["allgather:tp"] = rows * CLASSES * b
+    if dp > 1:
+        out["allreduce:data"] = local_parameters(config, tp) * b
+    return out
+
+
+def check_volumes(path):
+    config, tp, dp, comm, _ = read(path)
+    batch = config["batch"]
+    problems = []
+    kinds = set()
+    for rank in range(tp * dp):
+        d = rank // tp  # tp innermost
+        rows = batch * (d + 1) // dp - batch * d // dp
+        expected = expected_bytes(config, tp, dp, rows)
+        kinds |= set(expected)
+        for kind, value in expected.items():
+            if kind in comm and not (comm[kind][0][:, rank] == value).all():
+                problems.append(f"{kind} rank {rank}: {sorted(set(comm[kind][0][:, rank]))} != {value}")
+    if set(comm) != kinds:
+        problems.append(f"kinds {sorted(comm)} != {sorted(kinds)}")
+    for kind, (_, size) in comm.items():
+        want = dp if kind.endswith(":data") else tp
+        if size != want:
+            problems.append(f"{kind} group_size {size} != {want}")
+    if problems:
+        print(f"{path}: " + "; ".join(problems))
+        return 1
+    summary = ", ".join(f"{k} {int(v[0][0, 0])} B" for k, v in sorted(comm.items())) or "none"
+    print(f"volumes equal the formulas on all {tp * dp} ranks ({summary})")
+    return 0
+
+
+def check_memory(paths):
+    runs = sorted((read(p) + (p,) for p in paths), key=lambda run: run[1])
+    base_config, base_tp = runs[0][0], runs[0][1]
+    base_peak = max(runs[0][4])
+    problems, summary = [], []
+    for config, tp, dp, _, peak, path in runs:
+        _, _, _, _, b, _ = shape(config)
+        state = 4 * local_parameters(config, tp) * b
+        if dp != 1 or {k: v for k, v in config.items() if k not in ("tp", "out")} != \
+                {k: v for k, v in base_config.items() if k not in ("tp", "out")}:
+            problems.append(f"{path}: not the same model at D = 1")
+        if min(peak) < state:
+            problems.append(f"T={tp}: peak {min(peak)} B below parameters + gradients + Adam {state} B")
+        ratio = max(peak) * tp / (base_peak * base_tp)
+        if ratio > 1.10:
+            problems.append(f"T={tp}: peak {max(peak)} B is {ratio:.3f} x the 1/T share")
+        summary.append(f"T={tp} {max(peak)} B")
+    peaks = [max(run[4]) for run in runs]
+    if any(later >= earlier for earlier, later in zip(peaks, peaks[1:])):
+        problems.append(f"peak memory does not fall with T: {peaks}")
+    if problems:
+        print("; ".join(problems))
+        return 1
+    print("peak memory per rank falls as 1/T: " + ", ".join(summary))
+    return 0
+
+
+def main():
+    if len(sys.argv) >= 3 and sys.argv[1] == "volumes":
+        return check_volumes(sys.argv[2])
+    if len(sys.argv) >= 4 and sys.argv[1] == "memory":
+        return check_memory(sys.argv[2:])
+    print(__doc__)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

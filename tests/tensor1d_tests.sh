@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# MPI equivalence tests of bin/tensor1d on the CPU backend in fp64: Megatron tensor parallelism
+# at T = 2, 3, 4 (non-power-of-two included), hybrid T = 2 × D = 2 (even and uneven replica
+# batches), plain column/row block pairs and a replicated embed must match serial (--verify:
+# losses and final weights within 1e-10 relative), keep replicated tensors identical on every tp
+# rank, and record exactly the analytic bytes per collective and rank
+# (tests/check_tensor1d.py volumes). Peak memory per rank must fall as 1/T
+# (tests/check_tensor1d.py memory). Bad grids and splits must fail on every rank with one line
+# each, never hang (every run has a timeout). Ends with "N passed, N failed".
+set -u -o pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+
+repo=$PWD
+python=$repo/.venv/bin/python3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export OPENBLAS_NUM_THREADS=1
+passed=0
+failed=0
+ok() { echo "ok - $1"; passed=$((passed + 1)); }
+not_ok() { echo "not ok - $1: $2"; failed=$((failed + 1)); }
+have_h5py() { [[ -x $python ]] && "$python" -c 'import h5py' 2>/dev/null; }
+
+# F = 2·24 = 48 and S² = 36 divide by 2, 3 and 4; the 10 classes by 2 only.
+tiny=(--hidden 24 --layers 2 --image-size 6 --ffn-mult 2 --batch 12 --iters 4 --warmup 1
+      --print-every 0 --eval-samples 24 --precision fp64)
+
+run_case() {
+  local name=$1 ranks=$2
+  shift 2
+  local out=$tmp/case.h5 log=$tmp/log
+  if ! timeout 60 mpiexec -n "$ranks" bin/tensor1d "${tiny[@]}" "$@" --verify --out "$out" \
+      >"$log" 2>&1; then
+    not_ok "$name" "exit status $? ($(tail -n 2 "$log" | tr '\n' ' '))"
+    return
+  fi
+  if ! grep -q "verify: PASS" "$log"; then
+    not_ok "$name" "$(grep 'verify:' "$log" | tail -n 1)"
+    return
+  fi
+  ok "$name matches serial ($(grep -o 'worst relative error [^ ]*' "$log"))"
+  if grep -q "replicated tensors: identical on all" "$log"; then
+    ok "$name: replicated tensors identical on every tp rank"
+  else
+    not_ok "$name replicated tensors" "$(grep 'replicated tensors' "$log" || echo 'no report')"
+  fi
+  if grep -q "DIFFERENT" "$log" || ! grep -q "equal" "$log"; then
+    not_ok "$name printed volumes" "$(grep -A6 'communication per iteration' "$log" | tr '\n' '|')"
+  else
+    ok "$name: printed analytic volumes equal the measured ones"
+  fi
+  if have_h5py; then
+    if why=$("$python" tests/check_tensor1d.py volumes "$out"); then
+      ok "$name volumes: $why"
+    else
+      not_ok "$name volumes" "$why"
+    fi
+  else
+    echo "skip - $name volumes: h5py not available in .venv"
+  fi
+}
+
+run_case "tp 2" 2 --tp 2
+run_case "tp 3" 3 --tp 3
+run_case "tp 4" 4 --tp 4
+run_case "tp 2 x dp 2" 4 --tp 2 --dp 2
+run_case "tp 2 x dp 2, uneven replica batches" 4 --tp 2 --dp 2 --batch 13
+run_case "tp 2, plain blocks (a column/row pair and a replicated block)" 2 --tp 2 --block plain --layers 3
+run_case "tp 4, replicated embed (S² = 25)" 4 --tp 4 --image-size 5
+
+# Peak memory per rank at a size where parameters and Adam state dominate.
+if have_h5py; then
+  files=()
+  status=0
+  for tp in 1 2 4; do
+    timeout 60 mpiexec -n $tp bin/tensor1d --hidden 256 --layers 2 --image-size 16 --ffn-mult 4 \
+      --batch 8 --iters 2 --warmup 1 --print-every 0 --precision fp64 --tp $tp \
+      --out "$tmp/memory-$tp.h5" >"$tmp/log" 2>&1 || status=$?
+    files+=("$tmp/memory-$tp.h5")
+  done
+  if ((status != 0)); then
+    not_ok "peak memory runs" "exit status $status ($(tail -n 2 "$tmp/log" | tr '\n' ' '))"
+  elif why=$("$python" tests/check_tensor1d.py memory "${files[@]}"); then
+    ok "$why"
+  else
+    not_ok "peak memory" "$why"
+  fi
+else
+  echo "skip - peak memory: h5py not available in .venv"
+fi
+
+# Bad grids and splits: non-zero exit on every rank, one line per rank naming the problem.
+expect_refusal() {
+  local name=$1 ranks=$2 pattern=$3
+  shift 3
+  local status=0
+  timeout 60 mpiexec -n "$ranks" bin/tensor1d "${tiny[@]}" "$@" >"$tmp/out" 2>"$tmp/err" || status=$?
+  local lines
+  lines=$(grep -c . "$tmp/err")
+  if ((status == 0 || status == 124)); then
+    not_ok "$name" "exit status $status"
+  elif [[ $lines -ne $ranks ]] || [[ $(grep -c -- "$pattern" "$tmp/err") -ne $ranks ]]; then
+    not_ok "$name" "expected $ranks lines naming '$pattern', got: $(tr '\n' '|' <"$tmp/err")"
+  else
+    ok "$name is refused on every rank"
+  fi
+}
+expect_refusal "--tp 3 with FFN width 32" 3 "does not divide the FFN width 32" --tp 3 --hidden 16
+expect_refusal "--tp 3 with plain blocks of width 16" 3 "does not divide the hidden width 16" \
+  --tp 3 --hidden 16 --block plain
+expect_refusal "--tp 2 x --dp 3 on 4 ranks" 4 "--tp 2 x --dp 3 = 6 does not match the 4 ranks" \
+  --tp 2 --dp 3
+expect_refusal "--tp 2 on 3 ranks" 3 "--tp 2 does not divide the 3 ranks" --tp 2
+expect_refusal "--batch 3 over 4 replicas" 4 "--batch 3" --tp 1 --dp 4 --batch 3
+
+echo "$passed passed, $failed failed"
+((failed == 0))

@@ -1,0 +1,175 @@
+// bin/tensor1d's pieces that need no MPI: which Linear is split how, the shard sizes and the
+// analytic volumes, and that column/row shards of a Linear reassemble the whole layer's GEMMs.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "src/errors.h"
+#include "src/model/parameter.h"
+#include "src/schemes/tensor1d/sharded_linear.h"
+#include "src/schemes/tensor1d/tensor1d_plan.h"
+
+namespace mlps {
+namespace {
+
+ModelConfig tiny(BlockKind block = BlockKind::residual_mlp, int64_t layers = 2) {
+  ModelConfig c;
+  c.image_size = 6;  // S² = 36
+  c.hidden = 24;
+  c.ffn_mult = 2;  // F = 48
+  c.layers = layers;
+  c.block = block;
+  return c;
+}
+
+std::vector<LinearSplit> splits(const Tensor1dPlan& plan) {
+  std::vector<LinearSplit> out;
+  for (const auto& l : plan.linears) out.push_back(l.split);
+  return out;
+}
+
+using S = LinearSplit;
+
+TEST(Tensor1dPlan, ResidualBlocksAreColumnThenRowAndEmbedAndClassifierSplitWhereTheyDivide) {
+  EXPECT_EQ(splits(make_tensor1d_plan(tiny(), 2)),
+            (std::vector<S>{S::row, S::column, S::row, S::column, S::row, S::column}));
+  // 10 classes do not divide by 3 or 4: the classifier stays whole.
+  EXPECT_EQ(splits(make_tensor1d_plan(tiny(), 3)),
+            (std::vector<S>{S::row, S::column, S::row, S::column, S::row, S::replicated}));
+  ModelConfig odd_image = tiny();
+  odd_image.image_size = 5;  // S² = 25
+  EXPECT_EQ(make_tensor1d_plan(odd_image, 4).embed().split, S::replicated);
+  for (const auto& l : make_tensor1d_plan(tiny(), 1).linears) EXPECT_EQ(l.split, S::replicated);
+}
+
+TEST(Tensor1dPlan, PlainBlocksPairUpAndAnOddLastOneIsReplicated) {
+  EXPECT_EQ(splits(make_tensor1d_plan(tiny(BlockKind::plain, 3), 2)),
+            (std::vector<S>{S::row, S::column, S::row, S::replicated, S::column}));
+}
+
+TEST(Tensor1dPlan, AWidthTheGridDoesNotDivideIsAnInputErrorNamingIt) {
+  ModelConfig c = tiny();
+  c.hidden = 16;  // F = 32
+  try {
+    make_tensor1d_plan(c, 3);
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--tp 3 does not divide the FFN width 32"),
+              std::string::npos) << e.what();
+  }
+  c.block = BlockKind::plain;
+  EXPECT_THROW(make_tensor1d_plan(c, 3), InputError);
+  EXPECT_NO_THROW(make_tensor1d_plan(c, 4));
+}
+
+TEST(Tensor1dPlan, LocalParametersAreTheWholeModelAtOneRankAndShrinkWithT) {
+  for (BlockKind block : {BlockKind::residual_mlp, BlockKind::plain}) {
+    const ModelConfig c = tiny(block, 3);
+    EXPECT_EQ(local_parameter_count(make_tensor1d_plan(c, 1)), parameter_count(c));
+  }
+  // T = 2 by hand: embed 36·24/2 + 24; per block LayerNorm 2·24, fc1 24·48/2 + 48/2,
+  // fc2 48·24/2 + 24; classifier 10·24/2 + 10/2.
+  const int64_t block = 48 + (576 + 24) + (576 + 24);
+  EXPECT_EQ(local_parameter_count(make_tensor1d_plan(tiny(), 2)), 456 + 2 * block + 125);
+}
+
+TEST(Tensor1dPlan, AnalyticVolumesCountEveryTensorParallelAllReduceAndTheDataGradients) {
+  const Tensor1dPlan plan = make_tensor1d_plan(tiny(), 2);
+  const auto bytes = tensor1d_comm_bytes(plan, 6, sizeof(double), 2);
+  // rows·H·8 per all-reduce: embed forward, 2 per block, classifier backward.
+  EXPECT_EQ(bytes.at("allreduce:tp"), 6.0 * 24 * 8 * (1 + 2 * 2 + 1));
+  EXPECT_EQ(bytes.at("allgather:tp"), 6.0 * 10 * 8);
+  EXPECT_EQ(bytes.at("allreduce:data"), 8.0 * local_parameter_count(plan));
+  EXPECT_TRUE(tensor1d_comm_bytes(make_tensor1d_plan(tiny(), 1), 6, 8, 1).empty());
+  EXPECT_EQ(tensor1d_comm_bytes(make_tensor1d_plan(tiny(), 3), 6, 8, 1).count("allgather:tp"), 0u);
+}
+
+// A whole Linear(in → out) and its T shards, on the CPU, with values from the initialiser.
+class ShardedLinearTest : public ::testing::Test {
+ protected:
+  static constexpr int64_t in = 6, out = 4, rows = 3, tp = 2;
+  Device device{DeviceKind::cpu};
+  std::vector<double> weight, bias, x, dy;
+
+  void SetUp() override {
+    weight.resize(out * in);
+    bias.resize(out);
+    x.resize(rows * in);
+    dy.resize(rows * out);
+    fill_initial_shard(weight.data(), in, 1, 0, InitKind::uniform_fan_in, in, 0, out, 0, in);
+    fill_initial_shard(bias.data(), out, 1, 1, InitKind::uniform_fan_in, in, 0, 1, 0, out);
+    fill_initial_shard(x.data(), in, 1, 2, InitKind::uniform_fan_in, 1, 0, rows, 0, in);
+    fill_initial_shard(dy.data(), out, 1, 3, InitKind::uniform_fan_in, 1, 0, rows, 0, out);
+  }
+  double full_y(int64_t r, int64_t o) const {
+    double s = bias[o];
+    for (int64_t i = 0; i < in; ++i) s += x[r * in + i] * weight[o * in + i];
+    return s;
+  }
+  double full_dx(int64_t r, int64_t i) const {
+    double s = 0;
+    for (int64_t o = 0; o < out; ++o) s += dy[r * out + o] * weight[o * in + i];
+    return s;
+  }
+  double full_dw(int64_t o, int64_t i) const {
+    double s = 0;
+    for (int64_t r = 0; r < rows; ++r) s += dy[r * out + o] * x[r * in + i];
+    return s;
+  }
+};
+
+TEST_F(ShardedLinearTest, ColumnShardsComputeTheirOutputFeaturesAndPartialInputGradients) {
+  std::vector<double> dx_sum(rows * in, 0.0);
+  for (int t = 0; t < tp; ++t) {
+    ShardedLinear<double> shard(device, {{"l", in, out}, LinearSplit::column}, t, tp);
+    const int64_t lo = shard.local_out(), o0 = shard.out_offset();
+    ASSERT_EQ(lo, out / tp);
+    std::vector<double> w(weight.begin() + o0 * in, weight.begin() + (o0 + lo) * in);
+    std::vector<double> b(bias.begin() + o0, bias.begin() + o0 + lo);
+    std::vector<double> dw(lo * in), db(lo), y(rows * lo), dx(rows * in);
+    shard.bind(w.data(), dw.data(), b.data(), db.data());
+    shard.multiply(x.data(), in, y.data(), lo, rows);
+    shard.add_bias(y.data(), rows);
+    // This rank's columns of the full dY, read in place (leading dimension out).
+    shard.input_grad(dy.data() + o0, out, dx.data(), in, rows);
+    shard.weight_grad(x.data(), in, dy.data() + o0, out, rows);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t o = 0; o < lo; ++o) EXPECT_NEAR(y[r * lo + o], full_y(r, o0 + o), 1e-14);
+    for (int64_t o = 0; o < lo; ++o)
+      for (int64_t i = 0; i < in; ++i) EXPECT_NEAR(dw[o * in + i], full_dw(o0 + o, i), 1e-14);
+    for (size_t k = 0; k < dx.size(); ++k) dx_sum[k] += dx[k];  // what the all-reduce does
+  }
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < in; ++i) EXPECT_NEAR(dx_sum[r * in + i], full_dx(r, i), 1e-14);
+}
+
+TEST_F(ShardedLinearTest, RowShardsReadTheirInputFeaturesInPlaceAndSumToTheOutput) {
+  std::vector<double> y_sum(rows * out, 0.0);
+  for (int t = 0; t < tp; ++t) {
+    ShardedLinear<double> shard(device, {{"l", in, out}, LinearSplit::row}, t, tp);
+    const int64_t li = shard.local_in(), i0 = shard.in_offset();
+    ASSERT_EQ(li, in / tp);
+    ASSERT_EQ(shard.bias_size(), out);
+    std::vector<double> w(out * li), dw(out * li), db(out), y(rows * out), dx(rows * li);
+    for (int64_t o = 0; o < out; ++o)
+      for (int64_t i = 0; i < li; ++i) w[o * li + i] = weight[o * in + i0 + i];
+    shard.bind(w.data(), dw.data(), bias.data(), db.data());
+    shard.multiply(x.data() + i0, in, y.data(), out, rows);
+    shard.weight_grad(x.data() + i0, in, dy.data(), out, rows);
+    shard.input_grad(dy.data(), out, dx.data(), li, rows);
+    for (size_t k = 0; k < y.size(); ++k) y_sum[k] += y[k];  // the forward all-reduce
+    for (int64_t o = 0; o < out; ++o)
+      for (int64_t i = 0; i < li; ++i) EXPECT_NEAR(dw[o * li + i], full_dw(o, i0 + i), 1e-14);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t i = 0; i < li; ++i) EXPECT_NEAR(dx[r * li + i], full_dx(r, i0 + i), 1e-14);
+  }
+  ShardedLinear<double> any(device, {{"l", in, out}, LinearSplit::row}, 0, tp);
+  std::vector<double> unused(out);
+  any.bind(nullptr, nullptr, bias.data(), unused.data());
+  any.add_bias(y_sum.data(), rows);  // the replicated bias, once after the sum
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t o = 0; o < out; ++o) EXPECT_NEAR(y_sum[r * out + o], full_y(r, o), 1e-14);
+}
+
+}  // namespace
+}  // namespace mlps
