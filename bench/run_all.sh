@@ -35,6 +35,23 @@ done
 .venv/bin/python analysis/run_table.py results/bench/data-ddp-overlap.h5 \
   results/bench/data-ddp-no-overlap.h5 results/bench/data-zero{1,2,3}.h5
 
+# Megatron tensor parallelism on 4 ranks: T = 4, T = 2 x D = 2 and pure data parallelism
+# (T = 1 x D = 4): communication volumes and peak memory per rank.
+echo
+echo "== bin/tensor1d on 4 ranks: --tp 4, --tp 2 --dp 2, --tp 1 --dp 4"
+t1d_shape=(--hidden 512 --layers 4 --image-size 32 --batch 64 --iters 12 --warmup 2 --print-every 0)
+for grid in "4 1" "2 2" "1 4"; do
+  read -r tp dp <<<"$grid"
+  OPENBLAS_NUM_THREADS=1 mpiexec -n 4 bin/tensor1d "${t1d_shape[@]}" --tp "$tp" --dp "$dp" \
+    --out "results/bench/tensor1d-tp$tp-dp$dp.h5" >/dev/null
+done
+.venv/bin/python analysis/run_table.py results/bench/tensor1d-tp{4-dp1,2-dp2,1-dp4}.h5
+
+# A small scaling study across the schemes, run locally the way jobs/sweep runs one on Slurm.
+echo
+echo "== local scaling study (jobs/sweep inputs/sweeps/local-small.json --launcher mpiexec)"
+jobs/sweep inputs/sweeps/local-small.json --launcher mpiexec
+
 # Plots of everything above (and of any other results), with a summary page to look at.
 echo
 echo "== plots"
