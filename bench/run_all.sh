@@ -47,6 +47,10 @@ for grid in "4 1" "2 2" "1 4"; do
 done
 .venv/bin/python analysis/run_table.py results/bench/tensor1d-tp{4-dp1,2-dp2,1-dp4}.h5
 
+echo
+echo "== bin/pipeline on 4 ranks: bubble vs micro-batches, GPipe vs 1F1B activation memory"
+bash bench/pipeline_bubble.sh
+
 # A small scaling study across the schemes, run locally the way jobs/sweep runs one on Slurm.
 echo
 echo "== local scaling study (jobs/sweep inputs/sweeps/local-small.json --launcher mpiexec)"

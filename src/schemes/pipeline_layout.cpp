@@ -1,0 +1,77 @@
+#include "src/schemes/pipeline_layout.h"
+
+#include "src/errors.h"
+
+namespace mlps {
+
+BatchSlice PipelineLayout::replica_rows(int64_t global_rows, int replica) const {
+  const int64_t first = global_rows * replica / replicas;
+  return {first, global_rows * (replica + 1) / replicas - first};
+}
+
+std::string PipelineLayout::grid() const {
+  return "pp=" + std::to_string(stages) + ",dp=" + std::to_string(replicas) +
+         ",micro_batches=" + std::to_string(micro_batches) + ",schedule=" + to_string(schedule) +
+         ",partition=" + partition.text();
+}
+
+namespace {
+
+// P and D from --pp and --dp, either of which may be left to the world size.
+void resolve_grid(const PipelineOptions& o, int ranks, int& stages, int& replicas) {
+  const std::string world = std::to_string(ranks) + " ranks";
+  if (o.pp > 0 && o.dp > 0) {
+    if (static_cast<int64_t>(o.pp) * o.dp != ranks)
+      throw InputError("--pp " + std::to_string(o.pp) + " x --dp " + std::to_string(o.dp) + " = " +
+                       std::to_string(static_cast<int64_t>(o.pp) * o.dp) +
+                       " does not match the " + world);
+    stages = o.pp;
+    replicas = o.dp;
+  } else if (o.pp > 0) {
+    if (ranks % o.pp != 0)
+      throw InputError("--pp " + std::to_string(o.pp) + " does not divide the " + world);
+    stages = o.pp;
+    replicas = ranks / o.pp;
+  } else if (o.dp > 0) {
+    if (ranks % o.dp != 0)
+      throw InputError("--dp " + std::to_string(o.dp) + " does not divide the " + world);
+    replicas = o.dp;
+    stages = ranks / o.dp;
+  } else {
+    stages = ranks;
+    replicas = 1;
+  }
+}
+
+}  // namespace
+
+PipelineLayout resolve_pipeline_layout(const PipelineOptions& o, const ModelConfig& model,
+                                       int64_t global_batch, int ranks) {
+  PipelineLayout layout;
+  resolve_grid(o, ranks, layout.stages, layout.replicas);
+  layout.schedule = parse_pipeline_schedule(o.schedule);
+  layout.micro_batches = o.micro_batches;
+  if (layout.micro_batches < 1)
+    throw InputError("--micro-batches must be at least 1, not " + std::to_string(o.micro_batches));
+  layout.partition_given = !o.partition.empty();
+  layout.partition = layout.partition_given ? parse_partition(o.partition, model, layout.stages)
+                                            : balanced_partition(model, layout.stages);
+  const std::string batch = " (--batch " + std::to_string(global_batch) + " over --dp " +
+                            std::to_string(layout.replicas) + ")";
+  if (global_batch < layout.replicas)
+    throw InputError("--batch " + std::to_string(global_batch) + " leaves some of the " +
+                     std::to_string(layout.replicas) + " pipeline replicas without samples");
+  for (int d = 0; d < layout.replicas; ++d) {
+    const int64_t rows = layout.replica_rows(global_batch, d).count;
+    if (rows % layout.micro_batches != 0) {
+      const bool even = global_batch % layout.replicas == 0;
+      throw InputError("--micro-batches " + std::to_string(layout.micro_batches) +
+                       " does not divide the " + std::to_string(rows) + " rows of " +
+                       (even ? "each pipeline replica" : "pipeline replica " + std::to_string(d)) +
+                       batch);
+    }
+  }
+  return layout;
+}
+
+}  // namespace mlps

@@ -1,0 +1,48 @@
+#pragma once
+// bin/pipeline's process grid, resolved from the command line and checked before any work:
+// P stages × D replicas = the ranks, rank = d·P + s (a replica's stages are consecutive ranks,
+// so on a multi-GPU node neighbouring stages share the node). Replica d trains on rows
+// [d·B/D, (d+1)·B/D) of the global batch B, split into M micro-batches of equal size.
+#include <cstdint>
+#include <string>
+
+#include "src/driver/trainer.h"
+#include "src/model_config.h"
+#include "src/schemes/pipeline_partition.h"
+#include "src/schemes/pipeline_schedule.h"
+
+namespace mlps {
+
+// The pipeline flags as given (0: derived from the world size and the other flag).
+struct PipelineOptions {
+  int pp = 0;
+  int dp = 0;
+  int micro_batches = 4;
+  std::string schedule = "1f1b";
+  std::string partition;  // blocks per stage, e.g. "1,2,1"; empty: balanced by parameters
+};
+
+struct PipelineLayout {
+  int stages = 1;         // P
+  int replicas = 1;       // D
+  int micro_batches = 1;  // M
+  PipelineScheduleKind schedule = PipelineScheduleKind::one_f_one_b;
+  PipelinePartition partition{{0}};
+  bool partition_given = false;  // --partition, else balanced
+
+  int stage_of(int rank) const { return rank % stages; }
+  int replica_of(int rank) const { return rank / stages; }
+  int rank_of(int stage, int replica) const { return replica * stages + stage; }
+  // The rows of a global batch of `global_rows` that replica d trains on.
+  BatchSlice replica_rows(int64_t global_rows, int replica) const;
+  // "pp=4,dp=1,micro_batches=8,schedule=1f1b,partition=1,1,1,1"
+  std::string grid() const;
+};
+
+// Throws InputError, the same on every rank, when P × D is not the world size, there are more
+// stages than blocks, --partition is malformed or does not sum to the blocks, a replica has no
+// rows, or M does not divide a replica's rows.
+PipelineLayout resolve_pipeline_layout(const PipelineOptions& options, const ModelConfig& model,
+                                       int64_t global_batch, int ranks);
+
+}  // namespace mlps

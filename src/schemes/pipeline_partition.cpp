@@ -1,0 +1,150 @@
+#include "src/schemes/pipeline_partition.h"
+
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+
+#include "src/errors.h"
+
+namespace mlps {
+
+PipelinePartition::PipelinePartition(std::vector<int64_t> blocks_per_stage)
+    : blocks_(std::move(blocks_per_stage)) {
+  if (blocks_.empty()) throw std::logic_error("PipelinePartition: no stage");
+  for (int64_t b : blocks_)
+    if (b < 0 || (b == 0 && blocks_.size() > 1))
+      throw std::logic_error("PipelinePartition: every stage of a pipeline needs a block");
+}
+
+int PipelinePartition::first_unit(int stage) const {
+  if (stage == 0) return 0;
+  int64_t unit = 1;  // after the embedding
+  for (int s = 0; s < stage; ++s) unit += blocks_[s];
+  return static_cast<int>(unit);
+}
+
+int PipelinePartition::end_unit(int stage) const {
+  int64_t unit = 1;
+  for (int s = 0; s <= stage; ++s) unit += blocks_[s];
+  return static_cast<int>(stage == stages() - 1 ? unit + 1 : unit);  // + the classifier
+}
+
+std::string PipelinePartition::text() const {
+  std::string out;
+  for (int64_t b : blocks_) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(b);
+  }
+  return out;
+}
+
+std::string PipelinePartition::unit_names(int stage) const {
+  std::vector<std::string> names;
+  if (stage == 0) names.push_back("embed");
+  const int64_t first_block = first_unit(stage) == 0 ? 0 : first_unit(stage) - 1;
+  const int64_t count = blocks_[stage];
+  if (count == 1) names.push_back("block" + std::to_string(first_block));
+  if (count > 1)
+    names.push_back("block" + std::to_string(first_block) + ".." +
+                    std::to_string(first_block + count - 1));
+  if (stage == stages() - 1) names.push_back("classifier");
+  std::string out;
+  for (const auto& name : names) {
+    if (!out.empty()) out += ',';
+    out += name;
+  }
+  return out;
+}
+
+std::vector<int64_t> unit_parameter_counts(const ModelConfig& c) {
+  const int64_t h = c.hidden;
+  const int64_t block = c.block == BlockKind::plain
+                            ? h * h + h
+                            : 2 * h + (h * c.ffn_hidden() + c.ffn_hidden()) + (c.ffn_hidden() * h + h);
+  std::vector<int64_t> counts{c.input_features() * h + h};
+  counts.insert(counts.end(), static_cast<size_t>(c.layers), block);
+  counts.push_back(h * c.classes + c.classes);
+  return counts;
+}
+
+namespace {
+
+void check_stage_count(const ModelConfig& config, int stages) {
+  if (stages > std::max<int64_t>(config.layers, 1))
+    throw InputError("--pp " + std::to_string(stages) + " exceeds the " +
+                     std::to_string(config.layers) + " blocks of the model (--layers " +
+                     std::to_string(config.layers) +
+                     "): every pipeline stage needs at least one block");
+}
+
+}  // namespace
+
+PipelinePartition balanced_partition(const ModelConfig& config, int stages) {
+  check_stage_count(config, stages);
+  const int64_t blocks = config.layers;
+  if (stages == 1) return PipelinePartition({blocks});
+  const std::vector<int64_t> units = unit_parameter_counts(config);
+  const int64_t block_cost = units[1];
+  const int64_t last = stages - 1;
+  // Cost of stage s holding n blocks.
+  auto cost = [&](int64_t s, int64_t n) {
+    return n * block_cost + (s == 0 ? units.front() : 0) + (s == last ? units.back() : 0);
+  };
+  // best[s][k]: the smallest possible largest cost of stages s..P−1 holding blocks k..L−1.
+  constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
+  std::vector<std::vector<int64_t>> best(stages, std::vector<int64_t>(blocks + 1, kNone));
+  for (int64_t k = 0; k < blocks; ++k) best[last][k] = cost(last, blocks - k);
+  for (int64_t s = last - 1; s >= 0; --s)
+    for (int64_t k = 0; k < blocks; ++k)
+      for (int64_t n = 1; k + n < blocks; ++n)
+        if (best[s + 1][k + n] != kNone)
+          best[s][k] = std::min(best[s][k], std::max(cost(s, n), best[s + 1][k + n]));
+  // Greedy from the first stage: the fewest blocks that still allow the optimum.
+  const int64_t optimum = best[0][0];
+  std::vector<int64_t> split;
+  int64_t k = 0;
+  for (int64_t s = 0; s < last; ++s) {
+    int64_t n = 1;
+    while (cost(s, n) > optimum || best[s + 1][k + n] > optimum) ++n;
+    split.push_back(n);
+    k += n;
+  }
+  split.push_back(blocks - k);
+  return PipelinePartition(split);
+}
+
+PipelinePartition parse_partition(const std::string& text, const ModelConfig& config,
+                                  int stages) {
+  check_stage_count(config, stages);
+  const std::string option = "--partition '" + text + "'";
+  std::vector<int64_t> split;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    const std::string item = text.substr(start, comma == std::string::npos ? comma : comma - start);
+    size_t used = 0;
+    long long value = 0;
+    try {
+      value = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size() || value < 1)
+      throw InputError(option + ": '" + item + "' is not a positive number of blocks");
+    split.push_back(value);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (static_cast<int>(split.size()) != stages)
+    throw InputError(option + " gives " + std::to_string(split.size()) +
+                     " stages, but --pp is " + std::to_string(stages));
+  int64_t total = 0;
+  for (int64_t b : split) total += b;
+  if (total != config.layers)
+    throw InputError(option + " sums to " + std::to_string(total) + " blocks, but the model has " +
+                     std::to_string(config.layers) + " (--layers " +
+                     std::to_string(config.layers) + ")");
+  return PipelinePartition(split);
+}
+
+}  // namespace mlps

@@ -1,0 +1,70 @@
+#include "src/schemes/pipeline_report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace mlps {
+namespace {
+
+// "12.0 KiB", "3.50 MiB": activation memory spans bytes to gigabytes.
+std::string human_bytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int unit = 0;
+  while (bytes >= 1024.0 && unit < 4) {
+    bytes /= 1024.0;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, "%.*f %s", unit == 0 ? 0 : 2, bytes, units[unit]);
+  return text;
+}
+
+}  // namespace
+
+void print_pipeline_report(const PipelineLayout& layout, int64_t micro_rows,
+                           const PipelineRankReport& mine, MPI_Comm world) {
+  constexpr int kFields = 5;
+  const double values[kFields] = {mine.step_seconds, mine.bubble_seconds, mine.bubble_fraction,
+                                  mine.activation_peak_bytes, mine.slot_bytes};
+  int rank = 0, ranks = 1;
+  MPI_Comm_rank(world, &rank);
+  MPI_Comm_size(world, &ranks);
+  std::vector<double> all(static_cast<size_t>(kFields) * ranks);
+  MPI_Gather(values, kFields, MPI_DOUBLE, all.data(), kFields, MPI_DOUBLE, 0, world);
+  if (rank != 0) return;
+
+  const int p = layout.stages, d = layout.replicas;
+  std::printf("pipeline: %d stage%s x %d replica%s (rank = replica*%d + stage), %d micro-batches "
+              "of %lld rows, schedule %s, partition %s (blocks per stage%s)\n",
+              p, p == 1 ? "" : "s", d, d == 1 ? "" : "s", p, layout.micro_batches,
+              (long long)micro_rows, to_string(layout.schedule), layout.partition.text().c_str(),
+              layout.partition_given ? ", --partition" : ", balanced by parameters");
+  std::printf("  %-5s %-24s %10s %10s %8s %14s %9s\n", "stage", "units", "step ms", "bubble ms",
+              "bubble", "activations", "micro-");
+  std::printf("  %-5s %-24s %10s %10s %8s %14s %9s\n", "", "", "(- data)", "", "", "peak",
+              "batches");
+  double fraction_sum = 0;
+  for (int s = 0; s < p; ++s) {
+    double step = 0, bubble = 0, fraction = 0, peak = 0, slot = 0;
+    for (int r = 0; r < d; ++r) {
+      const double* v = all.data() + static_cast<size_t>(layout.rank_of(s, r)) * kFields;
+      step += v[0] / d;
+      bubble += v[1] / d;
+      fraction += v[2] / d;
+      peak = std::max(peak, v[3]);
+      slot = std::max(slot, v[4]);
+    }
+    fraction_sum += fraction;
+    std::printf("  %-5d %-24s %10.3f %10.3f %7.1f%% %14s %9.2f\n", s,
+                layout.partition.unit_names(s).c_str(), step * 1e3, bubble * 1e3,
+                100.0 * fraction, human_bytes(peak).c_str(), slot > 0 ? peak / slot : 0.0);
+  }
+  std::printf("  bubble fraction: measured %.1f%% (mean over stages of bubble / (step - data)), "
+              "ideal (P-1)/(M+P-1) = %.1f%%\n",
+              100.0 * fraction_sum / p, 100.0 * ideal_bubble_fraction(p, layout.micro_batches));
+  std::fflush(stdout);
+}
+
+}  // namespace mlps

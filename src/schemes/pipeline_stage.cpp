@@ -1,0 +1,153 @@
+#include "src/schemes/pipeline_stage.h"
+
+#include <algorithm>
+
+namespace mlps {
+
+template <typename T>
+size_t StageActivations<T>::bytes() const {
+  size_t total = input.bytes() + labels.bytes() + probs.bytes() + output_grad.bytes();
+  for (const auto& b : outputs) total += b.bytes();
+  for (const auto& s : saved) total += s.bytes();
+  return total;
+}
+
+template <typename T>
+PipelineStage<T>::PipelineStage(Device& device, const ModelConfig& config, int first_unit,
+                                int end_unit, int64_t micro_rows, uint64_t seed)
+    : device_(device), config_(config), first_unit_(first_unit), end_unit_(end_unit),
+      params_(device, ParameterStorage::external) {
+  const int64_t h = config.hidden;
+  const int last_unit = static_cast<int>(config.layers) + 1;
+  auto on_stage = [&](int unit) { return unit >= first_unit && unit < end_unit; };
+  size_t first_param = 0, end_param = 0;
+  // Creates unit `unit`'s layers after `make`, noting where this stage's parameters are.
+  auto build = [&](int unit, auto make) {
+    const size_t before = params_.size();
+    make();
+    if (unit == first_unit) first_param = before;
+    if (on_stage(unit)) end_param = params_.size();
+  };
+  build(0, [&] {
+    embed_ = std::make_unique<LinearLayer<T>>(device, params_, "embed", config.input_features(), h);
+  });
+  if (on_stage(0)) units_.push_back({embed_.get(), nullptr, h});
+  for (int64_t l = 0; l < config.layers; ++l) {
+    const int unit = static_cast<int>(l) + 1;
+    build(unit, [&] {
+      // Blocks of other stages exist only for their parameters' identities: no memory.
+      blocks_.push_back(std::make_unique<MlpBlock<T>>(device, params_, "block" + std::to_string(l),
+                                                      config, on_stage(unit) ? micro_rows : 0,
+                                                      ActivationStorage::external));
+    });
+    if (on_stage(unit)) units_.push_back({nullptr, blocks_.back().get(), h});
+  }
+  build(last_unit, [&] {
+    classifier_ = std::make_unique<LinearLayer<T>>(device, params_, "classifier", h, config.classes);
+  });
+  if (on_stage(last_unit)) units_.push_back({classifier_.get(), nullptr, config.classes});
+
+  int64_t elements = 0;
+  for (size_t i = first_param; i < end_param; ++i) elements += params_[i].size();
+  values_ = Buffer<T>(device, elements);
+  grads_ = Buffer<T>(device, elements);
+  grads_.zero();
+  std::vector<T> host(static_cast<size_t>(elements));
+  int64_t offset = 0;
+  for (size_t i = first_param; i < end_param; ++i) {
+    Parameter<T>& p = params_[i];
+    fill_initial_shard(host.data() + offset, p.cols, seed, p.tensor_id, p.init, p.fan_in, 0, p.rows,
+                       0, p.cols);
+    p.value = Buffer<T>::view(device, values_.data() + offset, p.size());
+    p.grad = Buffer<T>::view(device, grads_.data() + offset, p.size());
+    offset += p.size();
+  }
+  values_.upload(host);
+
+  grad_a_ = Buffer<T>(device, micro_rows * h);
+  grad_b_ = Buffer<T>(device, micro_rows * h);
+  if (is_last()) grad_logits_ = Buffer<T>(device, micro_rows * config.classes);
+}
+
+template <typename T>
+int64_t PipelineStage<T>::input_features() const {
+  return is_first() ? config_.input_features() : config_.hidden;
+}
+
+template <typename T>
+int64_t PipelineStage<T>::output_features() const {
+  return is_last() ? config_.classes : config_.hidden;
+}
+
+template <typename T>
+StageActivations<T> PipelineStage<T>::make_activations(int64_t rows) const {
+  StageActivations<T> a;
+  a.input = Buffer<T>(device_, rows * input_features());
+  for (const Unit& u : units_) {
+    a.outputs.emplace_back(device_, rows * u.out_features);
+    a.saved.push_back(u.block ? u.block->make_activations(rows) : BlockActivations<T>{});
+  }
+  if (is_last()) {
+    a.labels = Buffer<int32_t>(device_, rows);
+    a.probs = Buffer<T>(device_, rows * config_.classes);
+  } else {
+    a.output_grad = Buffer<T>(device_, rows * config_.hidden);
+  }
+  return a;
+}
+
+template <typename T>
+void PipelineStage<T>::forward(StageActivations<T>& a, int64_t rows, T* row_loss) {
+  const T* x = a.input.data();
+  for (size_t i = 0; i < units_.size(); ++i) {
+    T* y = a.outputs[i].data();
+    if (units_[i].block) units_[i].block->forward(x, y, rows, a.saved[i]);
+    else units_[i].linear->forward(x, y, rows);
+    x = y;
+  }
+  if (is_last())
+    device_.softmax_xent_forward<T>(a.probs.data(), row_loss, a.outputs.back().data(),
+                                    a.labels.data(), rows, config_.classes);
+}
+
+template <typename T>
+void PipelineStage<T>::backward(StageActivations<T>& a, int64_t rows, int64_t global_batch,
+                                bool accumulate, T* input_grad) {
+  const T* dy = a.output_grad.data();
+  if (is_last()) {
+    device_.softmax_xent_backward<T>(grad_logits_.data(), a.probs.data(), a.labels.data(), rows,
+                                     config_.classes, 1.0 / static_cast<double>(global_batch));
+    dy = grad_logits_.data();
+  }
+  for (size_t i = units_.size(); i-- > 0;) {
+    const T* x = i == 0 ? a.input.data() : a.outputs[i - 1].data();
+    // Ping-pong through the scratch; the first unit's input gradient goes to the caller.
+    T* dx = i == 0 ? input_grad : (dy == grad_a_.data() ? grad_b_.data() : grad_a_.data());
+    if (units_[i].block)
+      units_[i].block->backward(x, a.outputs[i].data(), dy, dx, rows, accumulate, a.saved[i]);
+    else
+      units_[i].linear->backward(x, dy, dx, rows, accumulate);
+    dy = dx;
+  }
+}
+
+template <typename T>
+std::vector<int32_t> PipelineStage<T>::predictions(const StageActivations<T>& a,
+                                                   int64_t rows) const {
+  const int64_t classes = config_.classes;
+  std::vector<T> probs(static_cast<size_t>(rows * classes));
+  device_.to_host(probs.data(), a.probs.data(), sizeof(T) * probs.size());
+  std::vector<int32_t> predicted(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* row = probs.data() + r * classes;
+    predicted[r] = static_cast<int32_t>(std::max_element(row, row + classes) - row);
+  }
+  return predicted;
+}
+
+template struct StageActivations<float>;
+template struct StageActivations<double>;
+template class PipelineStage<float>;
+template class PipelineStage<double>;
+
+}  // namespace mlps

@@ -1,0 +1,338 @@
+#include "src/schemes/pipeline_trainer.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <utility>
+
+#include "src/driver/step_statistics.h"
+
+namespace mlps {
+namespace {
+
+using Pass = PipelineAction::Pass;
+
+int rank_in(MPI_Comm comm) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  return rank;
+}
+
+// A communicator over the world's ranks of the same `color`, ordered by `key`.
+std::unique_ptr<Communicator> split_communicator(CommBackend backend, const Device& device,
+                                                 MPI_Comm world, int color, int key,
+                                                 const std::string& name,
+                                                 std::shared_ptr<CommLog> log) {
+  MPI_Comm part = MPI_COMM_NULL;
+  MPI_Comm_split(world, color, key, &part);
+  auto comm = make_communicator(backend, device, part, name, std::move(log));
+  MPI_Comm_free(&part);
+  return comm;
+}
+
+}  // namespace
+
+template <typename T>
+PipelineTrainer<T>::PipelineTrainer(DeviceKind device, const ModelConfig& model,
+                                    const OptimizerConfig& optimizer, uint64_t seed,
+                                    int64_t global_batch, const PipelineLayout& layout,
+                                    CommBackend backend, MPI_Comm world)
+    : layout_(layout), stage_(layout.stage_of(rank_in(world))),
+      replica_(layout.replica_of(rank_in(world))), device_(device), world_(world),
+      log_(std::make_shared<CommLog>()),
+      pipe_(split_communicator(backend, device_, world, replica_, stage_, "pipe", log_)),
+      data_(layout.replicas > 1
+                ? split_communicator(backend, device_, world, stage_, replica_, "data", log_)
+                : nullptr),
+      post_early_(backend == CommBackend::mpi),
+      micro_rows_(layout.replica_rows(global_batch, replica_).count / layout.micro_batches),
+      stage_model_(device_, model, layout.partition.first_unit(stage_),
+                   layout.partition.end_unit(stage_), micro_rows_, seed),
+      optimizer_(device_, optimizer), parameter_count_(mlps::parameter_count(model)),
+      actions_(stage_actions(layout.schedule, stage_, layout.stages, layout.micro_batches)),
+      slots_(static_cast<size_t>(layout.micro_batches)) {
+  optimizer_.add(stage_model_.values(), stage_model_.grads(), stage_model_.parameter_elements());
+  if (!stage_model_.is_first())
+    for (auto& b : input_grads_) b = Buffer<T>(device_, micro_rows_ * model.hidden);
+  if (stage_model_.is_last())
+    row_loss_ = Buffer<T>(device_, micro_rows_ * layout.micro_batches);
+}
+
+template <typename T>
+BatchSlice PipelineTrainer<T>::batch_slice(int64_t global_rows) const {
+  return layout_.replica_rows(global_rows, replica_);
+}
+
+template <typename T>
+typename PipelineTrainer<T>::Slot& PipelineTrainer<T>::acquire_slot(int micro_batch,
+                                                                    int64_t rows) {
+  auto& slot = slots_[static_cast<size_t>(micro_batch)];
+  if (slot) return *slot;
+  slot = std::make_unique<Slot>();
+  slot->activations = stage_model_.make_activations(rows);
+  const size_t bytes = slot->activations.bytes();
+  slot_bytes_ = std::max(slot_bytes_, bytes);
+  activation_bytes_ += bytes;
+  activation_peak_bytes_ = std::max(activation_peak_bytes_, activation_bytes_);
+  return *slot;
+}
+
+template <typename T>
+void PipelineTrainer<T>::release_slot(int micro_batch) {
+  auto& slot = slots_[static_cast<size_t>(micro_batch)];
+  if (slot->output_send) slot->output_send->wait();  // its output buffer is still being sent
+  activation_bytes_ -= slot->activations.bytes();
+  slot.reset();
+}
+
+template <typename T>
+void PipelineTrainer<T>::post_input_recv(Slot& slot, int64_t rows) {
+  slot.input_recv = pipe_->recv_async(slot.activations.input.data(),
+                                      rows * stage_model_.input_features(), data_type_of<T>(),
+                                      stage_ - 1);
+}
+
+template <typename T>
+void PipelineTrainer<T>::post_grad_recv(Slot& slot, int64_t rows) {
+  slot.grad_recv = pipe_->recv_async(slot.activations.output_grad.data(),
+                                     rows * stage_model_.output_features(), data_type_of<T>(),
+                                     stage_ + 1);
+}
+
+template <typename T>
+void PipelineTrainer<T>::wait_for_neighbour(PendingComm& request) {
+  device_.synchronize();  // this stage's own work so far is compute, not bubble
+  exposed_seconds_ += log_->take_blocked_seconds();
+  const auto start = Clock::now();
+  request->wait();
+  device_.synchronize();
+  bubble_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
+  log_->take_blocked_seconds();  // this wait is bubble, not exposed communication
+  request.reset();
+}
+
+template <typename T>
+double PipelineTrainer<T>::take_blocked_comm_seconds() {
+  return std::exchange(exposed_seconds_, 0.0) + log_->take_blocked_seconds();
+}
+
+template <typename T>
+bool PipelineTrainer<T>::next_action_receives(size_t index) const {
+  if (index + 1 >= actions_.size()) return false;
+  return actions_[index + 1].pass == Pass::forward ? !stage_model_.is_first()
+                                                   : !stage_model_.is_last();
+}
+
+template <typename T>
+void PipelineTrainer<T>::upload_inputs(Slot& slot, const HostBatch& rows, int64_t first,
+                                       int64_t count) {
+  StageActivations<T>& a = slot.activations;
+  if (stage_model_.is_first()) {
+    const float* pixels = rows.pixels.data() + first * rows.features;
+    staged_.assign(pixels, pixels + count * rows.features);
+    device_.to_device(a.input.data(), staged_.data(), sizeof(T) * staged_.size());
+  }
+  if (stage_model_.is_last())
+    device_.to_device(a.labels.data(), rows.labels.data() + first,
+                      sizeof(int32_t) * static_cast<size_t>(count));
+}
+
+template <typename T>
+double PipelineTrainer<T>::train_step(const HostBatch& rows, int64_t global_batch,
+                                      PhaseTimer& timer) {
+  const auto step_start = Clock::now();
+  const int micro_batches = layout_.micro_batches;
+  if (rows.rows != micro_rows_ * micro_batches)
+    throw std::logic_error("PipelineTrainer: a step's rows must be the replica's share");
+  const int64_t n = micro_rows_;
+  const DataType type = data_type_of<T>();
+  const bool first = stage_model_.is_first(), last = stage_model_.is_last();
+
+  // Set aside the micro-batches this stage may hold at once, their inputs' receives posted.
+  int next_slot = 0;
+  if (post_early_ && !first) {
+    const int budget = max_in_flight(layout_.schedule, stage_, layout_.stages, micro_batches);
+    for (; next_slot < budget; ++next_slot) post_input_recv(acquire_slot(next_slot, n), n);
+  }
+  int backwards_done = 0;
+  for (size_t i = 0; i < actions_.size(); ++i) {
+    pipe_->progress();
+    const int m = actions_[i].micro_batch;
+    Slot& slot = acquire_slot(m, n);
+    // Waiting for the neighbour is bubble, outside the phases; a phase holds the compute and
+    // the sends it posts (and, as in bin/data, any wait for their completion).
+    if (actions_[i].pass == Pass::forward) {
+      if (!first) {
+        if (!slot.input_recv) post_input_recv(slot, n);
+        wait_for_neighbour(slot.input_recv);
+      }
+      ScopedPhase phase(timer, Phase::forward);
+      upload_inputs(slot, rows, m * n, n);
+      stage_model_.forward(slot.activations, n, last ? row_loss_.data() + m * n : nullptr);
+      if (!last) {
+        slot.output_send = pipe_->send_async(stage_model_.output(slot.activations),
+                                             n * stage_model_.output_features(), type, stage_ + 1);
+        if (post_early_) post_grad_recv(slot, n);
+        else if (!next_action_receives(i)) slot.output_send->wait();  // NCCL: launch it now
+      }
+      continue;
+    }
+    if (!last) {
+      if (!slot.grad_recv) post_grad_recv(slot, n);
+      wait_for_neighbour(slot.grad_recv);
+    }
+    ScopedPhase phase(timer, Phase::backward);
+    T* input_grad = nullptr;
+    auto& send = input_grad_sends_[backwards_done % 2];
+    if (!first) {
+      if (send) send->wait();  // the buffer's previous gradient has left
+      input_grad = input_grads_[backwards_done % 2].data();
+    }
+    stage_model_.backward(slot.activations, n, global_batch, backwards_done > 0, input_grad);
+    ++backwards_done;
+    if (!first) {
+      send = pipe_->send_async(input_grad, n * stage_model_.input_features(), type, stage_ - 1);
+      if (!post_early_ && !next_action_receives(i)) send->wait();  // NCCL: launch it now
+    }
+    release_slot(m);
+    if (post_early_ && !first && next_slot < micro_batches) {
+      post_input_recv(acquire_slot(next_slot, n), n);
+      ++next_slot;
+    }
+  }
+  {
+    ScopedPhase phase(timer, Phase::backward);
+    for (auto& send : input_grad_sends_)
+      if (send) {
+        send->wait();
+        send.reset();
+      }
+  }
+
+  // The flush: the loss is complete once the last stage's last forward is; a stage done
+  // earlier waits here for the slowest one (stage 0, whose backward ends the step).
+  double loss_sum = 0;
+  if (last)
+    for (T v : row_loss_.download()) loss_sum += static_cast<double>(v);
+  device_.synchronize();
+  const auto flush_start = Clock::now();
+  loss_sum = sum_over_ranks(loss_sum);
+  bubble_seconds_ += std::chrono::duration<double>(Clock::now() - flush_start).count();
+
+  if (data_) {
+    ScopedPhase phase(timer, Phase::backward);
+    data_->all_reduce(stage_model_.grads(), stage_model_.parameter_elements());
+  }
+  {
+    ScopedPhase phase(timer, Phase::optimizer);
+    optimizer_.step();
+  }
+  device_.synchronize();
+  step_history_.push_back(std::chrono::duration<double>(Clock::now() - step_start).count());
+  bubble_history_.push_back(bubble_seconds_);
+  return loss_sum / static_cast<double>(global_batch);
+}
+
+template <typename T>
+std::vector<double> PipelineTrainer<T>::take_extra_timings() {
+  return {std::exchange(bubble_seconds_, 0.0)};
+}
+
+template <typename T>
+double PipelineTrainer<T>::sum_over_ranks(double local) const {
+  double total = 0;
+  MPI_Allreduce(&local, &total, 1, MPI_DOUBLE, MPI_SUM, world_);
+  return total;
+}
+
+template <typename T>
+int64_t PipelineTrainer<T>::count_correct(const HostBatch& rows, int64_t /*global_rows*/) {
+  // A forward-only pass through the stages, in chunks of at most a micro-batch.
+  int64_t correct = 0;
+  const DataType type = data_type_of<T>();
+  for (int64_t first = 0; first < rows.rows; first += micro_rows_) {
+    const int64_t count = std::min(micro_rows_, rows.rows - first);
+    Slot slot;
+    slot.activations = stage_model_.make_activations(count);
+    if (!stage_model_.is_first()) {
+      post_input_recv(slot, count);
+      slot.input_recv->wait();
+    }
+    upload_inputs(slot, rows, first, count);
+    stage_model_.forward(slot.activations, count, row_loss_.data());
+    if (!stage_model_.is_last()) {
+      pipe_->send_async(stage_model_.output(slot.activations),
+                        count * stage_model_.output_features(), type, stage_ + 1)
+          ->wait();
+      continue;
+    }
+    const auto predicted = stage_model_.predictions(slot.activations, count);
+    for (int64_t r = 0; r < count; ++r) correct += predicted[r] == rows.labels[first + r];
+  }
+  // Evaluation traffic is not training communication: drop it from this iteration's log.
+  log_->take_totals();
+  log_->take_blocked_seconds();
+  exposed_seconds_ = 0;
+  return static_cast<int64_t>(sum_over_ranks(static_cast<double>(correct)));
+}
+
+template <typename T>
+std::vector<NamedTensor> PipelineTrainer<T>::gather_parameters() {
+  // Replica 0's stages (ranks 0..P−1) send their flat parameters to rank 0; in stage order
+  // they are every tensor in FcNet's order. Chunks keep each message within MPI's int counts.
+  constexpr int64_t kChunk = int64_t{1} << 28;
+  std::vector<NamedTensor> tensors;
+  if (replica_ != 0) return tensors;
+  const auto values =
+      Buffer<T>::view(device_, stage_model_.values(), stage_model_.parameter_elements()).download();
+  std::vector<double> mine(values.begin(), values.end());
+  if (stage_ != 0) {
+    auto count = static_cast<int64_t>(mine.size());
+    MPI_Send(&count, 1, MPI_INT64_T, 0, 0, world_);
+    for (int64_t at = 0; at < count; at += kChunk)
+      MPI_Send(mine.data() + at, static_cast<int>(std::min(kChunk, count - at)), MPI_DOUBLE, 0, 0,
+               world_);
+    return tensors;
+  }
+  std::vector<double> all = std::move(mine);
+  for (int s = 1; s < layout_.stages; ++s) {
+    int64_t count = 0;
+    MPI_Recv(&count, 1, MPI_INT64_T, layout_.rank_of(s, 0), 0, world_, MPI_STATUS_IGNORE);
+    const size_t start = all.size();
+    all.resize(start + static_cast<size_t>(count));
+    for (int64_t at = 0; at < count; at += kChunk)
+      MPI_Recv(all.data() + start + at, static_cast<int>(std::min(kChunk, count - at)), MPI_DOUBLE,
+               layout_.rank_of(s, 0), 0, world_, MPI_STATUS_IGNORE);
+  }
+  int64_t offset = 0;
+  for (const auto& p : stage_model_.parameters()) {
+    tensors.push_back({p->name, std::vector<double>(all.begin() + offset,
+                                                    all.begin() + offset + p->size())});
+    offset += p->size();
+  }
+  return tensors;
+}
+
+template <typename T>
+PipelineRankReport PipelineTrainer<T>::report(int64_t warmup) const {
+  PipelineRankReport r;
+  std::vector<double> steps, bubbles, fractions;
+  for (size_t i = static_cast<size_t>(std::max<int64_t>(warmup, 0)); i < step_history_.size();
+       ++i) {
+    steps.push_back(step_history_[i]);
+    bubbles.push_back(bubble_history_[i]);
+    fractions.push_back(step_history_[i] > 0 ? bubble_history_[i] / step_history_[i] : 0.0);
+  }
+  if (!steps.empty()) {
+    r.step_seconds = median(steps);
+    r.bubble_seconds = median(bubbles);
+    r.bubble_fraction = median(fractions);
+  }
+  r.activation_peak_bytes = static_cast<double>(activation_peak_bytes_);
+  r.slot_bytes = static_cast<double>(slot_bytes_);
+  return r;
+}
+
+template class PipelineTrainer<float>;
+template class PipelineTrainer<double>;
+
+}  // namespace mlps

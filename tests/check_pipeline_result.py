@@ -1,0 +1,86 @@
+"""Checks a bin/pipeline result file against the analytic pipeline volumes.
+
+usage: check_pipeline_result.py FILE
+Per iteration and rank (stage s of replica d, rank = d*P + s), fp64 or fp32 as recorded:
+  sendrecv:pipe  every activation [rows_d x H] sent forward and its gradient sent back, counted
+                 on both ends: 2 * rows_d * H * bytes per neighbour (a middle stage has two,
+                 the end stages one, a single stage none);
+  allreduce:data (D > 1) the stage's parameter count * bytes: its gradients, once;
+  /timing/bubble present, >= 0, and bubble + exposed_comm <= step (receive waits are bubble,
+  not exposed communication: the two must not overlap).
+Prints one line; exit status 1 on a mismatch.
+"""
+import json
+import sys
+
+import h5py
+import numpy as np
+
+
+def stage_parameters(config, partition):
+    h, s2, f = config["hidden"], config["image-size"] ** 2, config["ffn-mult"] * config["hidden"]
+    block = h * h + h if config["block"] == "plain" else 2 * h + (h * f + f) + (f * h + h)
+    counts = []
+    for s, blocks in enumerate(partition):
+        n = blocks * block
+        if s == 0:
+            n += s2 * h + h
+        if s == len(partition) - 1:
+            n += h * 10 + 10
+        counts.append(n)
+    return counts
+
+
+def main():
+    path = sys.argv[1]
+    with h5py.File(path, "r") as f:
+        # "pp=4,dp=1,micro_batches=8,schedule=1f1b,partition=1,1,1,1"
+        head, blocks = f.attrs["grid"].split(",partition=")
+        grid = dict(item.split("=", 1) for item in head.split(","))
+        partition = [int(b) for b in blocks.split(",")]
+        parameters = int(f.attrs["parameters"])
+        config = json.loads(f.attrs["config_json"])
+        element = 8 if f.attrs["precision"] == "fp64" else 4
+        comm = {k: f["comm"][k]["bytes"][()] for k in f["comm"]}
+        bubble = f["timing"]["bubble"][()] if "bubble" in f["timing"] else None
+        exposed = f["timing"]["exposed_comm"][()]
+        step = f["timing"]["step"][()]
+    p, d = int(grid["pp"]), int(grid["dp"])
+    batch, hidden = config["batch"], config["hidden"]
+    problems = []
+    params = stage_parameters(config, partition)
+    if sum(params) != parameters:
+        problems.append(f"stage parameters {params} do not sum to the model's")
+    expected = {}
+    if p > 1:
+        expected["sendrecv:pipe"] = np.zeros(p * d)
+    if d > 1:
+        expected["allreduce:data"] = np.zeros(p * d)
+    for rank in range(p * d):
+        s, r = rank % p, rank // p
+        rows = batch * (r + 1) // d - batch * r // d
+        neighbours = (s > 0) + (s < p - 1)
+        if p > 1:
+            expected["sendrecv:pipe"][rank] = 2 * neighbours * rows * hidden * element
+        if d > 1:
+            expected["allreduce:data"][rank] = params[s] * element
+    if set(comm) != set(expected):
+        problems.append(f"kinds {sorted(comm)} != {sorted(expected)}")
+    else:
+        for kind, want in expected.items():
+            if not np.all(comm[kind] == want[None, :]):
+                problems.append(f"{kind} bytes {np.unique(comm[kind])} != {np.unique(want)}")
+    if bubble is None:
+        problems.append("no /timing/bubble")
+    elif np.any(bubble < 0) or np.any(bubble + exposed > step + 1e-6):
+        problems.append("bubble + exposed communication outside [0, step] (counted twice?)")
+    if problems:
+        print(f"{path}: " + "; ".join(problems))
+        return 1
+    kinds = ", ".join(f"{k} {sorted({int(x) for x in v[0]})} B" for k, v in sorted(comm.items()))
+    print(f"volumes ok ({kinds or 'no communication'}), bubble + exposed comm <= step")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# MPI equivalence tests of bin/pipeline on the CPU backend in fp64 (ranks oversubscribed): for
+# P = 2, 3, 4 stages, both schedules and M = 1, P, 2P micro-batches, and for P x D = 4 with
+# D = 2 replicas, the run must match serial (--verify: losses and final weights within 1e-10
+# relative), each iteration's recorded p2p and all-reduce bytes must equal the analytic volumes
+# (tests/check_pipeline_result.py), and each stage's peak activation memory must be M
+# micro-batches under GPipe and min(P - s, M) under 1F1B. Bad grids must fail on every rank
+# with one line each, never hang (every run has a timeout). Ends with "N passed, N failed".
+# Evaluation (a forward-only pass through the stages) must give serial's test accuracy.
+# PIPELINE=path and SERIAL=path run other builds of the executables.
+set -u -o pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+
+repo=$PWD
+pipeline=${PIPELINE:-$repo/bin/pipeline}
+serial=${SERIAL:-$repo/bin/serial}
+python=$repo/.venv/bin/python3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export OPENBLAS_NUM_THREADS=1
+passed=0
+failed=0
+ok() { echo "ok - $1"; passed=$((passed + 1)); }
+not_ok() { echo "not ok - $1: $2"; failed=$((failed + 1)); }
+
+# 24 rows: every M below divides the replica's rows (24, or 12 with D = 2).
+tiny=(--hidden 12 --layers 4 --image-size 5 --ffn-mult 2 --batch 24 --iters 3 --warmup 1
+      --print-every 0 --eval-samples 30 --precision fp64)
+have_h5py=0
+[[ -x $python ]] && "$python" -c 'import h5py' 2>/dev/null && have_h5py=1
+
+# The micro-batches column of each stage row of the report must be what the schedule holds.
+check_activation_slots() {
+  local log=$1 schedule=$2 stages=$3 micro=$4
+  awk -v sched="$schedule" -v p="$stages" -v m="$micro" '
+    /^pipeline: / { table = 1; next }
+    table && /^  [0-9]+ / {
+      s = $1; want = (sched == "gpipe" || p - s > m) ? m : p - s
+      if ($NF + 0 != want) { printf "stage %d holds %s micro-batches, not %d\n", s, $NF, want; bad = 1 }
+      rows++
+    }
+    END { if (rows != p) { printf "%d stage rows, not %d\n", rows, p; bad = 1 }; exit bad }' "$log"
+}
+
+run_case() {
+  local ranks=$1 name=$2
+  shift 2
+  local out=$tmp/run.h5 log=$tmp/log status=0
+  rm -f "$out"
+  timeout 120 mpiexec -n "$ranks" "$pipeline" "${tiny[@]}" "$@" --verify --out "$out" \
+    >"$log" 2>&1 || status=$?
+  if ((status != 0)); then
+    not_ok "$name" "exit status $status ($(tail -n 2 "$log" | tr '\n' ' '))"
+    return
+  fi
+  if ! grep -q "verify: PASS" "$log"; then
+    not_ok "$name" "$(grep 'verify:' "$log" | tail -n 1)"
+    return
+  fi
+  local schedule=1f1b pp=$ranks dp=1 micro=4 why
+  while (($#)); do
+    case $1 in
+      --schedule) schedule=$2 ;;
+      --pp) pp=$2 ;;
+      --dp) dp=$2 ;;
+      --micro-batches) micro=$2 ;;
+    esac
+    shift
+  done
+  ((dp > 1 && pp == ranks)) && pp=$((ranks / dp))
+  if ! why=$(check_activation_slots "$log" "$schedule" "$pp" "$micro"); then
+    not_ok "$name activation memory" "$why"
+    return
+  fi
+  if ((have_h5py)); then
+    if ! why=$("$python" tests/check_pipeline_result.py "$out"); then
+      not_ok "$name volumes" "$why"
+      return
+    fi
+  else
+    why="volumes not checked: h5py not available in .venv"
+  fi
+  ok "$name matches serial ($(grep -o 'worst relative error [^ ]*' "$log")); $why"
+}
+
+for p in 2 3 4; do
+  for schedule in gpipe 1f1b; do
+    for m in 1 "$p" $((2 * p)); do
+      run_case "$p" "P=$p $schedule M=$m" --pp "$p" --schedule "$schedule" --micro-batches "$m"
+    done
+  done
+done
+run_case 4 "P=2 x D=2 gpipe M=2" --pp 2 --dp 2 --schedule gpipe --micro-batches 2
+run_case 4 "P=2 x D=2 1f1b M=4" --pp 2 --dp 2 --schedule 1f1b --micro-batches 4
+run_case 4 "P=1 x D=4 (data parallel through the pipeline code) M=3" --dp 4 --micro-batches 3
+run_case 3 "P=3 --partition 2,1,1, plain blocks" --pp 3 --partition 2,1,1 --block plain \
+  --micro-batches 3
+# Uneven replicas: 25 rows over D = 3 are 8, 8 and 9; M = 1 divides them all.
+run_case 3 "P=1 x D=3, uneven replicas, sgd" --dp 3 --batch 25 --micro-batches 1 --optimizer sgd
+
+# Evaluation after each epoch: a 48-sample IDX training split (2 epochs of 2 steps) and a
+# 30-sample test split (evaluated in batches of 24 and 6 rows).
+python3 - "$tmp/idx" <<'PY'
+import os, struct, sys
+d = sys.argv[1]
+os.makedirs(d)
+def write(name, magic, dims, data):
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(struct.pack(">I", magic) + b"".join(struct.pack(">I", n) for n in dims) + bytes(data))
+# Learnable: class y lights up every pixel whose index is y mod 10, over patterned noise.
+for split, n, step in (("train", 48, 37), ("t10k", 30, 53)):
+    labels = [(i * 3 + i // 5) % 10 for i in range(n)]
+    pixels = [255 if p % 10 == labels[i] else (i * step + p) % 97 for i in range(n) for p in range(64)]
+    write(f"{split}-images-idx3-ubyte", 0x803, (n, 8, 8), pixels)
+    write(f"{split}-labels-idx1-ubyte", 0x801, (n,), labels)
+PY
+evaluation=(--hidden 12 --layers 4 --image-size 8 --ffn-mult 2 --batch 24 --epochs 2 --warmup 0
+            --print-every 0 --precision fp64 --lr 0.02 --data "idx:$tmp/idx")
+if timeout 60 mpiexec -n 1 "$serial" "${evaluation[@]}" --out "$tmp/serial.h5" >"$tmp/serial.log" 2>&1; then
+  want=$(grep -o 'test accuracy [0-9.]*' "$tmp/serial.log" | tr '\n' ' ')
+  for grid in "3 --pp 3 --micro-batches 2" "4 --pp 2 --dp 2 --schedule gpipe --micro-batches 4"; do
+    read -r ranks args <<<"$grid"
+    status=0
+    # shellcheck disable=SC2086
+    timeout 60 mpiexec -n "$ranks" "$pipeline" "${evaluation[@]}" $args --out "$tmp/eval.h5" \
+      >"$tmp/eval.log" 2>&1 || status=$?
+    if ((status != 0)); then
+      not_ok "evaluation, $args" "exit status $status ($(tail -n 2 "$tmp/eval.log" | tr '\n' ' '))"
+      continue
+    fi
+    got=$(grep -o 'test accuracy [0-9.]*' "$tmp/eval.log" | tr '\n' ' ')
+    if [[ -n $want && $got == "$want" ]]; then
+      ok "evaluation, $args: $got as serial"
+    else
+      not_ok "evaluation, $args" "'$got' where serial has '$want'"
+    fi
+  done
+else
+  not_ok "evaluation" "bin/serial failed: $(tail -n 2 "$tmp/serial.log" | tr '\n' ' ')"
+fi
+
+# Bad grids and splits: non-zero exit on every rank, one line per rank naming the problem.
+expect_refusal() {
+  local name=$1 ranks=$2 pattern=$3
+  shift 3
+  local status=0
+  timeout 60 mpiexec -n "$ranks" "$pipeline" "${tiny[@]}" "$@" >"$tmp/out" 2>"$tmp/err" || status=$?
+  local lines
+  lines=$(grep -c . "$tmp/err")
+  if ((status == 0 || status == 124)); then
+    not_ok "$name" "exit status $status"
+  elif [[ $lines -ne $ranks ]] || [[ $(grep -c -- "$pattern" "$tmp/err") -ne $ranks ]]; then
+    not_ok "$name" "expected $ranks lines naming '$pattern', got: $(tr '\n' '|' <"$tmp/err")"
+  else
+    ok "$name is refused on every rank ($(head -n 1 "$tmp/err" | sed 's/^[^:]*: error: //'))"
+  fi
+}
+expect_refusal "--partition 1,1,1 (3 of the 4 blocks)" 3 "--partition '1,1,1'" --pp 3 --partition 1,1,1
+expect_refusal "--partition 1,x,2" 3 "--partition '1,x,2'" --pp 3 --partition 1,x,2
+expect_refusal "--partition 2,2 with --pp 3" 3 "--partition '2,2'" --pp 3 --partition 2,2
+expect_refusal "--micro-batches 5 not dividing 24 rows" 2 "--micro-batches 5" --pp 2 --micro-batches 5
+expect_refusal "--micro-batches 4 not dividing 6 rows per replica" 4 "--micro-batches 4" \
+  --pp 2 --dp 2 --batch 12 --micro-batches 4
+expect_refusal "--pp 4 with 2 blocks" 4 "--pp 4" --pp 4 --layers 2
+expect_refusal "--pp 3 x --dp 2 on 4 ranks" 4 "--pp 3" --pp 3 --dp 2
+expect_refusal "--schedule zigzag" 2 "--schedule" --schedule zigzag
+
+echo "$passed passed, $failed failed"
+((failed == 0))
