@@ -29,10 +29,12 @@ for ranks in 1 2 3 4; do
     name="$ranks ranks, zero $zero${extra:+ $extra}"
     out=$tmp/run-$ranks-$zero${extra:+-no-overlap}.h5
     log=$tmp/log
+    local_status=0
     # shellcheck disable=SC2086
-    if ! timeout 120 mpiexec -n "$ranks" bin/data "${tiny[@]}" --zero "$zero" $extra --verify \
-        --out "$out" >"$log" 2>&1; then
-      not_ok "$name" "exit status $? ($(tail -n 2 "$log" | tr '\n' ' '))"
+    timeout 120 mpiexec -n "$ranks" bin/data "${tiny[@]}" --zero "$zero" $extra --verify \
+      --out "$out" >"$log" 2>&1 || local_status=$?
+    if ((local_status != 0)); then
+      not_ok "$name" "exit status $local_status ($(tail -n 2 "$log" | tr '\n' ' '))"
       continue
     fi
     if ! grep -q "verify: PASS" "$log"; then
