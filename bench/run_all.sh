@@ -47,6 +47,17 @@ for grid in "4 1" "2 2" "1 4"; do
 done
 .venv/bin/python analysis/run_table.py results/bench/tensor1d-tp{4-dp1,2-dp2,1-dp4}.h5
 
+# 2D SUMMA tensor parallelism on 4 ranks: q = 2 against q = 1 x dp = 4 (data parallelism
+# through the same code): communication volumes and peak memory per rank.
+echo
+echo "== bin/tensor2d on 4 ranks: --tp-dims 2,2 and --tp-dims 1,1 --dp 4"
+t2d_shape=(--hidden 512 --layers 4 --image-size 32 --batch 64 --iters 12 --warmup 2 --print-every 0)
+OPENBLAS_NUM_THREADS=1 mpiexec -n 4 bin/tensor2d "${t2d_shape[@]}" --tp-dims 2,2 \
+  --out results/bench/tensor2d-q2.h5 >/dev/null
+OPENBLAS_NUM_THREADS=1 mpiexec -n 4 bin/tensor2d "${t2d_shape[@]}" --tp-dims 1,1 --dp 4 \
+  --out results/bench/tensor2d-q1-dp4.h5 >/dev/null
+.venv/bin/python analysis/run_table.py results/bench/tensor2d-q2.h5 results/bench/tensor2d-q1-dp4.h5
+
 echo
 echo "== bin/pipeline on 4 ranks: bubble vs micro-batches, GPipe vs 1F1B activation memory"
 bash bench/pipeline_bubble.sh

@@ -9,7 +9,7 @@
 #include "src/errors.h"
 #include "src/mpi_session.h"
 #include "src/results/run_info.h"
-#include "src/schemes/tensor1d/comm_volume_report.h"
+#include "src/driver/comm_volume_report.h"
 #include "src/schemes/tensor1d/tensor1d_trainer.h"
 
 namespace mlps {

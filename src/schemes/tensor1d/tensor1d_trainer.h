@@ -19,7 +19,7 @@
 #include "src/driver/trainer.h"
 #include "src/model/parameter.h"
 #include "src/optim/optimizer.h"
-#include "src/schemes/tensor1d/comm_volume_report.h"
+#include "src/driver/comm_volume_report.h"
 #include "src/schemes/tensor1d/tensor1d_model.h"
 
 namespace mlps {

@@ -1,4 +1,4 @@
-#include "src/schemes/tensor1d/comm_volume_report.h"
+#include "src/driver/comm_volume_report.h"
 
 #include <set>
 

@@ -1,0 +1,142 @@
+// CPU twins of the sliced-row kernels (LayerNorm split at its row reductions, sub-matrix copy).
+// Sums in double over eight lanes, as layernorm_cpu.cpp, so a row split into one slice gives
+// LayerNorm's own results.
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/lane_sum.h"
+#include "kernels/sliced_rows.h"
+
+namespace mlps::cpu {
+
+template <typename T>
+void row_moments(T* moments, const T* x, int64_t rows, int64_t cols) {
+  if (cols == 0) return;
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * cols;
+    const double mu =
+        detail::lane_sum(cols, [&](int64_t c) { return static_cast<double>(xr[c]); }) /
+        static_cast<double>(cols);
+    const double m2 = detail::lane_sum(cols, [&](int64_t c) {
+      const double d = static_cast<double>(xr[c]) - mu;
+      return d * d;
+    });
+    moments[2 * r] = static_cast<T>(mu);
+    moments[2 * r + 1] = static_cast<T>(m2);
+  }
+}
+
+template <typename T>
+void combine_row_moments(T* mean, T* rstd, const T* moments, int64_t parts, int64_t rows,
+                         int64_t cols_per_part, double eps) {
+  if (parts == 0 || cols_per_part == 0) return;
+  const double n = static_cast<double>(cols_per_part);
+  for (int64_t r = 0; r < rows; ++r) {
+    auto part = [&](int64_t p, int which) {
+      return static_cast<double>(moments[(p * rows + r) * 2 + which]);
+    };
+    double mu = 0.0;
+    for (int64_t p = 0; p < parts; ++p) mu += part(p, 0);
+    mu /= static_cast<double>(parts);
+    double m2 = 0.0;
+    for (int64_t p = 0; p < parts; ++p) {
+      const double d = part(p, 0) - mu;
+      m2 += part(p, 1) + n * d * d;
+    }
+    mean[r] = static_cast<T>(mu);
+    rstd[r] = static_cast<T>(1.0 / std::sqrt(m2 / (n * static_cast<double>(parts)) + eps));
+  }
+}
+
+template <typename T>
+void layernorm_apply(T* y, const T* x, const T* mean, const T* rstd, const T* gamma,
+                     const T* beta, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const double mu = static_cast<double>(mean[r]);
+    const double rs = static_cast<double>(rstd[r]);
+    const T* xr = x + r * cols;
+    T* yr = y + r * cols;
+    for (int64_t c = 0; c < cols; ++c)
+      yr[c] = static_cast<T>((static_cast<double>(xr[c]) - mu) * rs *
+                                 static_cast<double>(gamma[c]) +
+                             static_cast<double>(beta[c]));
+  }
+}
+
+template <typename T>
+void layernorm_backward_partial(T* sums, T* dgamma, T* dbeta, const T* dy, const T* x,
+                                const T* mean, const T* rstd, const T* gamma, int64_t rows,
+                                int64_t cols, bool accumulate) {
+  std::vector<double> dgamma_sum(static_cast<size_t>(cols), 0.0);
+  std::vector<double> dbeta_sum(static_cast<size_t>(cols), 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * cols;
+    const T* dyr = dy + r * cols;
+    const double mu = static_cast<double>(mean[r]);
+    const double rs = static_cast<double>(rstd[r]);
+    auto xhat = [&](int64_t c) { return (static_cast<double>(xr[c]) - mu) * rs; };
+    auto dxhat = [&](int64_t c) {
+      return static_cast<double>(dyr[c]) * static_cast<double>(gamma[c]);
+    };
+    sums[2 * r] = static_cast<T>(detail::lane_sum(cols, dxhat));
+    sums[2 * r + 1] =
+        static_cast<T>(detail::lane_sum(cols, [&](int64_t c) { return dxhat(c) * xhat(c); }));
+    for (int64_t c = 0; c < cols; ++c) {
+      const double g = static_cast<double>(dyr[c]);
+      dgamma_sum[c] += g * xhat(c);
+      dbeta_sum[c] += g;
+    }
+  }
+  for (int64_t c = 0; c < cols; ++c) {
+    dgamma[c] = static_cast<T>(accumulate ? static_cast<double>(dgamma[c]) + dgamma_sum[c]
+                                          : dgamma_sum[c]);
+    dbeta[c] = static_cast<T>(accumulate ? static_cast<double>(dbeta[c]) + dbeta_sum[c]
+                                         : dbeta_sum[c]);
+  }
+}
+
+template <typename T>
+void layernorm_backward_apply(T* dx, const T* dy, const T* x, const T* mean, const T* rstd,
+                              const T* gamma, const T* sums, int64_t rows, int64_t cols,
+                              int64_t total_cols) {
+  if (total_cols == 0) return;
+  const double inv_total = 1.0 / static_cast<double>(total_cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * cols;
+    const T* dyr = dy + r * cols;
+    T* dxr = dx + r * cols;
+    const double mu = static_cast<double>(mean[r]);
+    const double rs = static_cast<double>(rstd[r]);
+    const double mean_dxhat = static_cast<double>(sums[2 * r]) * inv_total;
+    const double mean_dxhat_xhat = static_cast<double>(sums[2 * r + 1]) * inv_total;
+    for (int64_t c = 0; c < cols; ++c) {
+      const double xhat = (static_cast<double>(xr[c]) - mu) * rs;
+      const double dxhat = static_cast<double>(dyr[c]) * static_cast<double>(gamma[c]);
+      dxr[c] = static_cast<T>(rs * (dxhat - mean_dxhat - xhat * mean_dxhat_xhat));
+    }
+  }
+}
+
+template <typename T>
+void copy_2d(T* dst, int64_t dst_ld, const T* src, int64_t src_ld, int64_t rows, int64_t cols) {
+  if (cols <= 0) return;
+  for (int64_t r = 0; r < rows; ++r)
+    std::memcpy(dst + r * dst_ld, src + r * src_ld, sizeof(T) * static_cast<size_t>(cols));
+}
+
+#define MLPS_INSTANTIATE(T)                                                                   \
+  template void row_moments<T>(T*, const T*, int64_t, int64_t);                              \
+  template void combine_row_moments<T>(T*, T*, const T*, int64_t, int64_t, int64_t, double);  \
+  template void layernorm_apply<T>(T*, const T*, const T*, const T*, const T*, const T*,      \
+                                   int64_t, int64_t);                                         \
+  template void layernorm_backward_partial<T>(T*, T*, T*, const T*, const T*, const T*,       \
+                                              const T*, const T*, int64_t, int64_t, bool);    \
+  template void layernorm_backward_apply<T>(T*, const T*, const T*, const T*, const T*,       \
+                                            const T*, const T*, int64_t, int64_t, int64_t);   \
+  template void copy_2d<T>(T*, int64_t, const T*, int64_t, int64_t, int64_t);
+MLPS_INSTANTIATE(float)
+MLPS_INSTANTIATE(double)
+#undef MLPS_INSTANTIATE
+
+}  // namespace mlps::cpu

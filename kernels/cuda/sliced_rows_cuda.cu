@@ -1,0 +1,223 @@
+// CUDA twins of the sliced-row kernels: row reductions with one block per row (in double, as
+// layernorm_cuda.cu), element-wise applies as grid-stride loops, dgamma/dbeta as column
+// reductions without atomics, the sub-matrix copy as cudaMemcpy2DAsync.
+#include "kernels/cuda/block_reduce.cuh"
+#include "kernels/cuda/cuda_context.h"
+#include "kernels/sliced_rows.h"
+
+namespace mlps::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+template <typename T>
+__global__ void row_moments_kernel(T* moments, const T* x, int64_t rows, int64_t cols) {
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T* xr = x + r * cols;
+    double sum = 0.0;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) sum += static_cast<double>(xr[c]);
+    const double mu = detail::block_sum(sum) / static_cast<double>(cols);
+    double sq = 0.0;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      const double d = static_cast<double>(xr[c]) - mu;
+      sq += d * d;
+    }
+    const double m2 = detail::block_sum(sq);
+    if (threadIdx.x == 0) {
+      moments[2 * r] = static_cast<T>(mu);
+      moments[2 * r + 1] = static_cast<T>(m2);
+    }
+  }
+}
+
+template <typename T>
+__global__ void combine_row_moments_kernel(T* mean, T* rstd, const T* moments, int64_t parts,
+                                           int64_t rows, int64_t cols_per_part, double eps) {
+  const double n = static_cast<double>(cols_per_part);
+  for (int64_t r = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; r < rows;
+       r += int64_t{gridDim.x} * blockDim.x) {
+    double mu = 0.0;
+    for (int64_t p = 0; p < parts; ++p) mu += static_cast<double>(moments[(p * rows + r) * 2]);
+    mu /= static_cast<double>(parts);
+    double m2 = 0.0;
+    for (int64_t p = 0; p < parts; ++p) {
+      const double d = static_cast<double>(moments[(p * rows + r) * 2]) - mu;
+      m2 += static_cast<double>(moments[(p * rows + r) * 2 + 1]) + n * d * d;
+    }
+    mean[r] = static_cast<T>(mu);
+    rstd[r] = static_cast<T>(1.0 / sqrt(m2 / (n * static_cast<double>(parts)) + eps));
+  }
+}
+
+template <typename T>
+__global__ void layernorm_apply_kernel(T* y, const T* x, const T* mean, const T* rstd,
+                                       const T* gamma, const T* beta, int64_t n, int64_t cols) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t r = i / cols;
+    const int64_t c = i % cols;
+    y[i] = static_cast<T>((static_cast<double>(x[i]) - static_cast<double>(mean[r])) *
+                              static_cast<double>(rstd[r]) * static_cast<double>(gamma[c]) +
+                          static_cast<double>(beta[c]));
+  }
+}
+
+template <typename T>
+__global__ void backward_row_sums_kernel(T* sums, const T* dy, const T* x, const T* mean,
+                                         const T* rstd, const T* gamma, int64_t rows,
+                                         int64_t cols) {
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T* xr = x + r * cols;
+    const T* dyr = dy + r * cols;
+    const double mu = static_cast<double>(mean[r]);
+    const double rs = static_cast<double>(rstd[r]);
+    double sum_dxhat = 0.0;
+    double sum_dxhat_xhat = 0.0;
+    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+      const double dxhat = static_cast<double>(dyr[c]) * static_cast<double>(gamma[c]);
+      sum_dxhat += dxhat;
+      sum_dxhat_xhat += dxhat * (static_cast<double>(xr[c]) - mu) * rs;
+    }
+    const double total_dxhat = detail::block_sum(sum_dxhat);
+    const double total_dxhat_xhat = detail::block_sum(sum_dxhat_xhat);
+    if (threadIdx.x == 0) {
+      sums[2 * r] = static_cast<T>(total_dxhat);
+      sums[2 * r + 1] = static_cast<T>(total_dxhat_xhat);
+    }
+  }
+}
+
+template <typename T>
+__global__ void param_grad_kernel(T* dgamma, T* dbeta, const T* dy, const T* x, const T* mean,
+                                  const T* rstd, int64_t rows, int64_t cols, bool accumulate) {
+  __shared__ double partial_gamma[detail::kRowLanes][detail::kColumnTile + 1];
+  __shared__ double partial_beta[detail::kRowLanes][detail::kColumnTile + 1];
+  const int64_t c = blockIdx.x * int64_t{detail::kColumnTile} + threadIdx.x;
+  double sum_gamma = 0.0;
+  double sum_beta = 0.0;
+  if (c < cols) {
+    for (int64_t r = threadIdx.y; r < rows; r += detail::kRowLanes) {
+      const double g = static_cast<double>(dy[r * cols + c]);
+      const double xhat = (static_cast<double>(x[r * cols + c]) - static_cast<double>(mean[r])) *
+                          static_cast<double>(rstd[r]);
+      sum_gamma += g * xhat;
+      sum_beta += g;
+    }
+  }
+  partial_gamma[threadIdx.y][threadIdx.x] = sum_gamma;
+  partial_beta[threadIdx.y][threadIdx.x] = sum_beta;
+  __syncthreads();
+  if (threadIdx.y == 0 && c < cols) {
+    double total_gamma = 0.0;
+    double total_beta = 0.0;
+    for (int lane = 0; lane < detail::kRowLanes; ++lane) {
+      total_gamma += partial_gamma[lane][threadIdx.x];
+      total_beta += partial_beta[lane][threadIdx.x];
+    }
+    dgamma[c] = static_cast<T>(accumulate ? static_cast<double>(dgamma[c]) + total_gamma
+                                          : total_gamma);
+    dbeta[c] =
+        static_cast<T>(accumulate ? static_cast<double>(dbeta[c]) + total_beta : total_beta);
+  }
+}
+
+template <typename T>
+__global__ void backward_apply_kernel(T* dx, const T* dy, const T* x, const T* mean,
+                                      const T* rstd, const T* gamma, const T* sums, int64_t n,
+                                      int64_t cols, double inv_total) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t r = i / cols;
+    const int64_t c = i % cols;
+    const double rs = static_cast<double>(rstd[r]);
+    const double xhat = (static_cast<double>(x[i]) - static_cast<double>(mean[r])) * rs;
+    const double dxhat = static_cast<double>(dy[i]) * static_cast<double>(gamma[c]);
+    dx[i] = static_cast<T>(rs * (dxhat - static_cast<double>(sums[2 * r]) * inv_total -
+                                 xhat * static_cast<double>(sums[2 * r + 1]) * inv_total));
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void row_moments(T* moments, const T* x, int64_t rows, int64_t cols) {
+  if (rows == 0 || cols == 0) return;
+  row_moments_kernel<<<detail::grid_blocks(rows, 1), detail::row_block_threads(cols), 0,
+                       detail::stream()>>>(moments, x, rows, cols);
+  MLPS_CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void combine_row_moments(T* mean, T* rstd, const T* moments, int64_t parts, int64_t rows,
+                         int64_t cols_per_part, double eps) {
+  if (rows == 0 || parts == 0 || cols_per_part == 0) return;
+  combine_row_moments_kernel<<<detail::grid_blocks(rows, kThreads), kThreads, 0,
+                               detail::stream()>>>(mean, rstd, moments, parts, rows,
+                                                   cols_per_part, eps);
+  MLPS_CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void layernorm_apply(T* y, const T* x, const T* mean, const T* rstd, const T* gamma,
+                     const T* beta, int64_t rows, int64_t cols) {
+  const int64_t n = rows * cols;
+  if (n == 0) return;
+  layernorm_apply_kernel<<<detail::grid_blocks(n, kThreads), kThreads, 0, detail::stream()>>>(
+      y, x, mean, rstd, gamma, beta, n, cols);
+  MLPS_CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void layernorm_backward_partial(T* sums, T* dgamma, T* dbeta, const T* dy, const T* x,
+                                const T* mean, const T* rstd, const T* gamma, int64_t rows,
+                                int64_t cols, bool accumulate) {
+  if (cols == 0) return;
+  if (rows > 0) {
+    backward_row_sums_kernel<<<detail::grid_blocks(rows, 1), detail::row_block_threads(cols), 0,
+                               detail::stream()>>>(sums, dy, x, mean, rstd, gamma, rows, cols);
+    MLPS_CUDA_CHECK_LAUNCH();
+  }
+  const dim3 block(detail::kColumnTile, detail::kRowLanes);
+  const auto blocks =
+      static_cast<unsigned int>((cols + detail::kColumnTile - 1) / detail::kColumnTile);
+  param_grad_kernel<<<blocks, block, 0, detail::stream()>>>(dgamma, dbeta, dy, x, mean, rstd,
+                                                            rows, cols, accumulate);
+  MLPS_CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void layernorm_backward_apply(T* dx, const T* dy, const T* x, const T* mean, const T* rstd,
+                              const T* gamma, const T* sums, int64_t rows, int64_t cols,
+                              int64_t total_cols) {
+  const int64_t n = rows * cols;
+  if (n == 0 || total_cols == 0) return;
+  backward_apply_kernel<<<detail::grid_blocks(n, kThreads), kThreads, 0, detail::stream()>>>(
+      dx, dy, x, mean, rstd, gamma, sums, n, cols, 1.0 / static_cast<double>(total_cols));
+  MLPS_CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void copy_2d(T* dst, int64_t dst_ld, const T* src, int64_t src_ld, int64_t rows, int64_t cols) {
+  if (rows <= 0 || cols <= 0) return;
+  MLPS_CUDA_CHECK(cudaMemcpy2DAsync(dst, sizeof(T) * static_cast<size_t>(dst_ld), src,
+                                    sizeof(T) * static_cast<size_t>(src_ld),
+                                    sizeof(T) * static_cast<size_t>(cols),
+                                    static_cast<size_t>(rows), cudaMemcpyDeviceToDevice,
+                                    detail::stream()));
+}
+
+#define MLPS_INSTANTIATE(T)                                                                   \
+  template void row_moments<T>(T*, const T*, int64_t, int64_t);                              \
+  template void combine_row_moments<T>(T*, T*, const T*, int64_t, int64_t, int64_t, double);  \
+  template void layernorm_apply<T>(T*, const T*, const T*, const T*, const T*, const T*,      \
+                                   int64_t, int64_t);                                         \
+  template void layernorm_backward_partial<T>(T*, T*, T*, const T*, const T*, const T*,       \
+                                              const T*, const T*, int64_t, int64_t, bool);    \
+  template void layernorm_backward_apply<T>(T*, const T*, const T*, const T*, const T*,       \
+                                            const T*, const T*, int64_t, int64_t, int64_t);   \
+  template void copy_2d<T>(T*, int64_t, const T*, int64_t, int64_t, int64_t);
+MLPS_INSTANTIATE(float)
+MLPS_INSTANTIATE(double)
+#undef MLPS_INSTANTIATE
+
+}  // namespace mlps::cuda

@@ -1,0 +1,113 @@
+#include "src/schemes/tensor2d/grid_2d.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "src/errors.h"
+
+namespace mlps {
+namespace {
+
+int parse_dim(const std::string& text, const std::string& whole) {
+  size_t used = 0;
+  int value = 0;
+  try {
+    value = std::stoi(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || text.empty() || value < 1)
+    throw InputError("--tp-dims " + whole + ": expected two positive integers q,q");
+  return value;
+}
+
+// An MPI communicator of the world ranks with the same color, ordered by key; freed by the
+// caller after make_communicator has duplicated it.
+std::unique_ptr<Communicator> split(CommBackend backend, const Device& device, MPI_Comm world,
+                                    int color, int key, const std::string& name,
+                                    std::shared_ptr<CommLog> log) {
+  MPI_Comm part = MPI_COMM_NULL;
+  MPI_Comm_split(world, color, key, &part);
+  auto comm = make_communicator(backend, device, part, name, std::move(log));
+  MPI_Comm_free(&part);
+  return comm;
+}
+
+std::string dims(int q) { return std::to_string(q) + "," + std::to_string(q); }
+
+}  // namespace
+
+GridShape resolve_grid_shape(const std::string& tp_dims, int dp, int world_size) {
+  GridShape shape;
+  if (dp < 0) throw InputError("--dp " + std::to_string(dp) + " must be positive");
+  if (tp_dims.empty()) {
+    const int per_replica = dp > 0 ? world_size / dp : world_size;
+    const int q = static_cast<int>(std::lround(std::sqrt(static_cast<double>(per_replica))));
+    if ((dp > 0 && world_size % dp != 0) || q * q != per_replica)
+      throw InputError("--tp-dims not given and " + std::to_string(per_replica) +
+                       " ranks per replica are not a square q·q (pass --tp-dims q,q)");
+    shape.q = q;
+  } else {
+    const size_t comma = tp_dims.find(',');
+    if (comma == std::string::npos)
+      throw InputError("--tp-dims " + tp_dims + ": expected two positive integers q,q");
+    const int rows = parse_dim(tp_dims.substr(0, comma), tp_dims);
+    const int cols = parse_dim(tp_dims.substr(comma + 1), tp_dims);
+    if (rows != cols)
+      throw InputError("--tp-dims " + tp_dims + ": the 2D grid must be square (q,q)");
+    shape.q = rows;
+  }
+  const int64_t grid = int64_t{shape.q} * shape.q;
+  if (dp == 0) {
+    if (world_size % grid != 0)
+      throw InputError("--tp-dims " + dims(shape.q) + ": " + std::to_string(world_size) +
+                       " ranks are not a multiple of the " + std::to_string(grid) +
+                       " ranks of a q × q grid");
+    shape.dp = static_cast<int>(world_size / grid);
+  } else {
+    if (grid * dp != world_size)
+      throw InputError("--tp-dims " + dims(shape.q) + " --dp " + std::to_string(dp) + " needs " +
+                       std::to_string(grid * dp) + " ranks (q·q·dp), not " +
+                       std::to_string(world_size));
+    shape.dp = dp;
+  }
+  return shape;
+}
+
+void check_grid_divides(const ModelConfig& model, int64_t global_batch, const GridShape& shape) {
+  const int64_t q = shape.q;
+  const std::string grid = "the " + dims(shape.q) + " grid";
+  if (global_batch % (q * shape.dp) != 0)
+    throw InputError("--batch " + std::to_string(global_batch) + " is not divisible by dp·q = " +
+                     std::to_string(shape.dp) + "·" + std::to_string(q) + " (" + grid +
+                     " splits each replica's rows over its q rows)");
+  if (model.input_features() % q != 0)
+    throw InputError("--image-size " + std::to_string(model.image_size) + ": S² = " +
+                     std::to_string(model.input_features()) +
+                     " input features are not divisible by q = " + std::to_string(q) + " (" +
+                     grid + " splits them over its columns)");
+  if (model.hidden % q != 0)
+    throw InputError("--hidden " + std::to_string(model.hidden) + " is not divisible by q = " +
+                     std::to_string(q) + " (" + grid + " splits H over its rows and columns)");
+  // F = ffn_mult·H, so F divides whenever H does.
+}
+
+Grid2d::Grid2d(const GridShape& shape, CommBackend backend, const Device& device, MPI_Comm world)
+    : shape_(shape), world_(world), log_(std::make_shared<CommLog>()) {
+  int rank = 0;
+  MPI_Comm_rank(world, &rank);
+  const int q = shape.q;
+  replica_ = rank / (q * q);
+  row_ = rank % (q * q) / q;
+  col_ = rank % q;
+  row_comm_ = split(backend, device, world, replica_ * q + row_, col_, "row", log_);
+  col_comm_ = split(backend, device, world, replica_ * q + col_, row_, "col", log_);
+  if (shape.dp > 1)
+    data_comm_ = split(backend, device, world, row_ * q + col_, replica_, "data", log_);
+}
+
+std::string Grid2d::describe() const {
+  return "tp-dims=" + dims(shape_.q) + ",dp=" + std::to_string(shape_.dp);
+}
+
+}  // namespace mlps

@@ -1,0 +1,58 @@
+#pragma once
+// The process grid of bin/tensor2d: dp replicas of a q × q grid. World rank
+// d·q² + i·q + j is grid row i, grid column j of replica d. Each rank has three communicators
+// (sharing one CommLog): "row" (the q ranks of its grid row, ranked by column j), "col" (the q
+// ranks of its grid column, ranked by row i) and, with dp > 1, "data" (the dp ranks holding the
+// same shard in every replica, ranked by d).
+#include <mpi.h>
+
+#include <memory>
+#include <string>
+
+#include "src/comm/make_communicator.h"
+#include "src/model_config.h"
+
+namespace mlps {
+
+struct GridShape {
+  int q = 1;   // grid rows = grid columns
+  int dp = 1;  // replicas
+};
+
+// From --tp-dims "q,q" (empty: the square root of the ranks per replica) and --dp (0: the ranks
+// left over by the grid). Throws InputError for a non-square grid or a product that is not the
+// number of ranks.
+GridShape resolve_grid_shape(const std::string& tp_dims, int dp, int world_size);
+
+// Every split must divide the dimension it splits: the global batch by dp·q (each replica's
+// rows over the q grid rows), S² and H (hence F = ffn_mult·H) by q. Throws InputError naming
+// the dimension.
+void check_grid_divides(const ModelConfig& model, int64_t global_batch, const GridShape& shape);
+
+class Grid2d {
+ public:
+  // Collective over world.
+  Grid2d(const GridShape& shape, CommBackend backend, const Device& device, MPI_Comm world);
+
+  int q() const { return shape_.q; }
+  int dp() const { return shape_.dp; }
+  int replica() const { return replica_; }
+  int row() const { return row_; }     // i
+  int column() const { return col_; }  // j
+  Communicator& row_comm() { return *row_comm_; }
+  Communicator& col_comm() { return *col_comm_; }
+  Communicator* data_comm() { return data_comm_.get(); }  // null when dp == 1
+  CommLog& log() { return *log_; }
+  std::string backend() const { return row_comm_->backend(); }  // "mpi" or "nccl"
+  MPI_Comm world() const { return world_; }
+  std::string describe() const;  // "tp-dims=q,q,dp=D"
+
+ private:
+  GridShape shape_;
+  int replica_ = 0, row_ = 0, col_ = 0;
+  MPI_Comm world_;
+  std::shared_ptr<CommLog> log_;
+  std::unique_ptr<Communicator> row_comm_, col_comm_, data_comm_;
+};
+
+}  // namespace mlps

@@ -1,0 +1,98 @@
+#include "src/schemes/tensor2d/shard_layout.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "src/model/fc_net.h"
+
+namespace mlps {
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+ShardLayout::ShardLayout(const ModelConfig& model, int q, int grid_row, int grid_col) {
+  // A shape-only model for names, ids and shapes: external storage allocates no parameters,
+  // and its few activation bytes go to a throwaway device, not this rank's peak memory.
+  Device shapes_only(DeviceKind::cpu);
+  FcNet<double> net(shapes_only, model, 1, ParameterStorage::external);
+  for (int u = 0; u < net.unit_count(); ++u) {
+    UnitRange unit;
+    unit.offset = total_;
+    std::vector<TensorShard> matrices, vectors;
+    for (const Parameter<double>* p : net.unit_parameters(u)) {
+      TensorShard t;
+      t.name = p->name;
+      t.tensor_id = p->tensor_id;
+      t.init = p->init;
+      t.fan_in = p->fan_in;
+      t.global_rows = p->rows;
+      t.global_cols = p->cols;
+      t.matrix = ends_with(p->name, ".weight") && !ends_with(p->name, ".norm.weight");
+      if (t.matrix) {
+        t.cols = p->cols / q;
+        t.rows = ceil_div(p->rows, q);
+        t.col0 = grid_row * t.cols;
+        t.row0 = grid_col * t.rows;
+        t.valid_cols = t.cols;
+        t.valid_rows = std::clamp<int64_t>(p->rows - t.row0, 0, t.rows);
+        matrices.push_back(t);
+      } else {
+        if (p->rows != 1) throw std::logic_error("ShardLayout: " + p->name + " is not a vector");
+        t.rows = t.valid_rows = 1;
+        t.cols = ceil_div(p->cols, q);
+        t.col0 = grid_col * t.cols;
+        t.valid_cols = std::clamp<int64_t>(p->cols - t.col0, 0, t.cols);
+        vectors.push_back(t);
+      }
+    }
+    for (auto& t : matrices) {
+      t.offset = total_;
+      total_ += t.size();
+    }
+    unit.vector_offset = total_;
+    for (auto& t : vectors) {
+      t.offset = total_;
+      total_ += t.size();
+    }
+    unit.vector_count = total_ - unit.vector_offset;
+    unit.count = total_ - unit.offset;
+    units_.push_back(unit);
+    for (auto* group : {&matrices, &vectors})
+      tensors_.insert(tensors_.end(), group->begin(), group->end());
+  }
+  std::sort(tensors_.begin(), tensors_.end(),
+            [](const TensorShard& a, const TensorShard& b) { return a.tensor_id < b.tensor_id; });
+}
+
+const TensorShard& ShardLayout::find(const std::string& name) const {
+  for (const auto& t : tensors_)
+    if (t.name == name) return t;
+  throw std::logic_error("ShardLayout: no tensor named " + name);
+}
+
+int64_t ShardLayout::matrix_elements() const {
+  int64_t n = 0;
+  for (const auto& t : tensors_)
+    if (t.matrix) n += t.size();
+  return n;
+}
+
+template <typename T>
+std::vector<T> ShardLayout::initial_values(uint64_t seed) const {
+  std::vector<T> host(static_cast<size_t>(total_), T(0));
+  for (const auto& t : tensors_)
+    fill_initial_shard(host.data() + t.offset, t.cols, seed, t.tensor_id, t.init, t.fan_in,
+                       t.row0, t.valid_rows, t.col0, t.valid_cols);
+  return host;
+}
+
+template std::vector<float> ShardLayout::initial_values<float>(uint64_t) const;
+template std::vector<double> ShardLayout::initial_values<double>(uint64_t) const;
+
+}  // namespace mlps

@@ -1,0 +1,40 @@
+#pragma once
+// LayerNorm(H) on activations whose features are sliced over the q ranks of a grid row: rank j
+// holds [rows × H/q] and gamma, beta [H/q] (its slice, replicated down the grid column). The
+// row statistics need the whole row, so each rank computes its slice's mean and
+// Σ(x − mean)², the q pairs are all-gathered over "row" (2·rows values per rank) and combined
+// (Chan's parallel variance: no E[x²] − E[x]² cancellation). Backward all-reduces over "row"
+// the per-row Σ dy·γ and Σ dy·γ·x̂ of the slices (2·rows values). dgamma and dbeta come out as
+// this rank's rows' sums only: the caller sums them down the grid column. A grid row of one
+// rank communicates nothing.
+#include "src/buffer.h"
+#include "src/comm/communicator.h"
+
+namespace mlps {
+
+template <typename T>
+class SlicedLayerNorm {
+ public:
+  SlicedLayerNorm(Device& device, Communicator& row, int64_t hidden, int64_t max_rows,
+                  double eps = 1e-5);
+  void bind(const T* gamma, const T* beta, T* dgamma, T* dbeta);
+  // y = LayerNorm(x) on this rank's slice; keeps the row statistics for backward.
+  void forward(const T* x, T* y, int64_t rows);
+  // dx from dy (x: the forward input); writes this rank's dgamma, dbeta.
+  void backward(const T* x, const T* dy, T* dx, int64_t rows);
+
+  int64_t local_hidden() const { return local_; }
+
+ private:
+  Device& device_;
+  Communicator& row_;
+  int64_t hidden_, local_;
+  double eps_;
+  const T* gamma_ = nullptr;
+  const T* beta_ = nullptr;
+  T* dgamma_ = nullptr;
+  T* dbeta_ = nullptr;
+  Buffer<T> moments_, gathered_, mean_, rstd_, sums_;
+};
+
+}  // namespace mlps

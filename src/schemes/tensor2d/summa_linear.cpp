@@ -1,0 +1,146 @@
+#include "src/schemes/tensor2d/summa_linear.h"
+
+#include <algorithm>
+#include <array>
+
+namespace mlps {
+namespace {
+
+// One operand of a SUMMA loop: at step l, the rank of `comm` with rank l broadcasts its own
+// block; the others receive it into slots[l % 2].
+template <typename T>
+struct BlockStream {
+  Communicator* comm;
+  const T* own;
+  Buffer<T>* slots;  // two
+  int64_t count;
+  const T* block(int l) const { return comm->rank() == l ? own : slots[l % 2].data(); }
+};
+
+// Runs the q steps of a SUMMA loop: compute(l, blocks) once block l of every stream has
+// arrived, with block l+1's broadcasts already in flight. A slot is refilled only after the
+// step that read it, so two slots suffice. On a 1 × 1 grid every block is the rank's own.
+template <typename T, size_t N, typename Compute>
+void summa_steps(int q, const std::array<BlockStream<T>, N>& streams, Compute compute) {
+  if (q == 1) {
+    std::array<const T*, N> blocks;
+    for (size_t s = 0; s < N; ++s) blocks[s] = streams[s].own;
+    compute(0, blocks);
+    return;
+  }
+  std::array<std::array<PendingComm, 2>, N> pending;
+  auto start = [&](int l) {
+    for (size_t s = 0; s < N; ++s)
+      pending[s][l % 2] = streams[s].comm->broadcast_async(const_cast<T*>(streams[s].block(l)),
+                                                           streams[s].count, data_type_of<T>(),
+                                                           l);
+  };
+  start(0);
+  for (int l = 0; l < q; ++l) {
+    if (l + 1 < q) start(l + 1);
+    std::array<const T*, N> blocks;
+    for (size_t s = 0; s < N; ++s) {
+      pending[s][l % 2]->wait();
+      pending[s][l % 2].reset();
+      blocks[s] = streams[s].block(l);
+    }
+    compute(l, blocks);
+    for (const auto& stream : streams) stream.comm->progress();
+  }
+}
+
+}  // namespace
+
+template <typename T>
+SummaWorkspace<T>::SummaWorkspace(Device& device, const ModelConfig& model, int q,
+                                  int64_t max_rows) {
+  int64_t max_activation_block = 0, max_weight_block = 0;
+  for (const LinearShape& s : linear_shapes(model)) {
+    const int64_t k = s.in / q;
+    max_activation_block = std::max(max_activation_block, max_rows * k);
+    max_weight_block = std::max(max_weight_block, (s.out + q - 1) / q * k);
+  }
+  if (q == 1) return;  // a 1 × 1 grid computes in place: no broadcasts, no partial products
+  for (int s = 0; s < 2; ++s) {
+    activation_blocks[s] = Buffer<T>(device, max_activation_block);
+    weight_blocks[s] = Buffer<T>(device, max_weight_block);
+  }
+  grad_input_partials = Buffer<T>(device, q * max_activation_block);
+  grad_weight_partials = Buffer<T>(device, q * max_weight_block);
+}
+
+template <typename T>
+void SummaWorkspace<T>::finish_weight_gradient() {
+  if (!pending_weight_gradient) return;
+  pending_weight_gradient->wait();
+  pending_weight_gradient.reset();
+}
+
+template <typename T>
+SummaLinear<T>::SummaLinear(Device& device, Grid2d& grid, SummaWorkspace<T>& workspace,
+                            int64_t in, int64_t out)
+    : device_(device), grid_(grid), workspace_(workspace), in_(in), out_(out),
+      k_(in / grid.q()), n_((out + grid.q() - 1) / grid.q()) {}
+
+template <typename T>
+void SummaLinear<T>::bind(const ShardLayout& layout, const std::string& name, T* values,
+                          T* grads) {
+  const int64_t weight = layout.find(name + ".weight").offset;
+  const int64_t bias = layout.find(name + ".bias").offset;
+  weight_ = values + weight;
+  weight_grad_ = grads + weight;
+  bias_ = values + bias;
+  bias_grad_ = grads + bias;
+}
+
+template <typename T>
+void SummaLinear<T>::forward(const T* x, T* y, int64_t rows) {
+  Communicator& row = grid_.row_comm();
+  Communicator& col = grid_.col_comm();
+  const std::array<BlockStream<T>, 2> streams{
+      BlockStream<T>{&row, x, workspace_.activation_blocks, rows * k_},
+      BlockStream<T>{&col, weight_, workspace_.weight_blocks, n_ * k_}};
+  summa_steps<T>(grid_.q(), streams, [&](int l, const std::array<const T*, 2>& blocks) {
+    device_.gemm<T>(false, true, rows, n_, k_, T(1), blocks[0], k_, blocks[1], k_,
+                    l == 0 ? T(0) : T(1), y, n_);
+  });
+  device_.bias_add<T>(y, bias_, rows, n_);
+}
+
+template <typename T>
+void SummaLinear<T>::backward(const T* x, const T* dy, T* dx, int64_t rows) {
+  Communicator& row = grid_.row_comm();
+  Communicator& col = grid_.col_comm();
+  const bool alone = grid_.q() == 1;  // the partial products are already the gradients
+  device_.bias_grad<T>(bias_grad_, dy, rows, n_, false);
+  PendingComm grad_input;
+  if (dx) {
+    T* partials = alone ? dx : workspace_.grad_input_partials.data();
+    const std::array<BlockStream<T>, 1> weights{
+        BlockStream<T>{&col, weight_, workspace_.weight_blocks, n_ * k_}};
+    summa_steps<T>(grid_.q(), weights, [&](int l, const std::array<const T*, 1>& blocks) {
+      device_.gemm<T>(false, false, rows, k_, n_, T(1), dy, n_, blocks[0], k_, T(0),
+                      partials + l * rows * k_, k_);
+    });
+    if (!alone) grad_input = row.reduce_scatter_async(partials, dx, rows * k_, data_type_of<T>());
+  }
+  workspace_.finish_weight_gradient();  // the partials buffer is about to be rewritten
+  T* partials = alone ? weight_grad_ : workspace_.grad_weight_partials.data();
+  const std::array<BlockStream<T>, 1> inputs{
+      BlockStream<T>{&row, x, workspace_.activation_blocks, rows * k_}};
+  summa_steps<T>(grid_.q(), inputs, [&](int l, const std::array<const T*, 1>& blocks) {
+    device_.gemm<T>(true, false, n_, k_, rows, T(1), dy, n_, blocks[0], k_, T(0),
+                    partials + l * n_ * k_, k_);
+  });
+  if (!alone)
+    workspace_.pending_weight_gradient =
+        col.reduce_scatter_async(partials, weight_grad_, n_ * k_, data_type_of<T>());
+  if (grad_input) grad_input->wait();
+}
+
+template class SummaLinear<float>;
+template class SummaLinear<double>;
+template struct SummaWorkspace<float>;
+template struct SummaWorkspace<double>;
+
+}  // namespace mlps

@@ -1,0 +1,74 @@
+#pragma once
+// FC_Net on a q × q grid (one replica). Rank (i, j) holds the activations of its grid row's
+// samples (rows i·B/q .. of the replica's batch) and feature block j of every layer:
+// [rows × S²/q] inputs, [rows × H/q] hidden activations, [rows × F/q] inner activations; the
+// parameter shards of ShardLayout; every Linear is a SummaLinear, LayerNorm a SlicedLayerNorm.
+// Softmax cross-entropy: the classifier's [rows × ⌈10/q⌉] logit blocks are all-gathered over
+// "row", so every rank of a grid row has its samples' full logits and computes the same loss
+// and the same ∂L/∂logits, of which it keeps its own block of columns.
+// Gradients: the weight blocks are complete after their reduce-scatters; the vector slices
+// (biases, γ, β) hold this rank's rows' sums and are all-reduced down the grid column ("col")
+// unit by unit as backward finishes each; with replicas, each unit's whole range is then
+// all-reduced over "data". A 1 × 1 grid communicates only over "data".
+#include <memory>
+#include <vector>
+
+#include "src/data/batch_loader.h"
+#include "src/schemes/tensor2d/block_2d.h"
+
+namespace mlps {
+
+template <typename T>
+class Tensor2dNet {
+ public:
+  // Allocates this rank's shards and initialises them from `seed`; max_rows bounds the rows
+  // of any batch passed to forward.
+  Tensor2dNet(Device& device, Grid2d& grid, const ModelConfig& config, int64_t max_rows,
+              uint64_t seed);
+
+  // This grid row's samples (all S² features of each); returns Σ of their losses (the same on
+  // the q ranks of the grid row).
+  double forward(const HostBatch& batch);
+  // Backward of the mean loss over global_batch samples; on return every gradient is complete.
+  void backward(int64_t rows, int64_t global_batch);
+  // Predicted class of each of the last forward pass's rows.
+  std::vector<int32_t> predictions(int64_t rows) const;
+
+  const ShardLayout& layout() const { return layout_; }
+  const ModelConfig& config() const { return config_; }
+  Buffer<T>& values() { return values_; }
+  Buffer<T>& grads() { return grads_; }
+
+ private:
+  struct UnitSync {
+    int unit;
+    PendingComm vectors;  // the all-reduce over "col" of the unit's vector slices (q > 1)
+  };
+  // A unit's backward is done: start summing its vectors down the column; with replicas, the
+  // unit before it (whose reduce-scatters are now complete) goes to the "data" all-reduce.
+  void unit_done(int unit);
+  void sync_over_replicas(UnitSync& sync);
+  void finish_gradients();
+
+  Device& device_;
+  Grid2d& grid_;
+  ModelConfig config_;
+  ShardLayout layout_;
+  int64_t local_inputs_, local_hidden_, local_classes_;
+  Buffer<T> values_, grads_;
+  SummaWorkspace<T> workspace_;
+  std::unique_ptr<SummaLinear<T>> embed_;
+  std::vector<std::unique_ptr<Block2d<T>>> blocks_;
+  std::unique_ptr<SummaLinear<T>> classifier_;
+  Buffer<T> inputs_;
+  Buffer<int32_t> labels_;
+  std::vector<Buffer<T>> activations_;  // L + 1 of [rows × H/q]
+  Buffer<T> local_logits_, gathered_logits_, logits_, probs_, row_loss_, grad_logits_,
+      local_grad_logits_;
+  Buffer<T> grad_a_, grad_b_;
+  std::vector<T> staged_inputs_;
+  std::vector<UnitSync> syncing_;
+  std::vector<PendingComm> replica_sums_;
+};
+
+}  // namespace mlps

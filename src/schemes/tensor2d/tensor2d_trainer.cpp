@@ -1,0 +1,139 @@
+#include "src/schemes/tensor2d/tensor2d_trainer.h"
+
+#include <algorithm>
+
+#include "src/schemes/data_parallel_base.h"
+
+namespace mlps {
+namespace {
+
+GridShape checked(const ModelConfig& model, int64_t global_batch, const GridShape& shape) {
+  check_grid_divides(model, global_batch, shape);
+  return shape;
+}
+
+}  // namespace
+
+template <typename T>
+Tensor2dTrainer<T>::Tensor2dTrainer(DeviceKind device, const ModelConfig& model,
+                                    const OptimizerConfig& optimizer, uint64_t seed,
+                                    int64_t global_batch, const GridShape& shape,
+                                    CommBackend backend, MPI_Comm world)
+    : device_(device), grid_(checked(model, global_batch, shape), backend, device_, world),
+      optimizer_config_(optimizer),
+      net_(device_, grid_, model, global_batch / (int64_t{shape.dp} * shape.q), seed),
+      optimizer_(device_, optimizer), parameter_count_(mlps::parameter_count(model)) {
+  optimizer_.add(net_.values().data(), net_.grads().data(), net_.layout().total());
+}
+
+template <typename T>
+BatchSlice Tensor2dTrainer<T>::batch_slice(int64_t global_rows) const {
+  return even_batch_slice(global_rows, grid_.replica() * grid_.q() + grid_.row(),
+                          grid_.dp() * grid_.q());
+}
+
+template <typename T>
+double Tensor2dTrainer<T>::sum_over_world(double local) const {
+  double total = 0;
+  MPI_Allreduce(&local, &total, 1, MPI_DOUBLE, MPI_SUM, grid_.world());
+  return total;
+}
+
+template <typename T>
+double Tensor2dTrainer<T>::train_step(const HostBatch& rows, int64_t global_batch,
+                                      PhaseTimer& timer) {
+  double loss_sum = 0;
+  {
+    ScopedPhase phase(timer, Phase::forward);
+    loss_sum = net_.forward(rows);
+  }
+  {
+    ScopedPhase phase(timer, Phase::backward);
+    net_.backward(rows.rows, global_batch);
+  }
+  {
+    ScopedPhase phase(timer, Phase::optimizer);
+    optimizer_.step();
+  }
+  // The q ranks of a grid row hold the same samples' losses: column 0 speaks for them.
+  return sum_over_world(grid_.column() == 0 ? loss_sum : 0.0) /
+         static_cast<double>(global_batch);
+}
+
+template <typename T>
+int64_t Tensor2dTrainer<T>::count_correct(const HostBatch& rows, int64_t /*global_rows*/) {
+  net_.forward(rows);
+  int64_t correct = 0;
+  if (grid_.column() == 0) {
+    const auto predicted = net_.predictions(rows.rows);
+    for (int64_t r = 0; r < rows.rows; ++r) correct += predicted[r] == rows.labels[r];
+  }
+  // Evaluation traffic is not part of any training iteration.
+  grid_.log().take_totals();
+  grid_.log().take_blocked_seconds();
+  return static_cast<int64_t>(sum_over_world(static_cast<double>(correct)));
+}
+
+template <typename T>
+std::map<std::string, CommTotals> Tensor2dTrainer<T>::take_comm_totals() {
+  auto totals = grid_.log().take_totals();
+  for (const auto& [kind, t] : totals) {
+    const auto [it, first] = measured_.try_emplace(kind, ByteRange{t.bytes, t.bytes});
+    if (!first) it->second = {std::min(it->second.min, t.bytes), std::max(it->second.max, t.bytes)};
+  }
+  return totals;
+}
+
+template <typename T>
+int64_t Tensor2dTrainer<T>::state_bytes() const {
+  const int64_t copies = optimizer_config_.kind == OptimizerKind::adam ? 4 : 2;
+  return copies * parameter_bytes();
+}
+
+template <typename T>
+std::vector<NamedTensor> Tensor2dTrainer<T>::gather_parameters() {
+  // Plain MPI (not a Communicator): verification traffic is not part of the measurements.
+  const int64_t total = net_.layout().total();
+  const auto values = net_.values().download();
+  const std::vector<double> mine(values.begin(), values.end());
+  int rank = 0;
+  MPI_Comm_rank(grid_.world(), &rank);
+  int ranks = 1;
+  MPI_Comm_size(grid_.world(), &ranks);
+  // Replica 0 (world ranks 0 .. q²−1, grid row r / q, column r % q) holds every shard.
+  const int q = grid_.q();
+  const int count = grid_.replica() == 0 ? static_cast<int>(total) : 0;
+  std::vector<int> counts(static_cast<size_t>(ranks), 0), offsets(counts.size(), 0);
+  for (int r = 0; r < q * q; ++r) {
+    counts[r] = static_cast<int>(total);
+    offsets[r] = r * static_cast<int>(total);
+  }
+  std::vector<double> all(rank == 0 ? static_cast<size_t>(total) * q * q : 0);
+  MPI_Gatherv(mine.data(), count, MPI_DOUBLE, all.data(), counts.data(), offsets.data(),
+              MPI_DOUBLE, 0, grid_.world());
+  std::vector<NamedTensor> tensors;
+  if (rank != 0) return tensors;
+  std::vector<ShardLayout> layouts;
+  for (int r = 0; r < q * q; ++r) layouts.emplace_back(net_.config(), q, r / q, r % q);
+  const auto& order = layouts[0].tensors();
+  for (size_t t = 0; t < order.size(); ++t) {
+    NamedTensor out{order[t].name,
+                    std::vector<double>(
+                        static_cast<size_t>(order[t].global_rows * order[t].global_cols))};
+    for (int r = 0; r < q * q; ++r) {
+      const TensorShard& s = layouts[r].tensors()[t];
+      if (!s.matrix && r / q != 0) continue;  // vectors: the same on every grid row
+      const double* shard = all.data() + static_cast<size_t>(r) * total + s.offset;
+      for (int64_t i = 0; i < s.valid_rows; ++i)
+        for (int64_t j = 0; j < s.valid_cols; ++j)
+          out.values[(s.row0 + i) * s.global_cols + s.col0 + j] = shard[i * s.cols + j];
+    }
+    tensors.push_back(std::move(out));
+  }
+  return tensors;
+}
+
+template class Tensor2dTrainer<float>;
+template class Tensor2dTrainer<double>;
+
+}  // namespace mlps

@@ -1,0 +1,57 @@
+#pragma once
+// bin/tensor2d's scheme: dp replicas of FC_Net on a q × q grid (Tensor2dNet). Replica d, grid
+// row i trains on rows [(d·q + i)·B/(dp·q), ...) of the global batch (every rank of the grid
+// row loads them and keeps its feature block); the loss is a mean over the global batch, so
+// the summed gradients are serial's. Each rank keeps only its shards of the parameters, their
+// gradients and their Adam moments: weights 1/q², vectors (biases, γ, β) 1/q.
+
+#include "src/driver/trainer.h"
+#include "src/optim/optimizer.h"
+#include "src/driver/comm_volume_report.h"
+#include "src/schemes/tensor2d/tensor2d_net.h"
+
+namespace mlps {
+
+template <typename T>
+class Tensor2dTrainer : public Trainer {
+ public:
+  // Throws InputError (before allocating anything) when the grid does not divide the model.
+  // Collective over world.
+  Tensor2dTrainer(DeviceKind device, const ModelConfig& model, const OptimizerConfig& optimizer,
+                  uint64_t seed, int64_t global_batch, const GridShape& shape,
+                  CommBackend backend, MPI_Comm world);
+
+  std::string scheme() const override { return "tensor2d"; }
+  std::string grid() const override { return grid_.describe(); }
+  BatchSlice batch_slice(int64_t global_rows) const override;
+  double train_step(const HostBatch& rows, int64_t global_batch, PhaseTimer& timer) override;
+  int64_t count_correct(const HostBatch& rows, int64_t global_rows) override;
+  std::vector<NamedTensor> gather_parameters() override;
+  int64_t parameter_count() const override { return parameter_count_; }
+  double optimizer_bytes_per_step() const override { return optimizer_.bytes_per_step(); }
+  const Device& device() const override { return device_; }
+  std::map<std::string, CommTotals> take_comm_totals() override;
+  double take_blocked_comm_seconds() override { return grid_.log().take_blocked_seconds(); }
+  std::string comm_backend() const override { return grid_.backend(); }
+
+  // Bytes per collective kind over the training iterations so far (smallest and largest).
+  const std::map<std::string, ByteRange>& measured_bytes() const { return measured_; }
+  // Bytes of this rank's parameter shards (weights and vectors) and their gradients and
+  // optimizer state.
+  int64_t parameter_bytes() const { return net_.layout().total() * int64_t{sizeof(T)}; }
+  int64_t weight_bytes() const { return net_.layout().matrix_elements() * int64_t{sizeof(T)}; }
+  int64_t state_bytes() const;
+
+ private:
+  double sum_over_world(double local) const;
+
+  Device device_;
+  Grid2d grid_;
+  OptimizerConfig optimizer_config_;
+  Tensor2dNet<T> net_;
+  Optimizer<T> optimizer_;
+  int64_t parameter_count_;
+  std::map<std::string, ByteRange> measured_;
+};
+
+}  // namespace mlps
