@@ -43,6 +43,8 @@ LIB := $(BUILD)/libmlpscale.a
 
 # Every bench/*.cpp is the main of one executable; bench_* ones use Google Benchmark.
 PROGRAMS := $(patsubst bench/%.cpp,$(BIN)/%,$(wildcard bench/*.cpp))
+BENCH_PROGRAMS := $(filter $(BIN)/bench_%,$(PROGRAMS))
+SCHEME_PROGRAMS := $(filter-out $(BENCH_PROGRAMS),$(PROGRAMS))
 BENCH_SUPPORT_SRCS := $(wildcard bench/support/*.cpp)
 BENCH_SUPPORT_OBJS := $(BENCH_SUPPORT_SRCS:%.cpp=$(BUILD)/%.o)
 TEST_SRCS := $(wildcard tests/*.cpp)
@@ -87,11 +89,12 @@ $(LIB): $(LIB_OBJS)
 	@mkdir -p $(@D)
 	ar rcs $@ $^
 
-$(BIN)/bench_%: $(BUILD)/bench/bench_%.o $(BENCH_SUPPORT_OBJS) $(LIB)
+# Static pattern rules: each executable has exactly one way to be linked.
+$(BENCH_PROGRAMS): $(BIN)/%: $(BUILD)/bench/%.o $(BENCH_SUPPORT_OBJS) $(LIB)
 	@mkdir -p $(@D)
 	$(CXX) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(BENCHMARK_LIBS)
 
-$(BIN)/%: $(BUILD)/bench/%.o $(LIB)
+$(SCHEME_PROGRAMS): $(BIN)/%: $(BUILD)/bench/%.o $(LIB)
 	@mkdir -p $(@D)
 	$(CXX) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 

@@ -155,15 +155,15 @@ int run_training(const RunContext& context, const Options& o, const TrainingSche
                   o.precision == Precision::fp32 ? " and in fp32" : "");
       std::fflush(stdout);
       record.verification = verify_against_serial(o, dataset, schedule, record.loss, parameters);
-      std::printf("verify: %s  worst relative error %.3e (%s), tolerance %.1e (losses and "
-                  "final weights vs serial fp64)\n",
+      std::printf("verify: %s  relative error %.3e at %s, tolerance there %.1e (losses and "
+                  "final weights vs serial fp64; the item nearest its tolerance)\n",
                   record.verification.verdict.c_str(), record.verification.max_relative_error,
                   record.verification.worst_at.c_str(), record.verification.tolerance);
       if (o.precision == Precision::fp32)
-        std::printf("verify: serial fp32's own error against fp64 is %.3e; tolerance = max(%.0e, "
-                    "%.0f x that)\n",
-                    record.verification.serial_fp32_error, kFp32ToleranceFloor,
-                    kFp32ToleranceFactor);
+        std::printf("verify: fp32 tolerances are %.0f x serial fp32's own error against fp64 at "
+                    "each item (at least %.0e for losses, %.0e for tensors; its largest is %.3e)\n",
+                    kFp32ToleranceFactor, kFp32LossToleranceFloor, kFp32ToleranceFloor,
+                    record.verification.serial_fp32_error);
       if (record.verification.verdict != "PASS") exit_code = 3;
     }
     write_results_hdf5(out_path, record);

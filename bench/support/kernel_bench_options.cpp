@@ -1,0 +1,61 @@
+#include "bench/support/kernel_bench_options.h"
+
+#include <CLI/CLI.hpp>
+#include <charconv>
+#include <iostream>
+
+namespace mlps::kernel_bench {
+
+std::variant<std::vector<std::string>, int> parse_kernel_bench_options(int argc, char** argv,
+                                                                        KernelBenchOptions& options) {
+  CLI::App app{"Kernel micro-benchmarks: every GEMM of one training step of the model, the "
+               "element-wise kernels at its sizes and a device copy, per backend, f32 and f64.",
+               "bench_kernels"};
+  app.allow_extras();
+  const CLI::Validator positive(
+      [](std::string& value) {
+        int64_t v = 0;
+        const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), v);
+        const bool ok = error == std::errc() && end == value.data() + value.size() && v > 0;
+        return ok ? std::string() : "must be a positive integer, not '" + value + "'";
+      },
+      "POSITIVE");
+  app.add_option("--image-size", options.model.image_size, "image side S (S*S input features)")
+      ->check(positive)->capture_default_str();
+  app.add_option("--hidden", options.model.hidden, "hidden width H")
+      ->check(positive)->capture_default_str();
+  app.add_option("--layers", options.model.layers, "number of blocks")
+      ->check(positive)->capture_default_str();
+  app.add_option("--ffn-mult", options.model.ffn_mult, "FFN width as a multiple of H")
+      ->check(positive)->capture_default_str();
+  app.add_option("--batch", options.batch, "rows of every activation (the global batch)")
+      ->check(positive)->capture_default_str();
+  auto* backends = app.add_option("--backends", options.backends, "backends to benchmark")
+                       ->delimiter(',')
+                       ->check(CLI::IsMember({"cpu", "cuda"}))
+                       ->capture_default_str();
+  app.footer(
+      "Google Benchmark's flags pass through, e.g. --benchmark_filter=REGEX, "
+      "--benchmark_min_time=SECONDS,\n--benchmark_repetitions=N, --benchmark_out=FILE "
+      "--benchmark_out_format=json|csv|console,\n--benchmark_list_tests=true; see "
+      "https://github.com/google/benchmark/blob/v1.7.1/docs/user_guide.md");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    std::cerr << "bench_kernels: " << e.what() << " (see --help)\n";
+    return 2;
+  }
+  options.backends_given = backends->count() > 0;
+  std::vector<std::string> rest;
+  for (const auto& arg : app.remaining()) {
+    if (arg.rfind("--benchmark_", 0) != 0 && arg.rfind("--v=", 0) != 0) {
+      std::cerr << "bench_kernels: unknown option '" << arg << "' (see --help)\n";
+      return 2;
+    }
+    rest.push_back(arg);
+  }
+  return rest;
+}
+
+}  // namespace mlps::kernel_bench
