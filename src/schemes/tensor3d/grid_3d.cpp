@@ -1,0 +1,140 @@
+#include "src/schemes/tensor3d/grid_3d.h"
+
+#include <sstream>
+#include <vector>
+
+#include "src/errors.h"
+
+namespace mlps {
+namespace {
+
+std::vector<int> parse_dims(const std::string& text) {
+  std::vector<int> dims;
+  std::stringstream in(text);
+  std::string part;
+  while (std::getline(in, part, ',')) {
+    size_t used = 0;
+    int value = 0;
+    try {
+      value = std::stoi(part, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (part.empty() || used != part.size() || value < 1)
+      throw InputError("--tp-dims " + text + ": expected three positive integers x,y,z");
+    dims.push_back(value);
+  }
+  if (dims.size() != 3 || text.back() == ',')
+    throw InputError("--tp-dims " + text + ": expected three positive integers x,y,z");
+  return dims;
+}
+
+std::unique_ptr<Communicator> split(CommBackend backend, const Device& device, MPI_Comm world,
+                                    int color, int key, const std::string& name,
+                                    std::shared_ptr<CommLog> log) {
+  MPI_Comm part = MPI_COMM_NULL;
+  MPI_Comm_split(world, color, key, &part);
+  auto comm = make_communicator(backend, device, part, name, std::move(log));
+  MPI_Comm_free(&part);
+  return comm;
+}
+
+std::string n(int64_t v) { return std::to_string(v); }
+
+}  // namespace
+
+std::string Shape3d::dims() const { return n(outer) + "," + n(inner) + "," + n(depth); }
+
+Shape3d resolve_shape_3d(const std::string& tp_dims, int dp, int world_size) {
+  if (dp < 0) throw InputError("--dp " + n(dp) + " must be positive");
+  Shape3d shape;
+  if (tp_dims.empty()) {
+    if (dp > 0 && world_size % dp != 0)
+      throw InputError("--dp " + n(dp) + " does not divide the " + n(world_size) + " ranks");
+    shape.outer = dp > 0 ? world_size / dp : world_size;
+  } else {
+    const auto dims = parse_dims(tp_dims);
+    shape.outer = dims[0];
+    shape.inner = dims[1];
+    shape.depth = dims[2];
+  }
+  const int64_t grid = shape.tensor_ranks();
+  if (dp == 0) {
+    if (world_size % grid != 0)
+      throw InputError("--tp-dims " + shape.dims() + ": " + n(world_size) +
+                       " ranks are not a multiple of x·y·z = " + n(grid));
+    shape.dp = static_cast<int>(world_size / grid);
+  } else {
+    if (grid * dp != world_size)
+      throw InputError("--tp-dims " + shape.dims() + " --dp " + n(dp) + " needs x·y·z·dp = " +
+                       n(grid * dp) + " ranks, not " + n(world_size));
+    shape.dp = dp;
+  }
+  return shape;
+}
+
+ShardAxis classifier_input_axis(const ModelConfig& model) {
+  // The embed turns the outer-sharded pixels into inner-sharded activations; a residual MLP
+  // block (fc1 then fc2) keeps the layout, a plain block (one Linear) flips it.
+  ShardAxis axis = ShardAxis::inner;
+  if (model.block == BlockKind::plain && model.layers % 2 == 1) axis = ShardAxis::outer;
+  return axis;
+}
+
+void check_shape_divides(const ModelConfig& model, int64_t global_batch, const Shape3d& s) {
+  const std::string grid = "the " + s.dims() + " grid";
+  if (global_batch % (int64_t{s.dp} * s.depth) != 0)
+    throw InputError("--batch " + n(global_batch) + " is not divisible by dp·z = " + n(s.dp) +
+                     "·" + n(s.depth) + " (" + grid + " shards the batch over data × depth)");
+  if (model.input_features() % s.outer != 0)
+    throw InputError("--image-size " + n(model.image_size) + ": S² = " +
+                     n(model.input_features()) + " is not divisible by x = " + n(s.outer) +
+                     " (" + grid + " shards the embed's inputs over outer)");
+  for (int g : {s.outer, s.inner})
+    if (model.hidden % g != 0 || model.ffn_hidden() % g != 0)
+      throw InputError("--hidden " + n(model.hidden) + " (F = " + n(model.ffn_hidden()) +
+                       ") is not divisible by " + n(g) + " (" + grid +
+                       " shards H and F over outer x and inner y)");
+  const int64_t out_group =
+      classifier_input_axis(model) == ShardAxis::outer ? s.inner : s.outer;
+  const int64_t padded_classes = (model.classes + out_group - 1) / out_group * out_group;
+  // Each Linear's block (out/G_out)·(in/G_in) is cut into z shards.
+  struct Lin { std::string name; int64_t in, out; };
+  std::vector<Lin> linears{{"embed", model.input_features(), model.hidden},
+                           {"classifier", model.hidden, padded_classes}};
+  if (model.block == BlockKind::plain) linears.push_back({"block fc", model.hidden, model.hidden});
+  else {
+    linears.push_back({"block fc1", model.hidden, model.ffn_hidden()});
+    linears.push_back({"block fc2", model.ffn_hidden(), model.hidden});
+  }
+  const int64_t tp = int64_t{s.outer} * s.inner;
+  for (const Lin& l : linears)
+    if ((l.in * l.out) % (tp * s.depth) != 0 ||
+        (l.in * l.out / tp) % s.depth != 0)
+      throw InputError(l.name + " weight [" + n(l.out) + " × " + n(l.in) +
+                       "]: its block on " + grid + " is not divisible into z = " +
+                       n(s.depth) + " depth shards");
+}
+
+Grid3d::Grid3d(const Shape3d& shape, CommBackend backend, const Device& device, MPI_Comm world)
+    : shape_(shape), world_(world), log_(std::make_shared<CommLog>()) {
+  int rank = 0;
+  MPI_Comm_rank(world, &rank);
+  const int tp = shape.tensor_ranks();
+  replica_ = rank / tp;
+  const int intra = rank % tp;
+  c_ = intra % shape.inner;
+  r_ = intra / shape.inner % shape.outer;
+  d_ = intra / (shape.inner * shape.outer);
+  const int R = shape.outer, C = shape.inner, D = shape.depth;
+  inner_ = split(backend, device, world, (replica_ * D + d_) * R + r_, c_, "inner", log_);
+  outer_ = split(backend, device, world, (replica_ * D + d_) * C + c_, r_, "outer", log_);
+  depth_ = split(backend, device, world, (replica_ * R + r_) * C + c_, d_, "depth", log_);
+  data_ = split(backend, device, world, intra, replica_, "data", log_);
+}
+
+std::string Grid3d::describe() const {
+  return "tp-dims=" + shape_.dims() + ",dp=" + n(shape_.dp);
+}
+
+}  // namespace mlps

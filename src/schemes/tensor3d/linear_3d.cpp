@@ -1,0 +1,108 @@
+#include "src/schemes/tensor3d/linear_3d.h"
+
+namespace mlps {
+
+template <typename T>
+Linear3d<T>::Linear3d(Device& device, Communicator& in, Communicator& out, Communicator& depth,
+                      int64_t in_features, int64_t out_features, const Overlap3d& overlap)
+    : device_(device), in_(in), out_(out), depth_(depth), overlap_(overlap),
+      in_local_(in_features / in.size()), out_local_((out_features + out.size() - 1) / out.size()),
+      block_(in_local_ * out_local_), shard_(block_ / depth.size()),
+      row0_(out.rank() * out_local_), col0_(in.rank() * in_local_) {
+  if (depth.size() > 1) {
+    full_weight_ = Buffer<T>(device, block_);
+    full_dweight_ = Buffer<T>(device, block_);
+  }
+}
+
+template <typename T>
+void Linear3d<T>::bind(T* weight, T* dweight, T* bias, T* dbias) {
+  weight_ = weight;
+  dweight_ = dweight;
+  bias_ = bias;
+  dbias_ = dbias;
+}
+
+template <typename T>
+void Linear3d<T>::set_neighbours(Linear3d* next, Linear3d* previous) {
+  next_ = next;
+  previous_ = previous;
+}
+
+template <typename T>
+void Linear3d<T>::start_gather() {
+  if (depth_.size() == 1 || gathered_ || gather_) return;
+  gather_ = depth_.all_gather_async(weight_, full_weight_.data(), shard_, data_type_of<T>());
+}
+
+template <typename T>
+const T* Linear3d<T>::gathered_weight() {
+  if (depth_.size() == 1) return weight_;
+  if (!gathered_) {
+    start_gather();
+    gather_->wait();
+    gather_.reset();
+    gathered_ = true;
+  }
+  return full_weight_.data();
+}
+
+template <typename T>
+void Linear3d<T>::forward(const T* x, T* y, int64_t rows) {
+  const T* w = gathered_weight();
+  if (overlap_.prefetch_weights && next_) next_->start_gather();
+  device_.gemm<T>(false, true, rows, out_local_, in_local_, T(1), x, in_local_, w, in_local_,
+                  T(0), y, out_local_);
+  if (in_.size() > 1) {
+    auto sum = in_.all_reduce_async(y, y, rows * out_local_, data_type_of<T>());
+    in_.progress();
+    sum->wait();
+  }
+  device_.bias_add<T>(y, bias_, rows, out_local_);
+  if (!overlap_.cache_weights) gathered_ = false;  // backward gathers again
+}
+
+template <typename T>
+void Linear3d<T>::backward(const T* x, const T* dy, T* dx, int64_t rows) {
+  const T* w = gathered_weight();
+  if (overlap_.prefetch_weights && previous_) previous_->start_gather();
+  PendingComm dx_sum;
+  if (dx) {
+    device_.gemm<T>(false, false, rows, in_local_, out_local_, T(1), dy, out_local_, w,
+                    in_local_, T(0), dx, in_local_);
+    if (out_.size() > 1) {
+      dx_sum = out_.all_reduce_async(dx, dx, rows * in_local_, data_type_of<T>());
+      if (!overlap_.overlap_dx) {
+        dx_sum->wait();
+        dx_sum.reset();
+      }
+    }
+  }
+  // dW = dyᵀ·x over this rank's rows; the depth ranks hold the other rows.
+  finish_weight_gradient();  // the previous step's (or a deferred) reduce-scatter
+  T* dw = depth_.size() > 1 ? full_dweight_.data() : dweight_;
+  device_.gemm<T>(true, false, out_local_, in_local_, rows, T(1), dy, out_local_, x, in_local_,
+                  T(0), dw, in_local_);
+  device_.bias_grad<T>(dbias_, dy, rows, out_local_, false);
+  if (depth_.size() > 1) {
+    reduce_ = depth_.reduce_scatter_async(dw, dweight_, shard_, data_type_of<T>());
+    if (!overlap_.defer_dw_reduce) finish_weight_gradient();
+  }
+  if (dx_sum) {
+    out_.progress();
+    dx_sum->wait();
+  }
+  gathered_ = false;
+}
+
+template <typename T>
+void Linear3d<T>::finish_weight_gradient() {
+  if (!reduce_) return;
+  reduce_->wait();
+  reduce_.reset();
+}
+
+template class Linear3d<float>;
+template class Linear3d<double>;
+
+}  // namespace mlps

@@ -1,0 +1,77 @@
+#pragma once
+// One Linear(in → out) of FC_Net on the AxoNN 3D grid. Its input features are sharded over
+// group `in` (size g_in, this rank's index i), its outputs over group `out` (g_out, index o):
+// "normal" layers have in = inner, out = outer; "transposed" ones the other way round, so one
+// layer's output layout is the next one's input layout. The rank's block of W[out × in] is
+// rows o·out/g_out.. × cols i·in/g_in..; flattened row-major and cut into G_d contiguous
+// shards, of which the rank stores shard d (the bias slice of its out/g_out outputs is
+// replicated over in, depth and data).
+//   forward:  all-gather W over depth; y = x·Wᵀ on [rows × in/g_in]; all-reduce y over `in`;
+//             add the bias.
+//   backward: all-gather W over depth again unless cached; dx = dy·W all-reduced over `out`
+//             (optionally overlapping the dW GEMM); dW = dyᵀ·x reduce-scattered over depth
+//             (optionally left pending until the caller finishes it); db = Σ_rows dy.
+// When g_out does not divide out (the classifier's 10 classes), the blocks are padded to
+// ⌈out/g_out⌉ rows: padded rows and bias entries are zero and get zero gradients.
+// A group of one rank is never called.
+#include <cstdint>
+#include <vector>
+
+#include "src/buffer.h"
+#include "src/comm/communicator.h"
+
+namespace mlps {
+
+struct Overlap3d {
+  bool cache_weights = false;     // keep the gathered W from forward for backward
+  bool overlap_dx = false;        // dX all-reduce in flight during the dW GEMM
+  bool defer_dw_reduce = false;   // dW reduce-scatter finished by the caller, later
+  bool prefetch_weights = false;  // gather the next layer's W during this layer's compute
+};
+
+template <typename T>
+class Linear3d {
+ public:
+  Linear3d(Device& device, Communicator& in, Communicator& out, Communicator& depth,
+           int64_t in_features, int64_t out_features, const Overlap3d& overlap);
+
+  int64_t in_local() const { return in_local_; }
+  int64_t out_local() const { return out_local_; }
+  int64_t shard_elements() const { return shard_; }
+  int64_t row0() const { return row0_; }  // the block's first global row (output)
+  int64_t col0() const { return col0_; }  // the block's first global column (input)
+  // Where its weight shard, bias slice and their gradients live.
+  void bind(T* weight, T* dweight, T* bias, T* dbias);
+  // Layers to prefetch: next in forward order, previous in backward order (null: none).
+  void set_neighbours(Linear3d* next, Linear3d* previous);
+
+  // Weights changed (a new step): the gathered copy is stale.
+  void invalidate() { gathered_ = false; }
+  void forward(const T* x, T* y, int64_t rows);
+  // dx may be null (the embed: no input gradient).
+  void backward(const T* x, const T* dy, T* dx, int64_t rows);
+  // Waits for a deferred dW reduce-scatter (no-op when none is pending).
+  void finish_weight_gradient();
+
+ private:
+  void start_gather();
+  const T* gathered_weight();
+
+  Device& device_;
+  Communicator& in_;
+  Communicator& out_;
+  Communicator& depth_;
+  Overlap3d overlap_;
+  int64_t in_local_, out_local_, block_, shard_, row0_, col0_;
+  T* weight_ = nullptr;
+  T* dweight_ = nullptr;
+  T* bias_ = nullptr;
+  T* dbias_ = nullptr;
+  Buffer<T> full_weight_, full_dweight_;  // [out_local × in_local] (G_d > 1 only)
+  PendingComm gather_, reduce_;
+  bool gathered_ = false;
+  Linear3d* next_ = nullptr;
+  Linear3d* previous_ = nullptr;
+};
+
+}  // namespace mlps

@@ -1,0 +1,54 @@
+#pragma once
+// bin/tensor3d's scheme: AxoNN 3D tensor parallelism (Tensor3dNet on a G_r × G_c × G_d grid)
+// × D data-parallel replicas. Replica p, depth d trains on rows [(p·G_d + d)·B/(D·G_d), ...)
+// of the global batch (every rank of its inner × outer plane loads them); the loss is a mean
+// over the global batch, so the summed gradients are serial's.
+#include <map>
+
+#include "src/driver/comm_volume_report.h"
+#include "src/driver/trainer.h"
+#include "src/optim/optimizer.h"
+#include "src/schemes/tensor3d/tensor3d_net.h"
+
+namespace mlps {
+
+template <typename T>
+class Tensor3dTrainer : public Trainer {
+ public:
+  // Throws InputError (before allocating anything) when the grid does not divide the model.
+  // Collective over world.
+  Tensor3dTrainer(DeviceKind device, const ModelConfig& model, const OptimizerConfig& optimizer,
+                  uint64_t seed, int64_t global_batch, const Shape3d& shape,
+                  const Overlap3d& overlap, CommBackend backend, MPI_Comm world);
+
+  std::string scheme() const override { return "tensor3d"; }
+  std::string grid() const override { return grid_.describe(); }
+  BatchSlice batch_slice(int64_t global_rows) const override;
+  double train_step(const HostBatch& rows, int64_t global_batch, PhaseTimer& timer) override;
+  int64_t count_correct(const HostBatch& rows, int64_t global_rows) override;
+  std::vector<NamedTensor> gather_parameters() override;
+  int64_t parameter_count() const override { return parameter_count_; }
+  double optimizer_bytes_per_step() const override { return optimizer_.bytes_per_step(); }
+  const Device& device() const override { return device_; }
+  std::map<std::string, CommTotals> take_comm_totals() override;
+  double take_blocked_comm_seconds() override { return grid_.log().take_blocked_seconds(); }
+  std::string comm_backend() const override { return grid_.backend(); }
+
+  // Bytes per collective kind over the training iterations so far (smallest and largest).
+  const std::map<std::string, ByteRange>& measured_bytes() const { return measured_; }
+  // Bytes of this rank's weight shards and vector slices.
+  int64_t weight_bytes() const;
+  int64_t vector_bytes() const;
+
+ private:
+  double sum_over_world(double local) const;
+
+  Device device_;
+  Grid3d grid_;
+  Tensor3dNet<T> net_;
+  Optimizer<T> optimizer_;
+  int64_t parameter_count_;
+  std::map<std::string, ByteRange> measured_;
+};
+
+}  // namespace mlps

@@ -1,0 +1,42 @@
+#pragma once
+// The communication of one bin/tensor3d training step, per rank, from the configuration alone.
+// Sizes are nccl-tests' (as CommLog records them: all-reduce the message, all-gather the
+// gathered output, reduce-scatter the input); the ring bytes a rank sends are that size times
+// 2(n−1)/n for all-reduce and (n−1)/n for all-gather and reduce-scatter. With b = B/(D·G_d)
+// rows per rank, e bytes per element and, for a Linear(K → N) whose input is sharded over a
+// group of g_in ranks and output over g_out (normal: inner, outer; transposed: swapped; the
+// pixels are sharded over outer, so the embed is transposed), n = ⌈N/g_out⌉ (the classifier
+// is padded), block = n·(K/g_in):
+//   allgather:depth       block·e, forward and again in backward (not with --cache-weights)
+//   allreduce:<in group>  b·n·e           the partial outputs
+//   allreduce:<out group> b·(K/g_in)·e    dX (not for the embed)
+//   reduce_scatter:depth  block·e         dW
+// LayerNorm over a group of g: allgather 2b·g·e (row moments), allreduce 2b·e (backward sums);
+// the logits: allgather over the classifier's output group (g) b·⌈10/g⌉·g·e; vector gradients
+// allreduce:depth (their local elements)·e; with D > 1 allreduce:data of every local element.
+// Groups of one rank communicate nothing.
+#include <cstddef>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "src/model_config.h"
+#include "src/schemes/tensor3d/grid_3d.h"
+
+namespace mlps {
+
+struct Volume3d {
+  std::string layer;  // "embed", "block0.fc1", "block0.norm", "logits", "gradients"
+  std::string kind;   // "allgather:depth", ...
+  int group_size = 1;
+  double bytes = 0;   // nccl-tests size
+  double ring_bytes() const;  // bytes a rank sends on a ring
+};
+
+std::vector<Volume3d> tensor3d_layer_volumes(const ModelConfig& model, int64_t global_batch,
+                                             const Shape3d& shape, size_t element_bytes,
+                                             bool cache_weights);
+// Summed per kind (the keys of the result file's /comm groups).
+std::map<std::string, double> tensor3d_volumes(const std::vector<Volume3d>& layers);
+
+}  // namespace mlps

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# MPI tests of bin/tensor3d (AxoNN 3D tensor parallelism × data) on the CPU backend: fp64
+# --verify against serial (losses and final weights within 1e-10 relative) on the grids
+# [1,1,1] [2,1,1] [1,2,1] [1,1,2] [2,2,1] [1,2,2] [2,1,2] [2,2,2] [4,1,1] and [2,2,1] × dp 2
+# (8 ranks oversubscribed), each overlap flag on its own and all together, --block plain; every run's
+# measured bytes per collective kind and group must equal the program's analytic volumes
+# ("volumes: analytic == measured"), the expected groups must appear, and --cache-weights must
+# halve the depth all-gather. Grids the model does not divide fail on every rank with one line
+# each and exit 2, never hang. Ends with "N passed, N failed". TENSOR3D=path tests another build.
+set -u -o pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+
+bin=${TENSOR3D:-bin/tensor3d}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export OPENBLAS_NUM_THREADS=1
+passed=0
+failed=0
+ok() { echo "ok - $1"; passed=$((passed + 1)); }
+not_ok() { echo "not ok - $1: $2"; failed=$((failed + 1)); }
+
+# S² = 36, H = 12, F = 24, B = 12 divide by 2 and 4 (B by dp·z = 4); the classifier's 10
+# outputs are padded to 3 × 4 on a group of 4.
+tiny=(--hidden 12 --layers 2 --image-size 6 --ffn-mult 2 --batch 12 --iters 3 --warmup 1
+      --print-every 0 --eval-samples 12 --precision fp64)
+
+ranks_of() {  # x,y,z [dp] -> x·y·z·dp
+  local IFS=,
+  read -r x y z <<<"$1"
+  echo $((x * y * z * ${2:-1}))
+}
+
+# run NAME DIMS DP ARGS...: trains with --verify; checks PASS and the volumes; keeps the log.
+run() {
+  local name=$1 dims=$2 dp=$3
+  shift 3
+  local ranks log=$tmp/log
+  ranks=$(ranks_of "$dims" "$dp")
+  if ! timeout 60 mpiexec -n "$ranks" "$bin" "${tiny[@]}" --tp-dims "$dims" --dp "$dp" "$@" \
+      --verify --out "$tmp/run.h5" >"$log" 2>&1; then
+    not_ok "$name" "exit status $? ($(tail -n 2 "$log" | tr '\n' ' '))"
+    return 1
+  fi
+  cp "$log" "$tmp/last.log"
+  if ! grep -q "verify: PASS" "$log"; then
+    not_ok "$name" "$(grep 'verify:' "$log" | tail -n 1)"
+    return 1
+  fi
+  if ! grep -q "volumes: analytic == measured" "$log"; then
+    not_ok "$name volumes" "$(grep -E 'DIFFERENT' "$log" | tr -s ' ' | tr '\n' ';')"
+    return 1
+  fi
+  ok "$name matches serial ($(grep -o 'relative error [^ ]*' "$log")), volumes equal analytic"
+}
+
+# measured BYTES of a collective kind in the last run's table ("" when absent).
+measured() { awk -v k="$1" '$1 == k && $4 ~ /equal/ {print $3}' "$tmp/last.log"; }
+
+# expect_kinds NAME KIND...: each kind was measured with nonzero bytes.
+expect_kinds() {
+  local name=$1 missing=""
+  shift
+  for k in "$@"; do
+    local b
+    b=$(measured "$k")
+    [[ -n $b && $b != 0 ]] || missing+=" $k"
+  done
+  if [[ -z $missing ]]; then ok "$name records $*"; else not_ok "$name groups" "missing$missing"; fi
+}
+
+run "[1,1,1]" 1,1,1 1
+run "[2,1,1]" 2,1,1 1 && expect_kinds "[2,1,1]" allreduce:outer allgather:outer
+run "[1,2,1]" 1,2,1 1 && expect_kinds "[1,2,1]" allreduce:inner allgather:inner
+run "[1,1,2]" 1,1,2 1 && expect_kinds "[1,1,2]" allgather:depth reduce_scatter:depth allreduce:depth
+run "[2,2,1]" 2,2,1 1
+run "[1,2,2]" 1,2,2 1
+run "[2,1,2]" 2,1,2 1
+run "[2,2,2]" 2,2,2 1 && expect_kinds "[2,2,2]" allreduce:inner allreduce:outer \
+  allgather:depth reduce_scatter:depth allreduce:depth
+gather_plain=$(measured allgather:depth)
+run "[2,2,1] x dp 2" 2,2,1 2 && expect_kinds "[2,2,1] x dp 2" allreduce:data
+for flag in --cache-weights --overlap-dx --defer-dw-reduce --prefetch-weights; do
+  run "[2,2,2] $flag" 2,2,2 1 "$flag"
+  if [[ $flag == --cache-weights ]]; then
+    cached=$(measured allgather:depth)
+    if [[ -n $gather_plain && -n $cached ]] && (( gather_plain == 2 * cached )); then
+      ok "--cache-weights halves allgather:depth ($gather_plain -> $cached B)"
+    else
+      not_ok "--cache-weights volume" "allgather:depth $gather_plain -> $cached B"
+    fi
+  fi
+done
+all=(--cache-weights --overlap-dx --defer-dw-reduce --prefetch-weights)
+run "[2,2,2] every overlap flag" 2,2,2 1 "${all[@]}"
+run "[2,2,1] x dp 2 every overlap flag" 2,2,1 2 "${all[@]}"
+run "[4,1,1] (classifier padded to 3 x 4 outputs)" 4,1,1 1
+run "[1,4,1] --block plain, 3 layers (classifier padded)" 1,4,1 1 --block plain --layers 3
+run "[2,1,2] --block plain, 3 layers" 2,1,2 1 --block plain --layers 3
+run "[1,2,2] --block plain, 3 layers, every overlap flag" 1,2,2 1 --block plain --layers 3 \
+  "${all[@]}"
+
+# bad NAME RANKS PATTERN ARGS...: every rank prints one error line naming the problem; exit 2.
+bad() {
+  local name=$1 ranks=$2 pattern=$3
+  shift 3
+  local log=$tmp/bad.log status=0
+  timeout 30 mpiexec -n "$ranks" "$bin" "${tiny[@]}" "$@" --out "$tmp/bad.h5" >"$log" 2>&1 ||
+    status=$?
+  local lines
+  lines=$(grep -c "error: .*$pattern" "$log")
+  if [[ $status == 2 && $lines == "$ranks" ]]; then
+    ok "$name: exit 2, one line per rank ($(grep -m1 'error:' "$log" | sed 's/.*error: //'))"
+  else
+    not_ok "$name" "exit $status, $lines of $ranks ranks said '$pattern': $(head -c 300 "$log")"
+  fi
+}
+bad "product != ranks" 4 "not a multiple" --tp-dims 2,2,2
+bad "dp product != ranks" 4 "needs x·y·z·dp" --tp-dims 2,1,1 --dp 3
+bad "S² not divisible by x" 2 "is not divisible by x = 2" --tp-dims 2,1,1 --image-size 5
+bad "H not divisible" 4 "is not divisible by 4" --tp-dims 1,4,1 --hidden 10
+bad "batch not divisible by dp·z" 2 "not divisible by dp·z" --tp-dims 1,1,2 --batch 13
+bad "weight block not divisible by z" 4 "depth shards" --tp-dims 1,1,4 --hidden 6 \
+  --image-size 3 --ffn-mult 1
+bad "malformed --tp-dims" 2 "expected three positive integers" --tp-dims 2,x
+
+echo "$passed passed, $failed failed"
+[[ $failed == 0 ]]
