@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "src/model/predicted_classes.h"
+
 namespace mlps {
 
 template <typename T>
@@ -134,15 +136,7 @@ void PipelineStage<T>::backward(StageActivations<T>& a, int64_t rows, int64_t gl
 template <typename T>
 std::vector<int32_t> PipelineStage<T>::predictions(const StageActivations<T>& a,
                                                    int64_t rows) const {
-  const int64_t classes = config_.classes;
-  std::vector<T> probs(static_cast<size_t>(rows * classes));
-  device_.to_host(probs.data(), a.probs.data(), sizeof(T) * probs.size());
-  std::vector<int32_t> predicted(static_cast<size_t>(rows));
-  for (int64_t r = 0; r < rows; ++r) {
-    const T* row = probs.data() + r * classes;
-    predicted[r] = static_cast<int32_t>(std::max_element(row, row + classes) - row);
-  }
-  return predicted;
+  return predicted_classes(device_, a.probs.data(), rows, config_.classes);
 }
 
 template struct StageActivations<float>;

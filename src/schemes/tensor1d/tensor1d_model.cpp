@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "src/model/predicted_classes.h"
+
 namespace mlps {
 
 template <typename T>
@@ -250,14 +252,7 @@ void Tensor1dModel<T>::backward_embed(const T* dy, int64_t rows) {
 
 template <typename T>
 std::vector<int32_t> Tensor1dModel<T>::predictions(int64_t rows) const {
-  std::vector<T> probs(static_cast<size_t>(rows * classes_));
-  device_.to_host(probs.data(), probs_.data(), sizeof(T) * probs.size());
-  std::vector<int32_t> predicted(static_cast<size_t>(rows));
-  for (int64_t r = 0; r < rows; ++r) {
-    const T* row = probs.data() + r * classes_;
-    predicted[r] = static_cast<int32_t>(std::max_element(row, row + classes_) - row);
-  }
-  return predicted;
+  return predicted_classes(device_, probs_.data(), rows, classes_);
 }
 
 template class Tensor1dModel<float>;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "src/model/predicted_classes.h"
 #include "src/schemes/tensor2d/sliced_ops.h"
 
 namespace mlps {
@@ -151,15 +152,7 @@ void Tensor2dNet<T>::finish_gradients() {
 
 template <typename T>
 std::vector<int32_t> Tensor2dNet<T>::predictions(int64_t rows) const {
-  const int64_t classes = config_.classes;
-  std::vector<T> probs(static_cast<size_t>(rows * classes));
-  device_.to_host(probs.data(), probs_.data(), sizeof(T) * probs.size());
-  std::vector<int32_t> predicted(static_cast<size_t>(rows));
-  for (int64_t r = 0; r < rows; ++r) {
-    const T* row = probs.data() + r * classes;
-    predicted[r] = static_cast<int32_t>(std::max_element(row, row + classes) - row);
-  }
-  return predicted;
+  return predicted_classes(device_, probs_.data(), rows, config_.classes);
 }
 
 template class Tensor2dNet<float>;

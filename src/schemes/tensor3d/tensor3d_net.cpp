@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "src/model/fc_net.h"
+#include "src/model/predicted_classes.h"
 #include "src/schemes/tensor2d/sliced_ops.h"
 
 namespace mlps {
@@ -276,15 +277,7 @@ void Tensor3dNet<T>::backward(int64_t rows, int64_t global_batch) {
 
 template <typename T>
 std::vector<int32_t> Tensor3dNet<T>::predictions(int64_t rows) const {
-  const int64_t classes = config_.classes;
-  std::vector<T> probs(static_cast<size_t>(rows * classes));
-  device_.to_host(probs.data(), probs_.data(), sizeof(T) * probs.size());
-  std::vector<int32_t> predicted(static_cast<size_t>(rows));
-  for (int64_t r = 0; r < rows; ++r) {
-    const T* row = probs.data() + r * classes;
-    predicted[r] = static_cast<int32_t>(std::max_element(row, row + classes) - row);
-  }
-  return predicted;
+  return predicted_classes(device_, probs_.data(), rows, config_.classes);
 }
 
 template class Tensor3dNet<float>;
