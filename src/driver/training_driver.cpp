@@ -160,8 +160,9 @@ int run_training(const RunContext& context, const Options& o, const TrainingSche
                   record.verification.verdict.c_str(), record.verification.max_relative_error,
                   record.verification.worst_at.c_str(), record.verification.tolerance);
       if (o.precision == Precision::fp32)
-        std::printf("verify: fp32 tolerances are %.0f x serial fp32's own error against fp64 at "
-                    "each item (at least %.0e for losses, %.0e for tensors; its largest is %.3e)\n",
+        std::printf("verify: fp32 tolerances are %.0f x the largest error serial fp32 itself shows "
+                    "against fp64 so far (at least %.0e for losses, %.0e for tensors; over the run "
+                    "%.3e)\n",
                     kFp32ToleranceFactor, kFp32LossToleranceFloor, kFp32ToleranceFloor,
                     record.verification.serial_fp32_error);
       if (record.verification.verdict != "PASS") exit_code = 3;

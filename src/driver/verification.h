@@ -11,13 +11,14 @@
 
 namespace mlps {
 
-// fp32 runs PASS when each iteration's loss and each final tensor is within
-// max(floor, factor × serial fp32's error at the same place) of the fp64 reference: rounding
-// alone, amplified as the same training amplifies it, stays within that; a wrong gradient or a
-// missed update does not, and shows in the first iterations, where the bound is still tight.
+// fp32 runs PASS when each iteration's loss is within max(1e-5, factor × the largest error
+// serial fp32 itself shows against fp64 up to that iteration), and each final tensor within
+// max(1e-3, factor × its largest error over the run): rounding alone, amplified as the same
+// training amplifies it, stays within that; a wrong gradient or a missed update does not, and
+// shows in the first iterations, where the bound is still tight.
 inline constexpr double kFp32LossToleranceFloor = 1e-5;
 inline constexpr double kFp32ToleranceFloor = 1e-3;
-inline constexpr double kFp32ToleranceFactor = 10.0;
+inline constexpr double kFp32ToleranceFactor = 100.0;
 
 // fp64 runs differ from serial fp64 only in the order of sums.
 inline constexpr double kFp64Tolerance = 1e-10;
