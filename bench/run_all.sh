@@ -8,7 +8,8 @@ mkdir -p results/bench
 bin/bench_kernels --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
   --benchmark_out=results/bench/kernels.json --benchmark_out_format=json
 if [[ -x bin/bench_floor ]]; then
-  bin/bench_floor --kernels results/bench/kernels.json --config inputs/tutorial.json
+  # --iters explicitly: the preset sets epochs, which --iters must override.
+  bin/bench_floor --kernels results/bench/kernels.json --config inputs/tutorial.json --iters 12
 fi
 
 # Collectives on 4 ranks, nccl-tests style: time, algbw, busbw and wrong elements per size.
