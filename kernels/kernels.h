@@ -14,7 +14,12 @@ struct AdamStep {
   double eps = 1e-8;
   double bias_correction1 = 1.0;  // 1 − beta1^t
   double bias_correction2 = 1.0;  // 1 − beta2^t
+  double grad_scale = 1.0;        // gradients are multiplied by this first (1/loss scale)
 };
+
+// How activations, weights and gradients are stored: fp32 (or fp64) as computed, or rounded to
+// 16 bits after every kernel that produces them (mixed precision; accumulation stays fp32).
+enum class StorageFormat { full, bf16, fp16 };
 
 namespace cpu {
 #include "kernel_api.inc"

@@ -12,14 +12,15 @@ constexpr int kThreads = 256;
 
 template <typename T>
 struct AdamScalars {
-  T beta1, beta2, one_minus_beta1, one_minus_beta2, step_size, inv_sqrt_bc2, eps;
+  T beta1, beta2, one_minus_beta1, one_minus_beta2, step_size, inv_sqrt_bc2, eps, grad_scale;
+  bool scaled;  // grad_scale != 1: an unscaled step does exactly the operations it always did
 };
 
 template <typename T>
 __global__ void adam_kernel(T* param, const T* grad, T* m, T* v, int64_t n, AdamScalars<T> s) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
-    const T g = grad[i];
+    const T g = s.scaled ? grad[i] * s.grad_scale : grad[i];
     const T mi = s.beta1 * m[i] + s.one_minus_beta1 * g;
     const T vi = s.beta2 * v[i] + s.one_minus_beta2 * g * g;
     m[i] = mi;
@@ -46,7 +47,9 @@ void adam_update(T* param, const T* grad, T* m, T* v, int64_t n, const AdamStep&
                          static_cast<T>(1.0 - step.beta2),
                          static_cast<T>(step.lr / step.bias_correction1),
                          static_cast<T>(1.0 / std::sqrt(step.bias_correction2)),
-                         static_cast<T>(step.eps)};
+                         static_cast<T>(step.eps),
+                         static_cast<T>(step.grad_scale),
+                         step.grad_scale != 1.0};
   adam_kernel<<<detail::grid_blocks(n, kThreads), kThreads, 0, detail::stream()>>>(param, grad, m,
                                                                                    v, n, s);
   MLPS_CUDA_CHECK_LAUNCH();

@@ -3,11 +3,19 @@
 // blocking or asynchronous, each call's bytes and time recorded in the communicator's CommLog.
 // Buffers are memory of the rank's Device (host memory on the CPU backend, GPU memory with
 // NCCL). Reductions are sums. Sizes follow nccl-tests: see CommLog.
+//
+// The wire format (default full) lets f32 payloads travel as bf16 or fp16 (mixed precision's
+// 16-bit gradient communication): values are rounded to the format before they are sent,
+// reductions add in float and round each partial sum back to the format, and every rank,
+// including a broadcast's root and the owner of an all-gather slot, ends with the same
+// 16-bit-exact values. The log records the bytes actually sent (2 per element). f64 payloads
+// are never converted.
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
 
+#include "kernels/kernels.h"
 #include "src/comm/comm_log.h"
 
 namespace mlps {
@@ -78,13 +86,25 @@ class Communicator {
 
   CommLog& log() { return *log_; }
 
+  // Applies to operations posted afterwards; those in flight keep the format they began with.
+  void set_wire_format(StorageFormat format) { wire_format_ = format; }
+  StorageFormat wire_format() const { return wire_format_; }
+
  protected:
   Communicator(std::string name, std::shared_ptr<CommLog> log)
       : name_(std::move(name)), log_(std::move(log)) {}
 
+  // True when a payload of this type travels as 16-bit values.
+  bool on_16bit_wire(DataType type) const {
+    return type == DataType::f32 && wire_format_ != StorageFormat::full;
+  }
+  // Bytes per element as sent.
+  size_t wire_size_of(DataType type) const { return on_16bit_wire(type) ? 2 : size_of(type); }
+
  private:
   std::string name_;
   std::shared_ptr<CommLog> log_;  // shared by the communicators of one rank
+  StorageFormat wire_format_ = StorageFormat::full;
 };
 
 }  // namespace mlps

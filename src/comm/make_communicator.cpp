@@ -112,9 +112,12 @@ CommBackend resolve_comm_backend(const std::string& requested, DeviceKind device
   return CommBackend::nccl;
 }
 
-std::unique_ptr<Communicator> make_communicator(CommBackend backend, const Device& device,
-                                                MPI_Comm comm, const std::string& name,
-                                                std::shared_ptr<CommLog> log) {
+namespace {
+bool g_fp32_gradient_comm = false;
+
+std::unique_ptr<Communicator> make_backend_communicator(CommBackend backend, const Device& device,
+                                                        MPI_Comm comm, const std::string& name,
+                                                        std::shared_ptr<CommLog> log) {
   if (backend == CommBackend::mpi)
     return std::make_unique<MpiCommunicator>(device, comm, name, std::move(log));
 #ifdef MLPSCALE_WITH_NCCL
@@ -124,6 +127,20 @@ std::unique_ptr<Communicator> make_communicator(CommBackend backend, const Devic
 #else
   throw std::logic_error("make_communicator: NCCL asked for in a build without NCCL");
 #endif
+}
+}  // namespace
+
+void set_fp32_gradient_comm(bool fp32) { g_fp32_gradient_comm = fp32; }
+
+bool carries_weight_gradients(const std::string& name) { return name == "world" || name == "data"; }
+
+std::unique_ptr<Communicator> make_communicator(CommBackend backend, const Device& device,
+                                                MPI_Comm comm, const std::string& name,
+                                                std::shared_ptr<CommLog> log) {
+  auto communicator = make_backend_communicator(backend, device, comm, name, std::move(log));
+  const bool fp32 = g_fp32_gradient_comm && carries_weight_gradients(name);
+  communicator->set_wire_format(fp32 ? StorageFormat::full : device.storage_format());
+  return communicator;
 }
 
 }  // namespace mlps

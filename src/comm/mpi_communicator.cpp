@@ -7,6 +7,9 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <vector>
+
+#include "kernels/cpu/float16_bits.h"
 
 namespace mlps {
 namespace {
@@ -39,6 +42,17 @@ void check(int status, const char* call) {
   throw std::runtime_error(std::string(call) + " failed: " + std::string(text, length));
 }
 
+// The user-defined MPI_Op of a 16-bit wire: adds in float and rounds back to the format. Float's
+// 24 significand bits are at least 2p+2 for both formats (p = 8, 11), so rounding the float sum
+// gives the correctly rounded exact sum (double rounding is innocuous). Float addition is
+// commutative, as the op is declared.
+template <uint16_t (*ToBits)(float), float (*FromBits)(uint16_t)>
+void sum_16bit(void* in, void* inout, int* len, MPI_Datatype*) {
+  const auto* a = static_cast<const uint16_t*>(in);
+  auto* b = static_cast<uint16_t*>(inout);
+  for (int i = 0; i < *len; ++i) b[i] = ToBits(FromBits(a[i]) + FromBits(b[i]));
+}
+
 // MPI forbids a send buffer that overlaps the receive buffer (other than MPI_IN_PLACE).
 bool overlaps(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
   const auto pa = reinterpret_cast<std::uintptr_t>(a);
@@ -48,8 +62,8 @@ bool overlaps(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
 
 }  // namespace
 
-// One posted MPI operation, its host staging buffer (if any) and the copy back that wait()
-// does after MPI completes.
+// One posted MPI operation, its host staging buffer (if any) and the copy back (or, from a
+// 16-bit wire, the conversion back to float) that wait() does after MPI completes.
 class MpiCommunicator::Request : public CommRequest {
  public:
   Request(MpiCommunicator& owner, CommKind kind, double bytes)
@@ -89,6 +103,16 @@ class MpiCommunicator::Request : public CommRequest {
     copy_dst_ = dst;
     copy_bytes_ = bytes;
   }
+  // The staging buffer as count 16-bit wire values.
+  uint16_t* stage_wire(int64_t count) {
+    return reinterpret_cast<uint16_t*>(stage(static_cast<size_t>(count) * sizeof(uint16_t)));
+  }
+  // wait() converts the first count wire values to floats at dst.
+  void unpack_to(void* dst, int64_t count, StorageFormat format) {
+    copy_dst_ = dst;
+    unpack_count_ = count;
+    unpack_format_ = format;
+  }
 
  private:
   void complete() {
@@ -98,7 +122,11 @@ class MpiCommunicator::Request : public CommRequest {
     const double wait_start = MPI_Wtime();
     owner.progress();
     check(MPI_Wait(&request_, MPI_STATUS_IGNORE), "MPI_Wait");
-    if (copy_bytes_ > 0) owner.device_.to_device(copy_dst_, host_.get(), copy_bytes_);
+    if (unpack_count_ > 0)
+      owner.unpack_from_wire(copy_dst_, reinterpret_cast<const uint16_t*>(host_.get()),
+                             unpack_count_, unpack_format_);
+    else if (copy_bytes_ > 0)
+      owner.device_.to_device(copy_dst_, host_.get(), copy_bytes_);
     host_.reset();
     const double end = MPI_Wtime();
     owner.log().add_blocked(end - wait_start);
@@ -113,6 +141,8 @@ class MpiCommunicator::Request : public CommRequest {
   std::unique_ptr<std::byte[]> host_;
   void* copy_dst_ = nullptr;
   size_t copy_bytes_ = 0;
+  int64_t unpack_count_ = 0;
+  StorageFormat unpack_format_ = StorageFormat::full;
 };
 
 MpiCommunicator::MpiCommunicator(const Device& device, MPI_Comm comm, std::string name,
@@ -134,7 +164,42 @@ MpiCommunicator::~MpiCommunicator() {
   }
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) MPI_Comm_free(&comm_);
+  if (finalized) return;
+  MPI_Comm_free(&comm_);
+  for (MPI_Op& op : sum_ops_)
+    if (op != MPI_OP_NULL) MPI_Op_free(&op);
+}
+
+MPI_Op MpiCommunicator::sum_op(StorageFormat format) {
+  const bool bf16 = format == StorageFormat::bf16;
+  MPI_Op& op = sum_ops_[bf16 ? 0 : 1];
+  if (op == MPI_OP_NULL)  // created on first use: MPI_Op_create is local, not collective
+    check(MPI_Op_create(bf16 ? &sum_16bit<cpu::float_to_bf16_bits, cpu::bf16_bits_to_float>
+                             : &sum_16bit<cpu::float_to_fp16_bits, cpu::fp16_bits_to_float>,
+                        1, &op),
+          "MPI_Op_create");
+  return op;
+}
+
+void MpiCommunicator::pack_to_wire(uint16_t* wire, const void* src, int64_t count) const {
+  if (staged()) {
+    std::vector<float> host(static_cast<size_t>(count));
+    device_.to_host(host.data(), src, host.size() * sizeof(float));
+    cpu::pack_16bit(wire, host.data(), count, wire_format());
+  } else {
+    cpu::pack_16bit(wire, static_cast<const float*>(src), count, wire_format());
+  }
+}
+
+void MpiCommunicator::unpack_from_wire(void* dst, const uint16_t* wire, int64_t count,
+                                       StorageFormat format) const {
+  if (staged()) {
+    std::vector<float> host(static_cast<size_t>(count));
+    cpu::unpack_16bit(host.data(), wire, count, format);
+    device_.to_device(dst, host.data(), host.size() * sizeof(float));
+  } else {
+    cpu::unpack_16bit(static_cast<float*>(dst), wire, count, format);
+  }
 }
 
 void MpiCommunicator::progress() {
@@ -150,8 +215,15 @@ PendingComm MpiCommunicator::all_reduce_async(const void* send, void* recv, int6
                                               DataType type) {
   const int n = mpi_count(count, "all-reduce");
   const size_t bytes = static_cast<size_t>(count) * size_of(type);
-  auto request = start(CommKind::all_reduce, static_cast<double>(bytes));
-  if (staged()) {
+  auto request = start(CommKind::all_reduce, static_cast<double>(count * wire_size_of(type)));
+  if (on_16bit_wire(type)) {
+    uint16_t* wire = request->stage_wire(count);
+    pack_to_wire(wire, send, count);
+    check(MPI_Iallreduce(MPI_IN_PLACE, wire, n, MPI_UINT16_T, sum_op(wire_format()), comm_,
+                         request->handle()),
+          "MPI_Iallreduce");
+    request->unpack_to(recv, count, wire_format());
+  } else if (staged()) {
     std::byte* host = request->stage(bytes);
     device_.to_host(host, send, bytes);
     check(MPI_Iallreduce(MPI_IN_PLACE, host, n, mpi_type(type), MPI_SUM, comm_,
@@ -173,8 +245,17 @@ PendingComm MpiCommunicator::all_gather_async(const void* send, void* recv, int6
   const size_t out_bytes = in_bytes * static_cast<size_t>(size_);
   const size_t slot_offset = in_bytes * static_cast<size_t>(rank_);
   const void* slot = static_cast<std::byte*>(recv) + slot_offset;
-  auto request = start(CommKind::all_gather, static_cast<double>(out_bytes));
-  if (staged() || (send != slot && overlaps(send, in_bytes, recv, out_bytes))) {
+  auto request = start(CommKind::all_gather,
+                       static_cast<double>(count * size_ * wire_size_of(type)));
+  if (on_16bit_wire(type)) {
+    // This rank's own part comes back rounded too, so every rank holds the same values.
+    uint16_t* wire = request->stage_wire(count * size_);
+    pack_to_wire(wire + count * rank_, send, count);
+    check(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, wire, n, MPI_UINT16_T, comm_,
+                         request->handle()),
+          "MPI_Iallgather");
+    request->unpack_to(recv, count * size_, wire_format());
+  } else if (staged() || (send != slot && overlaps(send, in_bytes, recv, out_bytes))) {
     std::byte* host = request->stage(out_bytes);
     device_.to_host(host + slot_offset, send, in_bytes);
     check(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, host, n, mpi_type(type), comm_,
@@ -198,10 +279,18 @@ PendingComm MpiCommunicator::reduce_scatter_async(const void* send, void* recv, 
   const int n = mpi_count(count, "reduce-scatter");
   const size_t out_bytes = static_cast<size_t>(count) * size_of(type);
   const size_t in_bytes = out_bytes * static_cast<size_t>(size_);
-  auto request = start(CommKind::reduce_scatter, static_cast<double>(in_bytes));
+  auto request = start(CommKind::reduce_scatter,
+                       static_cast<double>(count * size_ * wire_size_of(type)));
   // In place (recv inside send, NCCL's convention) goes through a copy: MPI's in-place
   // reduce-scatter puts the result at the start of the buffer, not at the rank's slot.
-  if (staged() || overlaps(send, in_bytes, recv, out_bytes)) {
+  if (on_16bit_wire(type)) {
+    uint16_t* wire = request->stage_wire(count * size_);
+    pack_to_wire(wire, send, count * size_);
+    check(MPI_Ireduce_scatter_block(MPI_IN_PLACE, wire, n, MPI_UINT16_T, sum_op(wire_format()),
+                                    comm_, request->handle()),
+          "MPI_Ireduce_scatter_block");
+    request->unpack_to(recv, count, wire_format());
+  } else if (staged() || overlaps(send, in_bytes, recv, out_bytes)) {
     std::byte* host = request->stage(in_bytes);
     device_.to_host(host, send, in_bytes);
     check(MPI_Ireduce_scatter_block(MPI_IN_PLACE, host, n, mpi_type(type), MPI_SUM, comm_,
@@ -221,7 +310,15 @@ PendingComm MpiCommunicator::broadcast_async(void* buffer, int64_t count, DataTy
   check_rank(root, size_, "broadcast root");
   const int n = mpi_count(count, "broadcast");
   const size_t bytes = static_cast<size_t>(count) * size_of(type);
-  auto request = start(CommKind::broadcast, static_cast<double>(bytes));
+  auto request = start(CommKind::broadcast, static_cast<double>(count * wire_size_of(type)));
+  if (on_16bit_wire(type)) {
+    // The root's buffer is rounded too, so every rank holds the same values.
+    uint16_t* wire = request->stage_wire(count);
+    if (rank_ == root) pack_to_wire(wire, buffer, count);
+    check(MPI_Ibcast(wire, n, MPI_UINT16_T, root, comm_, request->handle()), "MPI_Ibcast");
+    request->unpack_to(buffer, count, wire_format());
+    return request;
+  }
   void* target = buffer;
   if (staged()) {
     std::byte* host = request->stage(bytes);
@@ -238,7 +335,13 @@ PendingComm MpiCommunicator::send_async(const void* buffer, int64_t count, DataT
   check_rank(peer, size_, "send peer");
   const int n = mpi_count(count, "send");
   const size_t bytes = static_cast<size_t>(count) * size_of(type);
-  auto request = start(CommKind::send_recv, static_cast<double>(bytes));
+  auto request = start(CommKind::send_recv, static_cast<double>(count * wire_size_of(type)));
+  if (on_16bit_wire(type)) {
+    uint16_t* wire = request->stage_wire(count);
+    pack_to_wire(wire, buffer, count);
+    check(MPI_Isend(wire, n, MPI_UINT16_T, peer, kTag, comm_, request->handle()), "MPI_Isend");
+    return request;
+  }
   const void* source = buffer;
   if (staged()) {
     std::byte* host = request->stage(bytes);
@@ -253,7 +356,13 @@ PendingComm MpiCommunicator::recv_async(void* buffer, int64_t count, DataType ty
   check_rank(peer, size_, "recv peer");
   const int n = mpi_count(count, "recv");
   const size_t bytes = static_cast<size_t>(count) * size_of(type);
-  auto request = start(CommKind::send_recv, static_cast<double>(bytes));
+  auto request = start(CommKind::send_recv, static_cast<double>(count * wire_size_of(type)));
+  if (on_16bit_wire(type)) {
+    uint16_t* wire = request->stage_wire(count);
+    check(MPI_Irecv(wire, n, MPI_UINT16_T, peer, kTag, comm_, request->handle()), "MPI_Irecv");
+    request->unpack_to(buffer, count, wire_format());
+    return request;
+  }
   void* target = buffer;
   if (staged()) {
     target = request->stage(bytes);

@@ -28,6 +28,9 @@ namespace {
 }
 
 ncclDataType_t nccl_type(DataType type) { return type == DataType::f64 ? ncclDouble : ncclFloat; }
+ncclDataType_t nccl_type(StorageFormat wire) {
+  return wire == StorageFormat::bf16 ? ncclBfloat16 : ncclFloat16;
+}
 
 void check_rank(int rank, int size, const char* what) {
   if (rank < 0 || rank >= size)
@@ -66,10 +69,25 @@ struct NcclCommunicator::Launch {
   Launch& operator=(const Launch&) = delete;
 };
 
+NcclCommunicator::Wire::~Wire() {
+  if (data && cudaFreeAsync(data, cuda::detail::stream()) != cudaSuccess) (void)cudaGetLastError();
+}
+
+std::unique_ptr<NcclCommunicator::Wire> NcclCommunicator::stage_wire(int64_t count) const {
+  auto wire = std::make_unique<Wire>();
+  wire->format = wire_format();
+  // Stream-ordered on the kernel stream: the pack kernels that follow, the NCCL call (ordered
+  // after the kernel stream by its start event) and the free after the unpack all see it.
+  MLPS_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&wire->data),
+                                  static_cast<size_t>(count) * sizeof(uint16_t),
+                                  cuda::detail::stream()));
+  return wire;
+}
+
 class NcclCommunicator::Request : public CommRequest {
  public:
-  Request(NcclCommunicator& owner, CommKind kind, double bytes)
-      : owner_(&owner), kind_(kind), bytes_(bytes) {
+  Request(NcclCommunicator& owner, CommKind kind, double bytes, std::unique_ptr<Wire> wire)
+      : owner_(&owner), kind_(kind), bytes_(bytes), wire_(std::move(wire)) {
     owner.live_.push_back(this);
   }
   ~Request() override {
@@ -102,6 +120,12 @@ class NcclCommunicator::Request : public CommRequest {
     try {
       MLPS_CUDA_CHECK(cudaEventRecord(reached, kernels));
       MLPS_CUDA_CHECK(cudaStreamWaitEvent(kernels, launch_->done, 0));
+      if (wire_) {  // back to float on the kernel stream, after the operation
+        if (wire_->unpack_dst)
+          cuda::unpack_16bit(wire_->unpack_dst, wire_->data + wire_->unpack_offset,
+                             wire_->unpack_count, wire_->format);
+        wire_.reset();  // freed in stream order, after the unpack
+      }
       MLPS_CUDA_CHECK(cudaEventSynchronize(launch_->done));
       MLPS_CUDA_CHECK(cudaEventSynchronize(reached));
       const double seconds = elapsed_seconds(launch_->start, launch_->done);
@@ -119,6 +143,7 @@ class NcclCommunicator::Request : public CommRequest {
   NcclCommunicator* owner_;  // null once waited
   CommKind kind_;
   double bytes_;
+  std::unique_ptr<Wire> wire_;  // the 16-bit staging of a 16-bit wire, else null
   std::shared_ptr<Launch> launch_;  // null while a send/receive is held back
 };
 
@@ -183,15 +208,17 @@ void NcclCommunicator::flush_point_to_point() {
 }
 
 PendingComm NcclCommunicator::collective(CommKind kind, double bytes,
-                                         std::function<ncclResult_t()> call) {
+                                         std::function<ncclResult_t()> call,
+                                         std::unique_ptr<Wire> wire) {
   flush_point_to_point();  // issue order is the posting order
-  auto request = std::make_unique<Request>(*this, kind, bytes);
+  auto request = std::make_unique<Request>(*this, kind, bytes, std::move(wire));
   request->set_launch(launch({std::move(call)}));
   return request;
 }
 
-PendingComm NcclCommunicator::point_to_point(double bytes, std::function<ncclResult_t()> call) {
-  auto request = std::make_unique<Request>(*this, CommKind::send_recv, bytes);
+PendingComm NcclCommunicator::point_to_point(double bytes, std::function<ncclResult_t()> call,
+                                             std::unique_ptr<Wire> wire) {
+  auto request = std::make_unique<Request>(*this, CommKind::send_recv, bytes, std::move(wire));
   held_calls_.push_back(std::move(call));
   held_requests_.push_back(request.get());
   return request;
@@ -200,7 +227,18 @@ PendingComm NcclCommunicator::point_to_point(double bytes, std::function<ncclRes
 PendingComm NcclCommunicator::all_reduce_async(const void* send, void* recv, int64_t count,
                                                DataType type) {
   const size_t n = static_cast<size_t>(count);
-  return collective(CommKind::all_reduce, static_cast<double>(n * size_of(type)), [=, this] {
+  const double bytes = static_cast<double>(n * wire_size_of(type));
+  if (on_16bit_wire(type)) {
+    auto wire = stage_wire(count);
+    uint16_t* w = wire->data;
+    cuda::pack_16bit(w, static_cast<const float*>(send), count, wire->format);
+    wire->unpack_to(static_cast<float*>(recv), 0, count);
+    const ncclDataType_t t = nccl_type(wire->format);
+    return collective(CommKind::all_reduce, bytes, [=, this] {
+      return ncclAllReduce(w, w, n, t, ncclSum, comm_, stream_);
+    }, std::move(wire));
+  }
+  return collective(CommKind::all_reduce, bytes, [=, this] {
     return ncclAllReduce(send, recv, n, nccl_type(type), ncclSum, comm_, stream_);
   });
 }
@@ -208,7 +246,19 @@ PendingComm NcclCommunicator::all_reduce_async(const void* send, void* recv, int
 PendingComm NcclCommunicator::all_gather_async(const void* send, void* recv, int64_t count,
                                                DataType type) {
   const size_t n = static_cast<size_t>(count);
-  const double bytes = static_cast<double>(n * size_of(type)) * size_;
+  const double bytes = static_cast<double>(n * wire_size_of(type)) * size_;
+  if (on_16bit_wire(type)) {
+    // This rank's own part comes back rounded too, so every rank holds the same values.
+    auto wire = stage_wire(count * size_);
+    uint16_t* w = wire->data;
+    uint16_t* slot = w + count * rank_;
+    cuda::pack_16bit(slot, static_cast<const float*>(send), count, wire->format);
+    wire->unpack_to(static_cast<float*>(recv), 0, count * size_);
+    const ncclDataType_t t = nccl_type(wire->format);
+    return collective(CommKind::all_gather, bytes, [=, this] {
+      return ncclAllGather(slot, w, n, t, comm_, stream_);
+    }, std::move(wire));
+  }
   return collective(CommKind::all_gather, bytes, [=, this] {
     return ncclAllGather(send, recv, n, nccl_type(type), comm_, stream_);
   });
@@ -217,7 +267,18 @@ PendingComm NcclCommunicator::all_gather_async(const void* send, void* recv, int
 PendingComm NcclCommunicator::reduce_scatter_async(const void* send, void* recv, int64_t count,
                                                    DataType type) {
   const size_t n = static_cast<size_t>(count);
-  const double bytes = static_cast<double>(n * size_of(type)) * size_;
+  const double bytes = static_cast<double>(n * wire_size_of(type)) * size_;
+  if (on_16bit_wire(type)) {
+    auto wire = stage_wire(count * size_);
+    uint16_t* w = wire->data;
+    uint16_t* slot = w + count * rank_;
+    cuda::pack_16bit(w, static_cast<const float*>(send), count * size_, wire->format);
+    wire->unpack_to(static_cast<float*>(recv), count * rank_, count);
+    const ncclDataType_t t = nccl_type(wire->format);
+    return collective(CommKind::reduce_scatter, bytes, [=, this] {
+      return ncclReduceScatter(w, slot, n, t, ncclSum, comm_, stream_);
+    }, std::move(wire));
+  }
   return collective(CommKind::reduce_scatter, bytes, [=, this] {
     return ncclReduceScatter(send, recv, n, nccl_type(type), ncclSum, comm_, stream_);
   });
@@ -227,7 +288,19 @@ PendingComm NcclCommunicator::broadcast_async(void* buffer, int64_t count, DataT
                                               int root) {
   check_rank(root, size_, "broadcast root");
   const size_t n = static_cast<size_t>(count);
-  return collective(CommKind::broadcast, static_cast<double>(n * size_of(type)), [=, this] {
+  const double bytes = static_cast<double>(n * wire_size_of(type));
+  if (on_16bit_wire(type)) {
+    // The root's buffer is rounded too, so every rank holds the same values.
+    auto wire = stage_wire(count);
+    uint16_t* w = wire->data;
+    if (rank_ == root) cuda::pack_16bit(w, static_cast<const float*>(buffer), count, wire->format);
+    wire->unpack_to(static_cast<float*>(buffer), 0, count);
+    const ncclDataType_t t = nccl_type(wire->format);
+    return collective(CommKind::broadcast, bytes, [=, this] {
+      return ncclBroadcast(w, w, n, t, root, comm_, stream_);
+    }, std::move(wire));
+  }
+  return collective(CommKind::broadcast, bytes, [=, this] {
     return ncclBroadcast(buffer, buffer, n, nccl_type(type), root, comm_, stream_);
   });
 }
@@ -236,7 +309,16 @@ PendingComm NcclCommunicator::send_async(const void* buffer, int64_t count, Data
                                          int peer) {
   check_rank(peer, size_, "send peer");
   const size_t n = static_cast<size_t>(count);
-  return point_to_point(static_cast<double>(n * size_of(type)), [=, this] {
+  const double bytes = static_cast<double>(n * wire_size_of(type));
+  if (on_16bit_wire(type)) {
+    auto wire = stage_wire(count);
+    const uint16_t* w = wire->data;
+    cuda::pack_16bit(wire->data, static_cast<const float*>(buffer), count, wire->format);
+    const ncclDataType_t t = nccl_type(wire->format);
+    return point_to_point(bytes, [=, this] { return ncclSend(w, n, t, peer, comm_, stream_); },
+                          std::move(wire));
+  }
+  return point_to_point(bytes, [=, this] {
     return ncclSend(buffer, n, nccl_type(type), peer, comm_, stream_);
   });
 }
@@ -244,7 +326,16 @@ PendingComm NcclCommunicator::send_async(const void* buffer, int64_t count, Data
 PendingComm NcclCommunicator::recv_async(void* buffer, int64_t count, DataType type, int peer) {
   check_rank(peer, size_, "recv peer");
   const size_t n = static_cast<size_t>(count);
-  return point_to_point(static_cast<double>(n * size_of(type)), [=, this] {
+  const double bytes = static_cast<double>(n * wire_size_of(type));
+  if (on_16bit_wire(type)) {
+    auto wire = stage_wire(count);
+    uint16_t* w = wire->data;
+    wire->unpack_to(static_cast<float*>(buffer), 0, count);
+    const ncclDataType_t t = nccl_type(wire->format);
+    return point_to_point(bytes, [=, this] { return ncclRecv(w, n, t, peer, comm_, stream_); },
+                          std::move(wire));
+  }
+  return point_to_point(bytes, [=, this] {
     return ncclRecv(buffer, n, nccl_type(type), peer, comm_, stream_);
   });
 }

@@ -6,6 +6,11 @@
 // Sends and receives are held back and launched together in one NCCL group at the next wait()
 // or collective, so that the usual exchange (send to one peer, receive from another, wait)
 // cannot deadlock the way two separately launched NCCL point-to-point kernels can.
+//
+// A 16-bit wire (set_wire_format) packs f32 payloads on the kernel stream into a temporary
+// device buffer (cudaMallocAsync), runs NCCL on ncclBfloat16/ncclFloat16 (sums accumulate as
+// NCCL does for those types), and unpacks on the kernel stream in wait(), then frees the buffer
+// in stream order.
 #ifdef MLPSCALE_WITH_NCCL
 
 #include <cuda_runtime.h>
@@ -46,11 +51,31 @@ class NcclCommunicator : public Communicator {
   class Request;
   friend class Request;
   struct Launch;  // the start and done events of one launch on the stream
+  // The 16-bit device buffer of one operation on a 16-bit wire and what wait() unpacks from it.
+  struct Wire {
+    uint16_t* data = nullptr;
+    StorageFormat format = StorageFormat::bf16;
+    float* unpack_dst = nullptr;  // null: nothing comes back (a send)
+    int64_t unpack_offset = 0;    // in wire elements
+    int64_t unpack_count = 0;
+    void unpack_to(float* dst, int64_t offset, int64_t count) {
+      unpack_dst = dst;
+      unpack_offset = offset;
+      unpack_count = count;
+    }
+    Wire() = default;
+    ~Wire();  // frees data in stream order; never throws
+    Wire(const Wire&) = delete;
+    Wire& operator=(const Wire&) = delete;
+  };
+  std::unique_ptr<Wire> stage_wire(int64_t count) const;
 
   // Launches calls (several: as one NCCL group) on the stream after the kernel stream's work.
   std::shared_ptr<Launch> launch(const std::vector<std::function<ncclResult_t()>>& calls);
-  PendingComm collective(CommKind kind, double bytes, std::function<ncclResult_t()> call);
-  PendingComm point_to_point(double bytes, std::function<ncclResult_t()> call);
+  PendingComm collective(CommKind kind, double bytes, std::function<ncclResult_t()> call,
+                         std::unique_ptr<Wire> wire = nullptr);
+  PendingComm point_to_point(double bytes, std::function<ncclResult_t()> call,
+                             std::unique_ptr<Wire> wire = nullptr);
   void flush_point_to_point();
 
   ncclComm_t comm_ = nullptr;

@@ -1,0 +1,85 @@
+// Mixed-precision storage on the CPU: rounding float values to bf16/fp16 in place, packing them
+// into 16-bit words for the wire and back, and counting non-finite values.
+#include <bit>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "kernels/cpu/float16_bits.h"
+#include "kernels/kernels.h"
+
+namespace mlps::cpu {
+namespace {
+
+void check_16bit(StorageFormat format, const char* what) {
+  if (format != StorageFormat::bf16 && format != StorageFormat::fp16)
+    throw std::invalid_argument(std::string(what) + ": the format must be bf16 or fp16");
+}
+
+void check_count(int64_t n, const char* what) {
+  if (n < 0) throw std::invalid_argument(std::string(what) + ": negative count");
+}
+
+// One function per format so each loop is branch-free inside.
+template <uint16_t (*ToBits)(float), float (*FromBits)(uint16_t)>
+void round_rows(float* x, int64_t rows, int64_t cols, int64_t ld) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = x + r * ld;
+    for (int64_t c = 0; c < cols; ++c) row[c] = FromBits(ToBits(row[c]));
+  }
+}
+
+// Exponent all ones ⇔ inf or NaN; on the bits, so it holds under -ffast-math too.
+inline bool nonfinite(float v) {
+  return (std::bit_cast<uint32_t>(v) & 0x7f800000u) == 0x7f800000u;
+}
+inline bool nonfinite(double v) {
+  return (std::bit_cast<uint64_t>(v) & 0x7ff0000000000000ull) == 0x7ff0000000000000ull;
+}
+
+}  // namespace
+
+void round_to_storage(float* x, int64_t rows, int64_t cols, int64_t ld, StorageFormat format) {
+  if (rows < 0 || cols < 0 || ld < cols)
+    throw std::invalid_argument("round_to_storage: need rows, cols >= 0 and ld >= cols");
+  switch (format) {
+    case StorageFormat::full:
+      return;
+    case StorageFormat::bf16:
+      return round_rows<float_to_bf16_bits, bf16_bits_to_float>(x, rows, cols, ld);
+    case StorageFormat::fp16:
+      return round_rows<float_to_fp16_bits, fp16_bits_to_float>(x, rows, cols, ld);
+  }
+  throw std::invalid_argument("round_to_storage: unknown storage format");
+}
+
+template <typename T>
+int64_t count_nonfinite(const T* x, int64_t n) {
+  check_count(n, "count_nonfinite");
+  int64_t count = 0;
+  for (int64_t i = 0; i < n; ++i) count += nonfinite(x[i]) ? 1 : 0;
+  return count;
+}
+
+void pack_16bit(uint16_t* dst, const float* src, int64_t n, StorageFormat format) {
+  check_16bit(format, "pack_16bit");
+  check_count(n, "pack_16bit");
+  if (format == StorageFormat::bf16)
+    for (int64_t i = 0; i < n; ++i) dst[i] = float_to_bf16_bits(src[i]);
+  else
+    for (int64_t i = 0; i < n; ++i) dst[i] = float_to_fp16_bits(src[i]);
+}
+
+void unpack_16bit(float* dst, const uint16_t* src, int64_t n, StorageFormat format) {
+  check_16bit(format, "unpack_16bit");
+  check_count(n, "unpack_16bit");
+  if (format == StorageFormat::bf16)
+    for (int64_t i = 0; i < n; ++i) dst[i] = bf16_bits_to_float(src[i]);
+  else
+    for (int64_t i = 0; i < n; ++i) dst[i] = fp16_bits_to_float(src[i]);
+}
+
+template int64_t count_nonfinite<float>(const float*, int64_t);
+template int64_t count_nonfinite<double>(const double*, int64_t);
+
+}  // namespace mlps::cpu
