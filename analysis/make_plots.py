@@ -86,11 +86,13 @@ def main(argv):
     for old in glob.glob(os.path.join(out_dir, "*.png")):  # figures of an earlier call
         if os.path.basename(old).startswith(PLOT_PREFIXES):
             os.remove(old)
-    stats = scaling_plots.stats_for(runs)
+    # The figures compare training steps; --inference runs appear in the page's table only.
+    training = [r for r in runs if r.mode != "inference"]
+    stats = scaling_plots.stats_for(training)
     sections = [
-        ("Scaling", scaling_plots.render(runs, out_dir, stats), SCALING_NOTE),
-        ("Step breakdown", breakdown_plots.render(runs, out_dir), BREAKDOWN_NOTE),
-        ("Training loss", loss_plots.render(runs, out_dir), LOSS_NOTE),
+        ("Scaling", scaling_plots.render(training, out_dir, stats), SCALING_NOTE),
+        ("Step breakdown", breakdown_plots.render(training, out_dir), BREAKDOWN_NOTE),
+        ("Training loss", loss_plots.render(training, out_dir), LOSS_NOTE),
         ("Collective bandwidth", busbw_plots.render(benches, out_dir), None),
     ]
     page = os.path.join(out_dir, "index.md")

@@ -62,6 +62,8 @@ class TrainingRun:
     iterations = property(lambda self: int(self.attrs["iterations"]))
     device = property(lambda self: self.attrs["device"])
     precision = property(lambda self: self.attrs["precision"])
+    # "train" or "inference" (files from before --inference have no mode: training)
+    mode = property(lambda self: self.attrs.get("mode", "train"))
 
     @property
     def hosts(self):

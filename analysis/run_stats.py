@@ -36,10 +36,18 @@ class RunSummary:
     median_step_s: float        # slowest rank, median over measured iterations
     p95_step_s: float
     samples_per_s: float
-    tflops: float               # 6 x parameters x samples/s (model flops), NaN if unknown
+    tflops: float               # model flops per sample x samples/s, NaN if unknown
     exposed_comm_s: float       # slowest rank's blocked time, median; NaN when not recorded
     peak_memory_bytes: int      # largest rank's peak
     comm_bytes: dict            # collective name -> median bytes per iteration (slowest rank)
+
+
+def flops_per_sample(run):
+    """The file's flops_per_sample (training 6 x parameters, + 2 x block parameters with
+    activation checkpointing; inference 2 x parameters); files without it trained: 6 x P."""
+    if "flops_per_sample" in run.attrs:
+        return float(run.attrs["flops_per_sample"])
+    return 6.0 * int(run.attrs["parameters"])
 
 
 def summarise(run):
@@ -52,7 +60,7 @@ def summarise(run):
         median_step_s=step,
         p95_step_s=p95_of_slowest(run.timing["step"], w),
         samples_per_s=samples,
-        tflops=6.0 * int(run.attrs["parameters"]) * samples / 1e12,
+        tflops=flops_per_sample(run) * samples / 1e12,
         exposed_comm_s=exposed,
         peak_memory_bytes=int(np.max(run.peak_bytes)) if run.peak_bytes.size else 0,
         comm_bytes={name: median_of_slowest(t.bytes, w) for name, t in sorted(run.comm.items())})

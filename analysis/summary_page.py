@@ -75,8 +75,9 @@ def write(path, source, runs, benches, skipped, sections):
            f"benchmark{'s' if len(benches) != 1 else ''}, {len(skipped)} skipped file"
            f"{'s' if len(skipped) != 1 else ''}.", "",
            "Step times are the median over measured iterations (warm-up excluded) of the slowest "
-           "rank; samples/s = global batch / median step; TFLOP/s = 6 x parameters x samples/s "
-           "(model flops); exposed comm is the time ranks were blocked waiting for collectives "
+           "rank (an --inference run's step is its latency per batch); samples/s = global batch / "
+           "median step; TFLOP/s = model flops per sample x samples/s (training 6 x parameters, "
+           "+2 x block parameters with activation checkpointing; inference 2 x parameters); exposed comm is the time ranks were blocked waiting for collectives "
            "(median of the slowest rank); peak memory is the largest rank's peak device memory "
            "(MB = 10^6 bytes). See analysis/README.md.", ""]
     if runs:

@@ -110,7 +110,8 @@ int run(const MpiSession& mpi, int argc, char** argv) {
   if (code != 0) return code;
   const RunRecord record = read_results_hdf5(o.out);
   const StepSummary measured =
-      summarise_steps(record.timing.at("step"), o.warmup, o.batch, trainer->parameter_count());
+      summarise_steps(record.timing.at("step"), o.warmup, o.batch,
+                      model_flops_per_sample(o.model, false));
 
   std::printf("\nstep-time floor (%s, %s, batch %lld)\n", backend.c_str(), type.c_str(),
               (long long)o.batch);

@@ -3,6 +3,7 @@
 // allocates (peak memory for the results) and forwards every kernel to mlps::cpu or mlps::cuda.
 #include <cstddef>
 #include <string>
+#include <type_traits>
 
 #include "kernels/kernels.h"
 
@@ -26,13 +27,42 @@ bool built_with_cuda();
 // else cpu. Throws InputError when cuda is asked for and cannot be had, saying why.
 DeviceKind resolve_device(const std::string& requested);
 
+// Mixed precision: the storage format of every Device constructed afterwards. Executables set
+// it from --precision before building their trainer (a process runs one precision).
+void set_default_storage_format(StorageFormat format);
+StorageFormat default_storage_format();
+
+// Mixed precision (bf16/fp16 storage with T = float): every wrapper below whose kernel produces
+// activations or gradients rounds its output to 16 bits; fp32 accumulation inside each kernel,
+// the loss (softmax forward) in fp32, optimizer and master weights untouched (see Optimizer).
 class Device {
  public:
-  explicit Device(DeviceKind kind) : kind_(kind) {}
+  explicit Device(DeviceKind kind) : kind_(kind), storage_(default_storage_format()) {}
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
 
   DeviceKind kind() const { return kind_; }
+  StorageFormat storage_format() const { return storage_; }
+  // fp16 dynamic loss scaling: softmax_xent_backward multiplies the loss gradient by it.
+  double loss_scale() const { return loss_scale_; }
+  void set_loss_scale(double scale) { loss_scale_ = scale; }
+
+  // Rounds rows × cols (row stride ld) to the storage format; no-op for full storage or double.
+  template <typename T>
+  void round_to_storage(T* x, int64_t rows, int64_t cols, int64_t ld) const {
+    if constexpr (std::is_same_v<T, float>) {
+      if (storage_ != StorageFormat::full)
+        MLPS_ON_BACKEND(round_to_storage, x, rows, cols, ld, storage_);
+    } else {
+      (void)x, (void)rows, (void)cols, (void)ld;
+    }
+  }
+  template <typename T>
+  void round_to_storage(T* x, int64_t n) const { round_to_storage(x, 1, n, n); }
+  template <typename T>
+  int64_t count_nonfinite(const T* x, int64_t n) const {
+    return MLPS_ON_BACKEND(count_nonfinite, x, n);
+  }
 
   void* allocate(size_t bytes);
   void release(void* p, size_t bytes);
@@ -55,31 +85,36 @@ class Device {
   void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
             int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) const {
     MLPS_ON_BACKEND(gemm, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    round_to_storage(c, m, n, ldc);
   }
   template <typename T>
   void bias_add(T* y, const T* bias, int64_t rows, int64_t cols) const {
     MLPS_ON_BACKEND(bias_add, y, bias, rows, cols);
+    round_to_storage(y, rows * cols);
   }
   template <typename T>
   void bias_grad(T* dbias, const T* dy, int64_t rows, int64_t cols, bool accumulate) const {
     MLPS_ON_BACKEND(bias_grad, dbias, dy, rows, cols, accumulate);
+    round_to_storage(dbias, cols);
   }
   template <typename T>
   void relu_forward(T* y, const T* x, int64_t n) const {
-    MLPS_ON_BACKEND(relu_forward, y, x, n);
+    MLPS_ON_BACKEND(relu_forward, y, x, n);  // selects 16-bit values: nothing to round
   }
   template <typename T>
   void relu_backward(T* dx, const T* dy, const T* y, int64_t n) const {
-    MLPS_ON_BACKEND(relu_backward, dx, dy, y, n);
+    MLPS_ON_BACKEND(relu_backward, dx, dy, y, n);  // selects 16-bit values: nothing to round
   }
   template <typename T>
   void residual_add(T* y, const T* a, const T* b, int64_t n) const {
     MLPS_ON_BACKEND(residual_add, y, a, b, n);
+    round_to_storage(y, n);
   }
   template <typename T>
   void layernorm_forward(T* y, T* mean, T* rstd, const T* x, const T* gamma, const T* beta,
                          int64_t rows, int64_t cols, double eps) const {
     MLPS_ON_BACKEND(layernorm_forward, y, mean, rstd, x, gamma, beta, rows, cols, eps);
+    round_to_storage(y, rows * cols);  // mean and rstd stay fp32, as the backward reads them
   }
   template <typename T>
   void layernorm_backward(T* dx, T* dgamma, T* dbeta, const T* dy, const T* x, const T* mean,
@@ -87,6 +122,9 @@ class Device {
                           bool accumulate) const {
     MLPS_ON_BACKEND(layernorm_backward, dx, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, cols,
                     accumulate);
+    round_to_storage(dx, rows * cols);
+    round_to_storage(dgamma, cols);
+    round_to_storage(dbeta, cols);
   }
   template <typename T>
   void softmax_xent_forward(T* probs, T* row_loss, const T* logits, const int32_t* labels,
@@ -96,7 +134,9 @@ class Device {
   template <typename T>
   void softmax_xent_backward(T* dlogits, const T* probs, const int32_t* labels, int64_t rows,
                              int64_t classes, double scale) const {
-    MLPS_ON_BACKEND(softmax_xent_backward, dlogits, probs, labels, rows, classes, scale);
+    MLPS_ON_BACKEND(softmax_xent_backward, dlogits, probs, labels, rows, classes,
+                    scale * loss_scale_);
+    round_to_storage(dlogits, rows * classes);
   }
   template <typename T>
   void adam_update(T* param, const T* grad, T* m, T* v, int64_t n, const AdamStep& step) const {
@@ -109,6 +149,8 @@ class Device {
 
  private:
   DeviceKind kind_;
+  StorageFormat storage_;
+  double loss_scale_ = 1.0;
   size_t current_bytes_ = 0;
   size_t peak_bytes_ = 0;
 };

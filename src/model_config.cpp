@@ -24,6 +24,15 @@ int64_t parameter_count(const ModelConfig& c) {
   return count;
 }
 
+double model_flops_per_sample(const ModelConfig& c, bool inference) {
+  const double parameters = static_cast<double>(parameter_count(c));
+  if (inference) return 2.0 * parameters;
+  ModelConfig no_blocks = c;
+  no_blocks.layers = 0;
+  const double block_parameters = parameters - static_cast<double>(parameter_count(no_blocks));
+  return 6.0 * parameters + (c.checkpoint_activations ? 2.0 * block_parameters : 0.0);
+}
+
 std::vector<GemmShape> training_step_gemms(const ModelConfig& c, int64_t batch) {
   std::vector<GemmShape> gemms;
   bool first = true;

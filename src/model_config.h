@@ -18,6 +18,8 @@ struct ModelConfig {
   int64_t ffn_mult = 4;
   int64_t classes = 10;
   BlockKind block = BlockKind::residual_mlp;
+  // Keep only each block's input in forward; recompute the block in backward (bit-identical).
+  bool checkpoint_activations = false;
 
   int64_t input_features() const { return image_size * image_size; }
   int64_t ffn_hidden() const { return ffn_mult * hidden; }
@@ -32,6 +34,10 @@ struct LinearShape {
 
 std::vector<LinearShape> linear_shapes(const ModelConfig& config);
 int64_t parameter_count(const ModelConfig& config);
+// Model flops per sample, as the summary's TFLOP/s counts them: training 6·parameters (forward
+// 2, backward 4), plus 2·(block parameters) when checkpoint_activations reruns every block's
+// forward; inference 2·parameters.
+double model_flops_per_sample(const ModelConfig& config, bool inference);
 
 // One GEMM of a training step: C[m×n] = op(A)·op(B) with k the inner dimension.
 struct GemmShape {

@@ -3,6 +3,8 @@
 #include <limits>
 
 #include "src/cli_validators.h"
+#include "src/comm/make_communicator.h"
+#include "src/device.h"
 #include "src/errors.h"
 #include "src/json_config.h"
 
@@ -16,7 +18,19 @@ constexpr long long kLargestCount = 1LL << 40;
 }  // namespace
 
 const char* to_string(Precision precision) {
-  return precision == Precision::fp64 ? "fp64" : "fp32";
+  switch (precision) {
+    case Precision::fp64: return "fp64";
+    case Precision::bf16: return "bf16";
+    case Precision::fp16: return "fp16";
+    case Precision::fp32: break;
+  }
+  return "fp32";
+}
+
+StorageFormat storage_format(Precision precision) {
+  if (precision == Precision::bf16) return StorageFormat::bf16;
+  if (precision == Precision::fp16) return StorageFormat::fp16;
+  return StorageFormat::full;
 }
 
 OptionParser::OptionParser(const std::string& program, const std::string& description)
@@ -59,8 +73,16 @@ OptionParser::OptionParser(const std::string& program, const std::string& descri
                  "cpu or cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   app.add_option("--comm", o.comm, "collectives backend: auto, mpi or nccl")
       ->check(CLI::IsMember({"auto", "mpi", "nccl"}));
-  app.add_option("--precision", precision_, "fp32 or fp64")
-      ->check(CLI::IsMember({"fp32", "fp64"}));
+  app.add_option("--precision", precision_, "fp32, fp64, or mixed precision bf16 / fp16 (16-bit "
+                 "activations, weights and gradients, fp32 master weights and optimizer; fp16 "
+                 "with dynamic loss scaling)")
+      ->check(CLI::IsMember({"fp32", "fp64", "bf16", "fp16"}));
+  app.add_flag("--fp32-grad-comm", o.fp32_grad_comm, "with bf16/fp16: communicate weight "
+               "gradients in fp32 instead of 16 bits");
+  app.add_flag("--checkpoint-activations", o.model.checkpoint_activations, "keep only each "
+               "block's input in forward and recompute the block in backward");
+  app.add_flag("--inference", o.inference, "forward passes only, no optimizer, over the test "
+               "split (--iters batches, or --epochs passes): latency per batch and samples/s");
   app.add_option("--out", o.out, "HDF5 result file (default results/<scheme>-<UTC time>.h5)");
   app.add_option("--print-every", o.print_every, "progress line every N iterations (0: none)")
       ->check(non_negative);
@@ -92,6 +114,9 @@ bool OptionParser::parse(int argc, char** argv) {
     throw InputError(describe_parse_error(e));
   }
   validate();
+  // Every Device this process builds from now on stores tensors in the chosen precision.
+  set_default_storage_format(storage_format(options_.precision));
+  set_fp32_gradient_comm(options_.fp32_grad_comm);
   options_.resolved_json = app_->config_to_str(true, false);
   return true;
 }
@@ -100,7 +125,14 @@ void OptionParser::validate() {
   Options& o = options_;
   o.model.block = block_ == "plain" ? BlockKind::plain : BlockKind::residual_mlp;
   o.optimizer.kind = optimizer_ == "sgd" ? OptimizerKind::sgd : OptimizerKind::adam;
-  o.precision = precision_ == "fp64" ? Precision::fp64 : Precision::fp32;
+  o.precision = precision_ == "fp64"   ? Precision::fp64
+                : precision_ == "bf16" ? Precision::bf16
+                : precision_ == "fp16" ? Precision::fp16
+                                       : Precision::fp32;
+  if (o.fp32_grad_comm && storage_format(o.precision) == StorageFormat::full)
+    throw InputError("--fp32-grad-comm needs --precision bf16 or fp16 (with " +
+                     std::string(to_string(o.precision)) + " gradients already travel in " +
+                     to_string(o.precision) + ")");
   // --epochs N alone runs N epochs; the default of --iters only applies without --epochs.
   if (o.epochs > 0 && app_->get_option("--iters")->count() == 0) o.iters = 0;
   if (o.epochs == 0 && o.iters == 0)

@@ -6,13 +6,18 @@
 #include <memory>
 #include <string>
 
+#include "kernels/kernels.h"
 #include "src/model_config.h"
 #include "src/optim/optimizer.h"
 
 namespace mlps {
 
-enum class Precision { fp32, fp64 };
+// fp32/fp64: every tensor in that type. bf16/fp16: mixed precision, computed in fp32 with
+// activations, weights and gradients rounded to 16 bits, fp32 master weights and optimizer.
+enum class Precision { fp32, fp64, bf16, fp16 };
 const char* to_string(Precision precision);
+// How a run's tensors are stored on the device (StorageFormat::full for fp32 and fp64).
+StorageFormat storage_format(Precision precision);
 
 struct Options {
   ModelConfig model;
@@ -26,6 +31,8 @@ struct Options {
   std::string device = "auto";
   std::string comm = "auto";
   Precision precision = Precision::fp32;
+  bool fp32_grad_comm = false;  // bf16/fp16: gradients communicated in fp32 instead of 16 bits
+  bool inference = false;       // forward only over the test split: latency and samples/s
   std::string out;  // empty: results/<scheme>-<time>.h5
   int64_t print_every = 20;
   int64_t eval_samples = 0;  // 0: the whole test split
@@ -40,7 +47,8 @@ class OptionParser {
   // For scheme-specific flags, added before parse().
   CLI::App& app() { return *app_; }
   // Returns false when --help was asked for (help text in help_text()). Bad options, values or
-  // config files throw InputError with one line naming the problem.
+  // config files throw InputError with one line naming the problem. Also sets the process's
+  // default storage format (set_default_storage_format) from --precision.
   bool parse(int argc, char** argv);
   const Options& options() const { return options_; }
   std::string help_text() const { return app_->help(); }

@@ -81,7 +81,7 @@ double train_and_evaluate(SerialTrainer<T>& trainer, const Dataset& data, int64_
   int64_t correct = 0;
   for (int64_t first = 0; first < 500; first += batch) {
     const int64_t n = std::min<int64_t>(batch, 500 - first);
-    correct += trainer.count_correct(load_batch_range(data, Split::test, first, n, image_size), n);
+    correct += trainer.evaluate(load_batch_range(data, Split::test, first, n, image_size), n).correct;
   }
   return static_cast<double>(correct) / 500.0;
 }

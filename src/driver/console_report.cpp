@@ -46,17 +46,17 @@ void print_evaluation(int64_t epoch, double accuracy, int64_t samples) {
   std::fflush(stdout);
 }
 
-void print_summary(const RunRecord& record, const TrainingSchedule& schedule, int64_t warmup,
-                   int64_t parameters) {
+void print_summary(const RunRecord& record, int64_t iterations, int64_t warmup,
+                   int64_t global_batch, double flops_per_sample, bool inference) {
   const StepSummary s =
-      summarise_steps(record.timing.at("step"), warmup, schedule.global_batch, parameters);
+      summarise_steps(record.timing.at("step"), warmup, global_batch, flops_per_sample);
+  const char* unit = inference ? "batches" : "iterations";
   const double step = s.median_step_seconds;
   auto median_of = [&](const IterationRankTable& t) {
     return median(slowest_rank_per_iteration(t, warmup));
   };
-  std::printf("summary: %lld timed iterations (%lld warm-up excluded), slowest rank per "
-              "iteration\n",
-              (long long)(schedule.iterations - warmup), (long long)warmup);
+  std::printf("summary: %lld timed %s (%lld warm-up excluded), slowest rank of each\n",
+              (long long)(iterations - warmup), unit, (long long)warmup);
   std::printf("  %-14s %12s %8s\n", "phase", "median ms", "share");
   double phases_total = 0;
   for (const char* phase : {"forward", "backward", "optimizer", "data"}) {
@@ -64,6 +64,10 @@ void print_summary(const RunRecord& record, const TrainingSchedule& schedule, in
     phases_total += t;
     std::printf("  %-14s %12.3f %7.1f%%\n", phase, t * 1e3, 100.0 * t / step);
   }
+  const double recompute = median_of(record.timing.at("recompute"));
+  if (recompute > 0)
+    std::printf("  %-14s %12.3f %7.1f%%   (activation checkpointing, inside backward)\n",
+                "recompute", recompute * 1e3, 100.0 * recompute / step);
   const auto exposed_it = record.timing.find("exposed_comm");
   const double exposed = exposed_it == record.timing.end() ? 0.0 : median_of(exposed_it->second);
   std::printf("  %-14s %12.3f %7.1f%%   (blocked waiting for communication, inside the phases)\n",
@@ -71,9 +75,11 @@ void print_summary(const RunRecord& record, const TrainingSchedule& schedule, in
   const double other = step - phases_total;
   std::printf("  %-14s %12.3f %7.1f%%   (step − phases: host work and waits outside them)\n",
               "other", other * 1e3, 100.0 * other / step);
-  std::printf("  step time   median %.3f ms, p95 %.3f ms\n", step * 1e3, s.p95_step_seconds * 1e3);
-  std::printf("  throughput  %.1f samples/s, %.4f TFLOP/s (6 x %lld parameters x samples)\n",
-              s.samples_per_second, s.tflops, (long long)parameters);
+  std::printf("  %s median %.3f ms, p95 %.3f ms\n",
+              inference ? "latency per batch" : "step time  ", step * 1e3,
+              s.p95_step_seconds * 1e3);
+  std::printf("  throughput  %.1f samples/s, %.4f TFLOP/s (%.4g model flops per sample)\n",
+              s.samples_per_second, s.tflops, flops_per_sample);
   std::printf("  split       compute %.1f%%, exposed communication %.1f%%%s\n",
               100.0 * (phases_total - exposed) / step, 100.0 * exposed / step,
               record.comm.empty() ? " (no collectives in this scheme)" : "");

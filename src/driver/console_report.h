@@ -19,7 +19,8 @@ void print_progress(int64_t iteration, const TrainingSchedule& schedule, double 
 
 void print_evaluation(int64_t epoch, double accuracy, int64_t samples);
 
-void print_summary(const RunRecord& record, const TrainingSchedule& schedule, int64_t warmup,
-                   int64_t parameters);
+// The summary of a run of `iterations` steps (or, inference, batches) of global_batch samples.
+void print_summary(const RunRecord& record, int64_t iterations, int64_t warmup,
+                   int64_t global_batch, double flops_per_sample, bool inference);
 
 }  // namespace mlps

@@ -12,6 +12,7 @@ const char* to_string(Phase phase) {
     case Phase::backward: return "backward";
     case Phase::optimizer: return "optimizer";
     case Phase::data: return "data";
+    case Phase::recompute: return "recompute";
     case Phase::count: break;
   }
   return "?";

@@ -11,7 +11,8 @@
 
 namespace mlps {
 
-enum class Phase { forward, backward, optimizer, data, count };
+// recompute (activation checkpointing) runs inside backward: its time is part of backward's too.
+enum class Phase { forward, backward, optimizer, data, recompute, count };
 const char* to_string(Phase phase);
 std::vector<std::string> phase_names();  // "step" first, then every Phase
 

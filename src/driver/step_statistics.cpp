@@ -32,14 +32,14 @@ std::vector<double> slowest_rank_per_iteration(const IterationRankTable& table, 
 }
 
 StepSummary summarise_steps(const IterationRankTable& step, int64_t warmup, int64_t global_batch,
-                            int64_t parameters) {
+                            double flops_per_sample) {
   const auto steps = slowest_rank_per_iteration(step, warmup);
   StepSummary s;
   s.median_step_seconds = median(steps);
   s.p95_step_seconds = percentile(steps, 0.95);
   if (s.median_step_seconds > 0) {
     s.samples_per_second = static_cast<double>(global_batch) / s.median_step_seconds;
-    s.tflops = 6.0 * static_cast<double>(parameters) * s.samples_per_second / 1e12;
+    s.tflops = flops_per_sample * s.samples_per_second / 1e12;
   }
   return s;
 }

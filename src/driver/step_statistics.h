@@ -18,10 +18,10 @@ struct StepSummary {
   double median_step_seconds = 0;
   double p95_step_seconds = 0;
   double samples_per_second = 0;
-  double tflops = 0;  // model flops 6·parameters·samples at the median step
+  double tflops = 0;  // model flops (model_flops_per_sample × samples) at the median step
 };
 
 StepSummary summarise_steps(const IterationRankTable& step, int64_t warmup, int64_t global_batch,
-                            int64_t parameters);
+                            double flops_per_sample);
 
 }  // namespace mlps

@@ -3,6 +3,7 @@
 // global batch it loads, and one training step (forward, backward, gradient synchronisation,
 // optimizer). The driver owns everything else: data order, warm-up, timing, evaluation,
 // verification and output.
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -21,6 +22,12 @@ struct BatchSlice {
   int64_t count = 0;
 };
 
+// A forward pass over a global evaluation batch, the same on every rank.
+struct Evaluation {
+  int64_t correct = 0;  // correct predictions
+  double loss_sum = 0;  // Σ over the rows of the cross-entropy loss
+};
+
 // A tensor of the full model in fp64, for verification.
 struct NamedTensor {
   std::string name;
@@ -37,8 +44,15 @@ class Trainer {
   // One optimizer step over the global batch, given this rank's rows. Returns the mean loss
   // over the global batch, the same on every rank.
   virtual double train_step(const HostBatch& rows, int64_t global_batch, PhaseTimer& timer) = 0;
-  // Correct predictions over a global evaluation batch, the same on every rank.
-  virtual int64_t count_correct(const HostBatch& rows, int64_t global_rows) = 0;
+  // Forward only (no optimizer step) over a global evaluation batch of global_rows samples,
+  // given this rank's rows.
+  // TRANSITIONAL (until every scheme implements evaluate): each defaults to the other.
+  virtual Evaluation evaluate(const HostBatch& rows, int64_t global_rows) {
+    return {count_correct(rows, global_rows), std::nan("")};
+  }
+  virtual int64_t count_correct(const HostBatch& rows, int64_t global_rows) {
+    return evaluate(rows, global_rows).correct;
+  }
   // The full parameters on rank 0 (empty on other ranks), in the model's tensor order.
   virtual std::vector<NamedTensor> gather_parameters() = 0;
   virtual int64_t parameter_count() const = 0;

@@ -10,7 +10,9 @@
 
 #include "src/data/shuffle.h"
 #include "src/driver/console_report.h"
+#include "src/driver/inference_driver.h"
 #include "src/driver/iteration_recorder.h"
+#include "src/driver/run_attributes.h"
 #include "src/driver/verification.h"
 #include "src/errors.h"
 #include "src/results/run_info.h"
@@ -50,13 +52,6 @@ void check_output_writable(const RunContext& context, const std::string& path) {
   if (!problem.empty()) throw InputError(problem);
 }
 
-std::vector<int64_t> gather_peak_bytes(const RunContext& context, size_t peak) {
-  const auto mine = static_cast<int64_t>(peak);
-  std::vector<int64_t> all(context.size);
-  MPI_Gather(&mine, 1, MPI_INT64_T, all.data(), 1, MPI_INT64_T, 0, context.comm);
-  return all;
-}
-
 double evaluate(const Options& o, Trainer& trainer, const Dataset& dataset, int64_t samples) {
   int64_t correct = 0;
   for (int64_t first = 0; first < samples; first += o.batch) {
@@ -64,15 +59,27 @@ double evaluate(const Options& o, Trainer& trainer, const Dataset& dataset, int6
     const BatchSlice slice = trainer.batch_slice(rows);
     const HostBatch batch = load_batch_range(dataset, Split::test, first + slice.first, slice.count,
                                              static_cast<int>(o.model.image_size));
-    correct += trainer.count_correct(batch, rows);
+    correct += trainer.evaluate(batch, rows).correct;
   }
   return static_cast<double>(correct) / static_cast<double>(samples);
 }
 
 }  // namespace
 
+std::vector<int64_t> gather_peak_bytes(const RunContext& context, size_t peak) {
+  const auto mine = static_cast<int64_t>(peak);
+  std::vector<int64_t> all(context.size);
+  MPI_Gather(&mine, 1, MPI_INT64_T, all.data(), 1, MPI_INT64_T, 0, context.comm);
+  return all;
+}
+
+void check_output_path(const RunContext& context, const std::string& path) {
+  check_output_writable(context, path);
+}
+
 int run_training(const RunContext& context, const Options& o, const TrainingSchedule& schedule,
                  Trainer& trainer, const Dataset& dataset) {
+  if (o.inference) return run_inference(context, o, trainer, dataset);
   const std::string out_path = o.out.empty() ? default_result_path(trainer.scheme()) : o.out;
   check_output_writable(context, out_path);
   const std::string start_time = utc_timestamp_now();
@@ -90,6 +97,7 @@ int run_training(const RunContext& context, const Options& o, const TrainingSche
   for (const auto& name : trainer.extra_timing_names()) timing_names.push_back(name);
   IterationRecorder recorder(timing_names);
   RunRecord record;
+  int64_t skipped_steps = 0;
   std::vector<int64_t> order;
   for (int64_t it = 0; it < schedule.iterations; ++it) {
     timer.begin_iteration();
@@ -102,7 +110,11 @@ int run_training(const RunContext& context, const Options& o, const TrainingSche
       batch = load_batch(dataset, Split::train, order, schedule.first_position(it) + slice.first,
                          slice.count, static_cast<int>(o.model.image_size));
     }
+    const double loss_scale = trainer.device().loss_scale();
     const double loss = trainer.train_step(batch, schedule.global_batch, timer);
+    record.loss_scale.push_back(loss_scale);
+    // fp16 loss scaling halves the scale exactly when it skips a step.
+    if (trainer.device().loss_scale() < loss_scale) ++skipped_steps;
     std::vector<double> seconds = timer.end_iteration();
     seconds.push_back(trainer.take_blocked_comm_seconds());
     for (double extra : trainer.take_extra_timings()) seconds.push_back(extra);
@@ -126,44 +138,32 @@ int run_training(const RunContext& context, const Options& o, const TrainingSche
 
   int exit_code = 0;
   if (context.is_root()) {
-    auto& s = record.string_attributes;
-    s["scheme"] = trainer.scheme();
-    s["grid"] = trainer.grid();
-    s["device"] = device_name;
-    s["comm"] = trainer.comm_backend();
-    s["precision"] = to_string(o.precision);
-    s["data"] = dataset.describe();
-    s["config_json"] = o.resolved_json;
-    s["command_line"] = context.command_line;
-    s["git_commit"] = git_commit();
-    s["mpi_version"] = mpi_library_version();
-    s["nccl_version"] = nccl_version();
-    s["cuda_version"] = cuda_version();
-    s["hdf5_version"] = hdf5_library_version();
-    s["hosts"] = hosts;
-    s["start_time"] = start_time;
-    auto& n = record.integer_attributes;
-    n["world_size"] = context.size;
-    n["warmup_iterations"] = o.warmup;
-    n["iterations"] = schedule.iterations;
-    n["parameters"] = trainer.parameter_count();
-    n["global_batch"] = schedule.global_batch;
-    print_summary(record, schedule, o.warmup, trainer.parameter_count());
+    const double flops = model_flops_per_sample(o.model, false);
+    fill_run_attributes(record, context, o, trainer, dataset,
+                        {"train", schedule.iterations, schedule.global_batch, flops, start_time,
+                         hosts});
+    record.integer_attributes["skipped_steps"] = skipped_steps;
+    print_summary(record, schedule.iterations, o.warmup, schedule.global_batch, flops, false);
+    if (o.precision == Precision::fp16)
+      std::printf("  loss scale  %g at the end, %lld of %lld steps skipped (inf/NaN gradients)\n",
+                  trainer.device().loss_scale(), (long long)skipped_steps,
+                  (long long)schedule.iterations);
     if (o.verify) {
-      std::printf("verify: recomputing %lld iterations serially on the CPU in fp64%s ...\n",
-                  (long long)schedule.iterations,
-                  o.precision == Precision::fp32 ? " and in fp32" : "");
+      std::printf("verify: recomputing %lld iterations serially on the CPU in fp64%s%s ...\n",
+                  (long long)schedule.iterations, o.precision == Precision::fp64 ? "" : " and in ",
+                  o.precision == Precision::fp64 ? "" : to_string(o.precision));
       std::fflush(stdout);
       record.verification = verify_against_serial(o, dataset, schedule, record.loss, parameters);
       std::printf("verify: %s  relative error %.3e at %s, tolerance there %.1e (losses and "
                   "final weights vs serial fp64; the item nearest its tolerance)\n",
                   record.verification.verdict.c_str(), record.verification.max_relative_error,
                   record.verification.worst_at.c_str(), record.verification.tolerance);
-      if (o.precision == Precision::fp32)
-        std::printf("verify: fp32 tolerances are %.0f x the largest error serial fp32 itself shows "
+      if (o.precision != Precision::fp64)
+        std::printf("verify: %s tolerances are %.0f x the largest error serial %s itself shows "
                     "against fp64 so far (at least %.0e for losses, %.0e for tensors; over the run "
                     "%.3e)\n",
-                    kFp32ToleranceFactor, kFp32LossToleranceFloor, kFp32ToleranceFloor,
+                    to_string(o.precision), kFp32ToleranceFactor, to_string(o.precision),
+                    kFp32LossToleranceFloor, kFp32ToleranceFloor,
                     record.verification.serial_fp32_error);
       if (record.verification.verdict != "PASS") exit_code = 3;
     }

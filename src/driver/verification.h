@@ -11,7 +11,7 @@
 
 namespace mlps {
 
-// fp32 runs PASS when each iteration's loss is within max(1e-5, factor × the largest error
+// fp32, bf16 and fp16 runs (each against serial in the same precision) PASS when each iteration's loss is within max(1e-5, factor × the largest error
 // serial fp32 itself shows against fp64 up to that iteration), and each final tensor within
 // max(1e-3, factor × its largest error over the run): rounding alone, amplified as the same
 // training amplifies it, stays within that; a wrong gradient or a missed update does not, and
@@ -30,5 +30,12 @@ Verification verify_against_serial(const Options& options, const Dataset& datase
                                    const TrainingSchedule& schedule,
                                    const std::vector<double>& losses,
                                    const std::vector<NamedTensor>& parameters);
+
+// --verify with --inference: the mean loss of each batch (test rows [start, start + batch))
+// against serial forward passes with the same initial weights, in fp64 (1e-10) and, for other
+// precisions, within the factor × serial's own error in that precision of the same batch.
+Verification verify_inference_against_serial(const Options& options, const Dataset& dataset,
+                                             const std::vector<int64_t>& batch_starts,
+                                             const std::vector<double>& losses);
 
 }  // namespace mlps

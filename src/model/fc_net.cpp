@@ -1,6 +1,7 @@
 #include "src/model/fc_net.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "src/model/predicted_classes.h"
 
@@ -15,8 +16,9 @@ FcNet<T>::FcNet(Device& device, const ModelConfig& config, int64_t max_rows,
   close_unit(0);
   for (int64_t l = 0; l < config.layers; ++l) {
     const size_t first = params_.size();
-    blocks_.push_back(std::make_unique<MlpBlock<T>>(device, params_,
-                                                    "block" + std::to_string(l), config, max_rows));
+    blocks_.push_back(std::make_unique<MlpBlock<T>>(
+        device, params_, "block" + std::to_string(l), config, max_rows,
+        config.checkpoint_activations ? ActivationStorage::external : ActivationStorage::owned));
     close_unit(first);
   }
   const size_t first = params_.size();
@@ -25,6 +27,8 @@ FcNet<T>::FcNet(Device& device, const ModelConfig& config, int64_t max_rows,
   inputs_ = Buffer<T>(device, max_rows * config.input_features());
   labels_ = Buffer<int32_t>(device, max_rows);
   for (int64_t l = 0; l <= config.layers; ++l) activations_.emplace_back(device, max_rows * h);
+  if (config.checkpoint_activations && !blocks_.empty())
+    shared_block_activations_ = blocks_.front()->make_activations(max_rows);
   logits_ = Buffer<T>(device, max_rows * config.classes);
   probs_ = Buffer<T>(device, max_rows * config.classes);
   row_loss_ = Buffer<T>(device, max_rows);
@@ -55,6 +59,15 @@ void FcNet<T>::observed(int unit, bool backward, Pass pass) {
 }
 
 template <typename T>
+void FcNet<T>::forward_block(size_t l, int64_t rows) {
+  if (config_.checkpoint_activations)
+    blocks_[l]->forward(activations_[l].data(), activations_[l + 1].data(), rows,
+                        shared_block_activations_);
+  else
+    blocks_[l]->forward(activations_[l].data(), activations_[l + 1].data(), rows);
+}
+
+template <typename T>
 double FcNet<T>::forward(const T* host_inputs, const int32_t* host_labels, int64_t rows) {
   device_.to_device(inputs_.data(), host_inputs,
                     sizeof(T) * static_cast<size_t>(rows * config_.input_features()));
@@ -62,9 +75,7 @@ double FcNet<T>::forward(const T* host_inputs, const int32_t* host_labels, int64
   const int last = unit_count() - 1;
   observed(0, false, [&] { embed_->forward(inputs_.data(), activations_[0].data(), rows); });
   for (size_t l = 0; l < blocks_.size(); ++l)
-    observed(static_cast<int>(l) + 1, false, [&] {
-      blocks_[l]->forward(activations_[l].data(), activations_[l + 1].data(), rows);
-    });
+    observed(static_cast<int>(l) + 1, false, [&] { forward_block(l, rows); });
   observed(last, false,
            [&] { classifier_->forward(activations_.back().data(), logits_.data(), rows); });
   device_.softmax_xent_forward<T>(probs_.data(), row_loss_.data(), logits_.data(), labels_.data(),
@@ -87,8 +98,19 @@ void FcNet<T>::backward(int64_t rows, int64_t global_batch, bool accumulate) {
   });
   for (size_t l = blocks_.size(); l-- > 0;) {
     observed(static_cast<int>(l) + 1, true, [&] {
+      if (!config_.checkpoint_activations) {
+        blocks_[l]->backward(activations_[l].data(), activations_[l + 1].data(), dy, dx, rows,
+                             accumulate);
+        return;
+      }
+      {
+        // The same kernels on the same input: bit-identical to the forward pass's values.
+        std::optional<ScopedPhase> timed;
+        if (timer_) timed.emplace(*timer_, Phase::recompute);
+        forward_block(l, rows);
+      }
       blocks_[l]->backward(activations_[l].data(), activations_[l + 1].data(), dy, dx, rows,
-                           accumulate);
+                           accumulate, shared_block_activations_);
     });
     std::swap(dx, dy);
   }

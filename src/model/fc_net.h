@@ -1,9 +1,12 @@
 #pragma once
 // The tutorial's FC_Net on one device: embed Linear(S² → H), L blocks, classifier Linear(H → 10),
 // softmax cross-entropy averaged over the global batch. Activations are sized for max_rows.
+// With config.checkpoint_activations a block's saved activations are not kept from forward to
+// backward: the block's forward is rerun (bit-identically) right before its backward.
 #include <memory>
 #include <vector>
 
+#include "src/driver/phase_timer.h"
 #include "src/model/layer_observer.h"
 #include "src/model/mlp_block.h"
 
@@ -29,6 +32,8 @@ class FcNet {
   const std::vector<Parameter<T>*>& unit_parameters(int unit) const { return units_[unit]; }
   // Hooks around each unit's forward and backward (null: none).
   void set_observer(LayerObserver<T>* observer) { observer_ = observer; }
+  // Where activation checkpointing's recompute is timed (null: untimed).
+  void set_timer(PhaseTimer* timer) { timer_ = timer; }
   const ModelConfig& config() const { return config_; }
   int64_t max_rows() const { return max_rows_; }
 
@@ -43,11 +48,16 @@ class FcNet {
   Buffer<T> inputs_;                  // [rows × S²]
   Buffer<int32_t> labels_;            // [rows]
   std::vector<Buffer<T>> activations_;  // L + 1 of [rows × H]: embed output, each block's output
+  // With checkpoint_activations the blocks keep no activations of their own: this one set is
+  // filled by each block's forward and refilled by its recompute just before its backward.
+  BlockActivations<T> shared_block_activations_;
+  PhaseTimer* timer_ = nullptr;
   Buffer<T> logits_, probs_, row_loss_, grad_logits_;
   Buffer<T> grad_a_, grad_b_;         // ping-pong ∂L/∂activation [rows × H]
   std::vector<std::vector<Parameter<T>*>> units_;
   LayerObserver<T>* observer_ = nullptr;
-  void close_unit(size_t first_param);  // the parameters added since first_param form a unit
+  void close_unit(size_t first_param);
+  void forward_block(size_t l, int64_t rows);  // into the block's own or the shared activations  // the parameters added since first_param form a unit
   template <typename Pass>
   void observed(int unit, bool backward, Pass pass);
 };

@@ -1,12 +1,28 @@
 #include "src/optim/optimizer.h"
 
 #include <cmath>
+#include <type_traits>
 
 namespace mlps {
 
 template <typename T>
+Optimizer<T>::Optimizer(Device& device, const OptimizerConfig& config, MPI_Comm consensus)
+    : device_(device), config_(config), consensus_(consensus),
+      mixed_(std::is_same_v<T, float> && device.storage_format() != StorageFormat::full) {
+  if (mixed_ && device.storage_format() == StorageFormat::fp16) {
+    scaler_.emplace();
+    device_.set_loss_scale(scaler_->scale());
+  }
+}
+
+template <typename T>
 void Optimizer<T>::add(T* value, const T* grad, int64_t count) {
-  Slot slot{value, grad, count, {}, {}};
+  Slot slot{value, grad, count, {}, {}, {}};
+  if (mixed_) {
+    slot.master = Buffer<T>(device_, count);
+    device_.copy(slot.master.data(), value, sizeof(T) * static_cast<size_t>(count));
+    device_.round_to_storage(value, count);
+  }
   if (config_.kind == OptimizerKind::adam) {
     slot.m = Buffer<T>(device_, count);
     slot.v = Buffer<T>(device_, count);
@@ -17,22 +33,52 @@ void Optimizer<T>::add(T* value, const T* grad, int64_t count) {
 }
 
 template <typename T>
-void Optimizer<T>::step() {
+bool Optimizer<T>::gradients_finite_everywhere() const {
+  int nonfinite = 0;
+  for (const auto& s : slots_)
+    if (device_.count_nonfinite(s.grad, s.count) > 0) nonfinite = 1;
+  int anywhere = 0;
+  MPI_Allreduce(&nonfinite, &anywhere, 1, MPI_INT, MPI_MAX, consensus_);
+  return anywhere == 0;
+}
+
+template <typename T>
+bool Optimizer<T>::step() {
+  double grad_scale = 1.0;
+  if (scaler_) {
+    const double used = scaler_->scale();
+    const bool apply = scaler_->update(!gradients_finite_everywhere());
+    device_.set_loss_scale(scaler_->scale());
+    if (!apply) return false;
+    grad_scale = 1.0 / used;
+  }
   ++steps_;
   if (config_.kind == OptimizerKind::sgd) {
-    for (auto& s : slots_) device_.sgd_update<T>(s.value, s.grad, s.count, config_.lr);
-    return;
+    for (auto& s : slots_)
+      device_.sgd_update<T>(mixed_ ? s.master.data() : s.value, s.grad, s.count,
+                            config_.lr * grad_scale);
+  } else {
+    AdamStep adam{config_.lr, config_.beta1, config_.beta2, config_.eps,
+                  1.0 - std::pow(config_.beta1, static_cast<double>(steps_)),
+                  1.0 - std::pow(config_.beta2, static_cast<double>(steps_)), grad_scale};
+    for (auto& s : slots_)
+      device_.adam_update<T>(mixed_ ? s.master.data() : s.value, s.grad, s.m.data(), s.v.data(),
+                             s.count, adam);
   }
-  AdamStep adam{config_.lr, config_.beta1, config_.beta2, config_.eps,
-                1.0 - std::pow(config_.beta1, static_cast<double>(steps_)),
-                1.0 - std::pow(config_.beta2, static_cast<double>(steps_))};
-  for (auto& s : slots_) device_.adam_update<T>(s.value, s.grad, s.m.data(), s.v.data(), s.count, adam);
+  if (mixed_)
+    for (auto& s : slots_) {
+      device_.copy(s.value, s.master.data(), sizeof(T) * static_cast<size_t>(s.count));
+      device_.round_to_storage(s.value, s.count);
+    }
+  return true;
 }
 
 template <typename T>
 double Optimizer<T>::bytes_per_step() const {
   // Adam reads p, g, m, v and writes p, m, v; SGD reads p, g and writes p.
-  const double per_element = config_.kind == OptimizerKind::adam ? 7.0 : 3.0;
+  // Mixed precision adds reading the master copy back and writing the rounded value.
+  const double per_element =
+      (config_.kind == OptimizerKind::adam ? 7.0 : 3.0) + (mixed_ ? 2.0 : 0.0);
   double elements = 0;
   for (const auto& s : slots_) elements += static_cast<double>(s.count);
   return per_element * elements * sizeof(T);

@@ -1,10 +1,20 @@
 #pragma once
 // Adam or SGD over a set of tensors (whole parameters for serial training; shards of them for
 // sharded schemes). Each tensor registered once; step() updates every one from its gradient.
+//
+// Mixed precision (the Device stores bf16/fp16, T = float): the optimizer keeps an fp32 master
+// copy of every registered tensor, updates it, and writes the rounded copy back to the
+// tensor the model computes with. With fp16 it also runs dynamic loss scaling: the Device
+// scales the loss gradient, and step() unscales it, or skips the whole update (on every rank
+// of `consensus`) when any rank's gradients hold an inf or NaN.
+#include <mpi.h>
+
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "src/buffer.h"
+#include "src/optim/loss_scaler.h"
 
 namespace mlps {
 
@@ -21,12 +31,19 @@ struct OptimizerConfig {
 template <typename T>
 class Optimizer {
  public:
-  Optimizer(Device& device, const OptimizerConfig& config) : device_(device), config_(config) {}
+  // consensus: the ranks that must agree to skip a step (all ranks of the run; MPI_COMM_SELF
+  // for a model trained by one process alone, such as --verify's serial replay).
+  Optimizer(Device& device, const OptimizerConfig& config, MPI_Comm consensus = MPI_COMM_WORLD);
 
-  // Registers `count` elements at value/grad (device memory that outlives the optimizer).
+  // Registers `count` elements at value/grad (device memory that outlives the optimizer). With
+  // mixed precision, value must hold the initial weights: they become the fp32 master copy and
+  // value is rounded to the storage format.
   void add(T* value, const T* grad, int64_t count);
-  void step();
+  // Returns false when fp16 loss scaling skipped the update (the same on every rank).
+  bool step();
   int64_t steps_taken() const { return steps_; }
+  // fp16 only (else null): the loss scaler, for its scale and skipped-step count.
+  const LossScaler* loss_scaler() const { return scaler_ ? &*scaler_ : nullptr; }
   // Bytes the update reads and writes per step (each operand once), for the step-time floor.
   double bytes_per_step() const;
 
@@ -36,9 +53,14 @@ class Optimizer {
     const T* grad;
     int64_t count;
     Buffer<T> m, v;  // Adam moments (empty for SGD)
+    Buffer<T> master;  // mixed precision: the fp32 weights value is rounded from
   };
+  bool gradients_finite_everywhere() const;
   Device& device_;
   OptimizerConfig config_;
+  MPI_Comm consensus_;
+  bool mixed_ = false;
+  std::optional<LossScaler> scaler_;
   std::vector<Slot> slots_;
   int64_t steps_ = 0;
 };

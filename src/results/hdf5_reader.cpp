@@ -263,6 +263,9 @@ class ResultFileReader {
   void read_train(RunRecord& record) const {
     record.loss = read_vector<double>("/train/loss", H5T_FLOAT, H5T_NATIVE_DOUBLE);
     record.test_accuracy = read_vector<double>("/train/test_accuracy", H5T_FLOAT, H5T_NATIVE_DOUBLE);
+    // Files written before mixed precision have no loss scale.
+    if (H5Lexists(file_.get(), "/train/loss_scale", H5P_DEFAULT) > 0)
+      record.loss_scale = read_vector<double>("/train/loss_scale", H5T_FLOAT, H5T_NATIVE_DOUBLE);
   }
 
   void read_verification(Verification& verification) const {

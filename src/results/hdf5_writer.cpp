@@ -62,6 +62,7 @@ void write_train(hid_t file, const RunRecord& record) {
   Handle group = create_group(file, "train", "/train");
   write_vector(group.get(), "loss", record.loss, "/train/loss");
   write_vector(group.get(), "test_accuracy", record.test_accuracy, "/train/test_accuracy");
+  write_vector(group.get(), "loss_scale", record.loss_scale, "/train/loss_scale");
 }
 
 void write_memory(hid_t file, const RunRecord& record) {

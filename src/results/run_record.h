@@ -41,6 +41,7 @@ struct RunRecord {
   std::map<std::string, CommRecord> comm;            // /comm/<kind>/{time,bytes}
   std::vector<double> loss;                          // /train/loss [iterations]
   std::vector<double> test_accuracy;                 // /train/test_accuracy [epochs evaluated]
+  std::vector<double> loss_scale;                    // /train/loss_scale [iterations] (1: none)
   std::vector<int64_t> peak_bytes;                   // /memory/peak_bytes [ranks]
   Verification verification;                         // /verification attributes
 };

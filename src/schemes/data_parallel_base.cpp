@@ -66,6 +66,7 @@ double DataParallelBase<T>::train_step(const HostBatch& rows, int64_t global_bat
   {
     ScopedPhase phase(timer, Phase::backward);
     start_backward_pass();
+    model_.set_timer(&timer);
     model_.backward(rows.rows, global_batch, false);
     finish_gradient_sync();
   }
@@ -85,14 +86,16 @@ double DataParallelBase<T>::sum_over_ranks(double local) const {
 }
 
 template <typename T>
-int64_t DataParallelBase<T>::count_correct(const HostBatch& rows, int64_t /*global_rows*/) {
+Evaluation DataParallelBase<T>::evaluate(const HostBatch& rows, int64_t /*global_rows*/) {
   int64_t correct = 0;
+  double loss_sum = 0;
   if (rows.rows > 0) {
-    forward(rows);
+    loss_sum = forward(rows);
     const auto predicted = model_.predictions(rows.rows);
     for (int64_t r = 0; r < rows.rows; ++r) correct += predicted[r] == rows.labels[r];
   }
-  return static_cast<int64_t>(sum_over_ranks(static_cast<double>(correct)));
+  return {static_cast<int64_t>(sum_over_ranks(static_cast<double>(correct))),
+          sum_over_ranks(loss_sum)};
 }
 
 template class DataParallelBase<float>;

@@ -29,7 +29,7 @@ class DataParallelBase : public Trainer, protected LayerObserver<T> {
   BatchSlice batch_slice(int64_t global_rows) const override;
   // Forward, backward (gradient synchronisation overlapping it as the stage does), optimizer.
   double train_step(const HostBatch& rows, int64_t global_batch, PhaseTimer& timer) override;
-  int64_t count_correct(const HostBatch& rows, int64_t global_rows) override;
+  Evaluation evaluate(const HostBatch& rows, int64_t global_rows) override;
   int64_t parameter_count() const override { return parameter_count_; }
   double optimizer_bytes_per_step() const override { return optimizer_.bytes_per_step(); }
   const Device& device() const override { return device_; }

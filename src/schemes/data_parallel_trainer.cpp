@@ -55,6 +55,9 @@ DataParallelTrainer<T>::DataParallelTrainer(DeviceKind device, const ModelConfig
     dev.copy(shard_values_.data() + b.shard_offset,
              values_.data() + b.offset + this->comm_->rank() * piece, piece * sizeof(T));
   }
+  // Mixed precision: the optimizer rounds its shard (keeping the fp32 master); the first
+  // forward pass computes with the whole model rounded the same way.
+  dev.round_to_storage(values_.data(), bucketer_->total_elements());
   this->optimizer_.add(shard_values_.data(), shard_grads_.data(), shard);
 }
 

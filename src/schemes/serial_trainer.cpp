@@ -10,7 +10,7 @@ namespace mlps {
 template <typename T>
 SerialTrainer<T>::SerialTrainer(DeviceKind device, const ModelConfig& model,
                                 const OptimizerConfig& optimizer, uint64_t seed, int64_t max_rows)
-    : device_(device), model_(device_, model, max_rows), optimizer_(device_, optimizer),
+    : device_(device), model_(device_, model, max_rows), optimizer_(device_, optimizer, MPI_COMM_SELF),
       parameter_count_(model_.parameters().element_count()) {
   model_.parameters().initialise(seed);
   for (auto& p : model_.parameters()) optimizer_.add(p->value.data(), p->grad.data(), p->size());
@@ -34,6 +34,7 @@ double SerialTrainer<T>::train_step(const HostBatch& rows, int64_t global_batch,
   }
   {
     ScopedPhase phase(timer, Phase::backward);
+    model_.set_timer(&timer);
     model_.backward(rows.rows, global_batch, false);
   }
   {
@@ -44,12 +45,12 @@ double SerialTrainer<T>::train_step(const HostBatch& rows, int64_t global_batch,
 }
 
 template <typename T>
-int64_t SerialTrainer<T>::count_correct(const HostBatch& rows, int64_t /*global_rows*/) {
-  forward(rows);
+Evaluation SerialTrainer<T>::evaluate(const HostBatch& rows, int64_t /*global_rows*/) {
+  Evaluation e;
+  e.loss_sum = forward(rows);
   const auto predicted = model_.predictions(rows.rows);
-  int64_t correct = 0;
-  for (int64_t r = 0; r < rows.rows; ++r) correct += predicted[r] == rows.labels[r];
-  return correct;
+  for (int64_t r = 0; r < rows.rows; ++r) e.correct += predicted[r] == rows.labels[r];
+  return e;
 }
 
 template <typename T>

@@ -19,7 +19,7 @@ class SerialTrainer : public Trainer {
   std::string grid() const override { return "1"; }
   BatchSlice batch_slice(int64_t global_rows) const override { return {0, global_rows}; }
   double train_step(const HostBatch& rows, int64_t global_batch, PhaseTimer& timer) override;
-  int64_t count_correct(const HostBatch& rows, int64_t global_rows) override;
+  Evaluation evaluate(const HostBatch& rows, int64_t global_rows) override;
   std::vector<NamedTensor> gather_parameters() override;
   int64_t parameter_count() const override { return parameter_count_; }
   double optimizer_bytes_per_step() const override { return optimizer_.bytes_per_step(); }
