@@ -74,6 +74,10 @@ echo
 echo "== bin/pipeline on 4 ranks: bubble vs micro-batches, GPipe vs 1F1B activation memory"
 bash bench/pipeline_bubble.sh
 
+echo
+echo "== activation checkpointing: peak memory per scheme, tutorial config at batch 256"
+bash bench/checkpoint_memory.sh
+
 # A small scaling study across the schemes, run locally the way jobs/sweep runs one on Slurm.
 echo
 echo "== local scaling study (jobs/sweep inputs/sweeps/local-small.json --launcher mpiexec)"
