@@ -41,7 +41,7 @@ for ranks in 1 2 3 4; do
       not_ok "$name" "$(grep 'verify:' "$log" | tail -n 1)"
       continue
     fi
-    ok "$name matches serial ($(grep -o 'worst relative error [^ ]*' "$log"))"
+    ok "$name matches serial ($(grep -o 'relative error [^ ]* at [^,]*' "$log"))"
     if [[ -x $python ]] && "$python" -c 'import h5py' 2>/dev/null; then
       if why=$("$python" tests/check_comm_volumes.py "$out" "$zero" "$ranks" "$bucket_elements"); then
         ok "$name volumes: $why"
