@@ -21,8 +21,8 @@ void print_report(const Tensor2dTrainer<T>& trainer, const Options& o, const Gri
   print_comm_volumes(stdout, "rank 0", tensor2d_volumes(o.model, o.batch, shape, sizeof(T)),
                      trainer.measured_bytes());
   const double q2 = static_cast<double>(shape.q) * shape.q;
-  std::printf("memory per rank: parameter shards %lld B (weight blocks %lld B, 1/%g of the "
-              "weights), with gradients and optimizer state %lld B; peak %zu B\n",
+  std::printf("memory per rank: parameter shards %lld B (weight blocks %lld B, about 1/%g of "
+              "the weights), with gradients and optimizer state %lld B; peak %zu B\n",
               (long long)trainer.parameter_bytes(), (long long)trainer.weight_bytes(), q2,
               (long long)trainer.state_bytes(), trainer.device().peak_bytes());
 }
@@ -56,7 +56,7 @@ int run(const MpiSession& mpi, int argc, char** argv) {
   const Options& o = parser.options();
   check_launch_matches_slurm(mpi.size());
   const GridShape shape = resolve_grid_shape(tp_dims, dp, mpi.size());
-  check_grid_divides(o.model, o.batch, shape);
+  check_grid_fits(o.model, o.batch, shape);
   const RankPlacement placement = discover_placement(MPI_COMM_WORLD);
   const DeviceKind device = resolve_device(o.device);
   bind_gpu(placement, device);

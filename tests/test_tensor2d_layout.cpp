@@ -1,17 +1,19 @@
-// bin/tensor2d's bookkeeping without MPI: the shard layout of a q × q grid covers every
-// element of every FcNet tensor exactly once (weights over the whole grid, vectors once per
-// grid row), pads only past a tensor's end (the classifier at q = 3, 4, 12, where some grid
-// columns hold no class at all), keeps units contiguous; grid shapes and splits that do not
-// divide are refused with the dimension named; the analytic "data" volume is the layout's size,
-// and a 1 × 1 grid has no other.
+// bin/tensor2d's bookkeeping without MPI: the balanced split rule; the shard layout of a q × q
+// grid covers every element of every FcNet tensor exactly once (weights over the whole grid,
+// vectors once per grid row) with blocks of the rule's sizes, no padding, also where q divides
+// nothing, and keeps units contiguous; parts that would be empty are refused with the dimension
+// named; the analytic volumes add up over the grid to the model's sizes, and a 1 × 1 grid
+// communicates only over "data".
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "src/errors.h"
 #include "src/model/fc_net.h"
+#include "src/schemes/tensor2d/balanced_split.h"
 #include "src/schemes/tensor2d/grid_2d.h"
 #include "src/schemes/tensor2d/shard_layout.h"
 #include "src/schemes/tensor2d/volumes_2d.h"
@@ -29,73 +31,111 @@ ModelConfig small_model(BlockKind block) {
   return m;
 }
 
-TEST(Tensor2dLayout, ShardsCoverEveryElementOnce) {
-  for (BlockKind block : {BlockKind::residual_mlp, BlockKind::plain})
-    for (int q : {1, 2, 3, 4, 12}) {
-      SCOPED_TRACE("q = " + std::to_string(q));
-      const ModelConfig model = small_model(block);
-      std::map<std::string, std::vector<int>> hits;  // per tensor, per element
-      int64_t total = -1;
-      for (int i = 0; i < q; ++i)
-        for (int j = 0; j < q; ++j) {
-          const ShardLayout layout(model, q, i, j);
-          if (total < 0) total = layout.total();
-          EXPECT_EQ(layout.total(), total) << "every rank's flat buffer has the same size";
-          int64_t next = 0;
-          for (const UnitRange& u : layout.units()) {
-            EXPECT_EQ(u.offset, next);
-            EXPECT_EQ(u.vector_offset + u.vector_count, u.offset + u.count);
-            next = u.offset + u.count;
-          }
-          EXPECT_EQ(next, layout.total());
-          for (const TensorShard& t : layout.tensors()) {
-            auto& h = hits[t.name];
-            h.resize(static_cast<size_t>(t.global_rows * t.global_cols));
-            if (!t.matrix && i != 0) continue;  // vectors: count grid row 0's
-            EXPECT_LE(t.valid_rows, t.rows);
-            EXPECT_LE(t.valid_cols, t.cols);
-            for (int64_t r = 0; r < t.valid_rows; ++r)
-              for (int64_t c = 0; c < t.valid_cols; ++c)
-                ++h.at(static_cast<size_t>((t.row0 + r) * t.global_cols + t.col0 + c));
-          }
-        }
-      for (const auto& [name, h] : hits)
-        for (size_t e = 0; e < h.size(); ++e) ASSERT_EQ(h[e], 1) << name << " element " << e;
-      // Tensor order and ids are FcNet's.
-      Device shapes(DeviceKind::cpu);
-      FcNet<double> net(shapes, model, 1, ParameterStorage::external);
-      const ShardLayout layout(model, q, 0, 0);
-      ASSERT_EQ(layout.tensors().size(), net.parameters().size());
-      for (size_t t = 0; t < layout.tensors().size(); ++t) {
-        EXPECT_EQ(layout.tensors()[t].name, net.parameters()[t].name);
-        EXPECT_EQ(layout.tensors()[t].tensor_id, net.parameters()[t].tensor_id);
+TEST(Tensor2dSplit, PartsTileTheDimensionAndTheFirstOnesAreOneLonger) {
+  for (int64_t n : {1, 2, 5, 7, 10, 12, 25, 2048, 4096})
+    for (int64_t parts = 1; parts <= std::min<int64_t>(n, 9); ++parts) {
+      SCOPED_TRACE(std::to_string(n) + " over " + std::to_string(parts));
+      int64_t next = 0;
+      for (int64_t p = 0; p < parts; ++p) {
+        EXPECT_EQ(part_first(n, parts, p), next);
+        const int64_t size = part_size(n, parts, p);
+        EXPECT_EQ(size, p < n % parts ? n / parts + 1 : n / parts);
+        EXPECT_GE(size, 1);
+        EXPECT_LE(size, largest_part(n, parts));
+        next += size;
       }
+      EXPECT_EQ(next, n);
+      EXPECT_EQ(part_size(n, parts, 0), largest_part(n, parts));
     }
+  EXPECT_EQ(part_size(2048, 3, 0), 683);  // the default H over q = 3: 683, 683, 682
+  EXPECT_EQ(part_size(2048, 3, 2), 682);
+  EXPECT_EQ(part_first(10, 3, 1), 4);     // the classifier's outputs: 4, 3, 3
 }
 
-TEST(Tensor2dLayout, WeightBlocksShrinkAsOneOverQSquared) {
-  const ModelConfig model = small_model(BlockKind::residual_mlp);
+TEST(Tensor2dLayout, ShardsCoverEveryElementOnce) {
+  for (BlockKind block : {BlockKind::residual_mlp, BlockKind::plain})
+    for (int64_t hidden : {24, 10})  // 10: H, F = 20 and S² = 36 divide by neither 3, 4 nor 7
+      for (int q : {1, 2, 3, 4, 7}) {
+        SCOPED_TRACE("H = " + std::to_string(hidden) + ", q = " + std::to_string(q));
+        ModelConfig model = small_model(block);
+        model.hidden = hidden;
+        std::map<std::string, std::vector<int>> hits;  // per tensor, per element
+        for (int i = 0; i < q; ++i)
+          for (int j = 0; j < q; ++j) {
+            const ShardLayout layout(model, q, i, j);
+            int64_t next = 0;
+            for (const UnitRange& u : layout.units()) {
+              EXPECT_EQ(u.offset, next);
+              EXPECT_EQ(u.vector_offset + u.vector_count, u.offset + u.count);
+              next = u.offset + u.count;
+            }
+            EXPECT_EQ(next, layout.total());
+            for (const TensorShard& t : layout.tensors()) {
+              auto& h = hits[t.name];
+              h.resize(static_cast<size_t>(t.global_rows * t.global_cols));
+              if (t.matrix) {  // block (i, j) of Wᵀ
+                EXPECT_EQ(t.rows, part_size(t.global_rows, q, j)) << t.name;
+                EXPECT_EQ(t.cols, part_size(t.global_cols, q, i)) << t.name;
+              } else {
+                EXPECT_EQ(t.cols, part_size(t.global_cols, q, j)) << t.name;
+              }
+              if (!t.matrix && i != 0) continue;  // vectors: count grid row 0's
+              for (int64_t r = 0; r < t.rows; ++r)
+                for (int64_t c = 0; c < t.cols; ++c)
+                  ++h.at(static_cast<size_t>((t.row0 + r) * t.global_cols + t.col0 + c));
+            }
+          }
+        for (const auto& [name, h] : hits)
+          for (size_t e = 0; e < h.size(); ++e) ASSERT_EQ(h[e], 1) << name << " element " << e;
+        // Tensor order and ids are FcNet's.
+        Device shapes(DeviceKind::cpu);
+        FcNet<double> net(shapes, model, 1, ParameterStorage::external);
+        const ShardLayout layout(model, q, 0, 0);
+        ASSERT_EQ(layout.tensors().size(), net.parameters().size());
+        for (size_t t = 0; t < layout.tensors().size(); ++t) {
+          EXPECT_EQ(layout.tensors()[t].name, net.parameters()[t].name);
+          EXPECT_EQ(layout.tensors()[t].tensor_id, net.parameters()[t].tensor_id);
+        }
+      }
+}
+
+TEST(Tensor2dLayout, WeightBlocksTileTheWeightsWithoutPadding) {
+  ModelConfig model = small_model(BlockKind::residual_mlp);
   const int64_t whole = ShardLayout(model, 1, 0, 0).matrix_elements();
-  EXPECT_EQ(ShardLayout(model, 2, 1, 1).matrix_elements() * 4, whole);  // 10 classes divide by 2
-  // At q = 3 only the classifier is padded (10 → 12 rows).
-  EXPECT_EQ(ShardLayout(model, 3, 2, 0).matrix_elements() * 9, whole + 2 * model.hidden);
+  EXPECT_EQ(ShardLayout(model, 2, 1, 1).matrix_elements() * 4, whole);  // everything divides by 2
+  for (int64_t hidden : {24, 10}) {
+    model.hidden = hidden;
+    const int64_t all = ShardLayout(model, 1, 0, 0).matrix_elements();
+    int64_t sum = 0;
+    for (int r = 0; r < 9; ++r) {
+      const int64_t mine = ShardLayout(model, 3, r / 3, r % 3).matrix_elements();
+      EXPECT_LE(mine, ShardLayout(model, 3, 0, 0).matrix_elements()) << "(0, 0) is the largest";
+      sum += mine;
+    }
+    EXPECT_EQ(sum, all) << "H = " << hidden;
+  }
 }
 
 TEST(Tensor2dLayout, InitialValuesAreTheModelsShards) {
-  const ModelConfig model = small_model(BlockKind::residual_mlp);
+  ModelConfig model = small_model(BlockKind::residual_mlp);
+  model.hidden = 10;  // parts 4, 3, 3 over q = 3
   const ShardLayout layout(model, 3, 1, 2);
   const auto values = layout.initial_values<double>(7);
-  const TensorShard& w = layout.find("classifier.weight");  // column 2 holds classes 8, 9
-  ASSERT_EQ(w.valid_rows, 2);
-  EXPECT_EQ(values[w.offset + 1 * w.cols + 3],
-            initial_value(7, w.tensor_id, w.init, w.fan_in, 9, 1 * 8 + 3));
-  for (int64_t r = w.valid_rows; r < w.rows; ++r)
-    for (int64_t c = 0; c < w.cols; ++c) EXPECT_EQ(values[w.offset + r * w.cols + c], 0.0);
+  // Classes 7..9 (column part 2 of 10), hidden units 4..6 (row part 1 of H).
+  const TensorShard& w = layout.find("classifier.weight");
+  ASSERT_EQ(w.rows, 3);
+  ASSERT_EQ(w.cols, 3);
+  EXPECT_EQ(w.row0, 7);
+  EXPECT_EQ(w.col0, 4);
+  EXPECT_EQ(values[w.offset + 1 * w.cols + 2],
+            initial_value(7, w.tensor_id, w.init, w.fan_in, 8, 6));
   const TensorShard& gamma = layout.find("block1.norm.weight");
+  EXPECT_EQ(gamma.col0, 7);
+  EXPECT_EQ(gamma.cols, 3);
   EXPECT_EQ(values[gamma.offset], 1.0);
 }
 
-TEST(Tensor2dGrid, ShapesAndSplitsThatDoNotDivideAreRefused) {
+TEST(Tensor2dGrid, ShapesAndEmptyPartsAreRefused) {
   EXPECT_EQ(resolve_grid_shape("2,2", 0, 8).dp, 2);
   EXPECT_EQ(resolve_grid_shape("", 0, 9).q, 3);
   EXPECT_EQ(resolve_grid_shape("", 2, 8).q, 2);
@@ -113,15 +153,23 @@ TEST(Tensor2dGrid, ShapesAndSplitsThatDoNotDivideAreRefused) {
   EXPECT_NE(message([] { resolve_grid_shape("2", 0, 4); }).find("--tp-dims 2"), std::string::npos);
   EXPECT_NE(message([] { resolve_grid_shape("", 0, 6); }).find("square"), std::string::npos);
   ModelConfig model = small_model(BlockKind::residual_mlp);
-  EXPECT_NO_THROW(check_grid_divides(model, 12, {3, 2}));
-  model.image_size = 5;  // 25 features
-  EXPECT_NE(message([&] { check_grid_divides(model, 12, {2, 1}); }).find("--image-size 5"),
+  EXPECT_NO_THROW(check_grid_fits(model, 12, {3, 2}));
+  model.image_size = 5;  // 25 features, H 10, B 7: nothing divides by 2 or 3, nothing is empty
+  model.hidden = 10;
+  EXPECT_NO_THROW(check_grid_fits(model, 7, {3, 1}));
+  EXPECT_NO_THROW(check_grid_fits(model, 7, {2, 2}));
+  EXPECT_NO_THROW(check_grid_fits(model, 10, {10, 1}));
+  EXPECT_NE(message([&] { check_grid_fits(model, 5, {3, 2}); }).find("--batch 5"),
+            std::string::npos);
+  model.image_size = 1;
+  EXPECT_NE(message([&] { check_grid_fits(model, 12, {2, 1}); }).find("--image-size 1"),
             std::string::npos);
   model.image_size = 6;
-  EXPECT_NE(message([&] { check_grid_divides(model, 10, {2, 2}); }).find("--batch 10"),
+  model.hidden = 2;
+  EXPECT_NE(message([&] { check_grid_fits(model, 12, {3, 1}); }).find("--hidden 2"),
             std::string::npos);
-  model.hidden = 20;
-  EXPECT_NE(message([&] { check_grid_divides(model, 12, {3, 1}); }).find("--hidden 20"),
+  model.hidden = 24;
+  EXPECT_NE(message([&] { check_grid_fits(model, 200, {11, 1}); }).find("10 outputs"),
             std::string::npos);
 }
 
@@ -140,6 +188,37 @@ TEST(Tensor2dVolumes, DataAllReduceMovesEveryLocalParameter) {
   const auto doubled = tensor2d_volumes(model, 48, {3, 1}, 8);
   EXPECT_EQ(doubled.at("broadcast:row"), 2 * one.at("broadcast:row"));
   EXPECT_EQ(doubled.at("broadcast:col"), one.at("broadcast:col"));
+}
+
+TEST(Tensor2dVolumes, UnevenVolumesAddUpToTheModelOverTheGrid) {
+  ModelConfig model = small_model(BlockKind::residual_mlp);
+  model.hidden = 10;
+  model.image_size = 5;
+  const int q = 3;
+  const int64_t batch = 7;
+  double vector_elements = 0, linear_inputs = 0;
+  for (const LinearShape& s : linear_shapes(model)) {
+    vector_elements += static_cast<double>(s.out);
+    linear_inputs += static_cast<double>(s.in);
+  }
+  vector_elements += 2.0 * static_cast<double>(model.layers * model.hidden);  // γ, β
+  double vector_sum = 0, rows_sum = 0;
+  for (int i = 0; i < q; ++i) {
+    const auto v = tensor2d_volumes(model, batch, {q, 1}, 8, {0, i, i});
+    vector_sum += v.at("allreduce:col") / 8;
+    // Forward and dW each broadcast a whole row of X blocks: 2·b·ΣK elements.
+    rows_sum += v.at("broadcast:row") / 8 / (2 * linear_inputs);
+  }
+  EXPECT_EQ(vector_sum, vector_elements) << "the columns' vector parts are every vector once";
+  EXPECT_EQ(rows_sum, static_cast<double>(batch)) << "the grid rows' samples are the batch";
+  // Rank (0, 0) has the largest parts, (2, 2) the smallest; reduce-scatters pad to the largest.
+  const auto big = tensor2d_volumes(model, batch, {q, 1}, 8, {0, 0, 0});
+  const auto small = tensor2d_volumes(model, batch, {q, 1}, 8, {0, 2, 2});
+  EXPECT_GT(big.at("broadcast:col"), small.at("broadcast:col"));
+  EXPECT_EQ(big.at("allgather:row") / 3, small.at("allgather:row") / 2)
+      << "3 rows against 2, each gathering the same moments and padded logit blocks";
+  const auto replicas = tensor2d_volumes(model, batch * 2, {q, 2}, 8, {1, 2, 1});
+  EXPECT_EQ(replicas.at("allreduce:data"), 8.0 * ShardLayout(model, q, 2, 1).total());
 }
 
 }  // namespace

@@ -1,11 +1,14 @@
 #include "src/schemes/tensor2d/block_2d.h"
 
+#include "src/schemes/tensor2d/balanced_split.h"
+
 namespace mlps {
 
 template <typename T>
 Block2d<T>::Block2d(Device& device, Grid2d& grid, SummaWorkspace<T>& workspace,
                     const ModelConfig& config, int64_t max_rows)
-    : device_(device), kind_(config.block), local_hidden_(config.hidden / grid.q()) {
+    : device_(device), kind_(config.block),
+      local_hidden_(part_size(config.hidden, grid.q(), grid.column())) {
   const int64_t h = config.hidden;
   grad_normed_ = Buffer<T>(device, max_rows * local_hidden_);
   if (kind_ == BlockKind::plain) {

@@ -1,5 +1,6 @@
 #pragma once
-// One FC_Net block on the q × q grid, on this rank's [rows × H/q] slice of the activations:
+// One FC_Net block on the q × q grid, on this rank's [rows × h_j] slice of the activations
+// (h_j = part_size(H, q, j)):
 // residual_mlp: y = x + fc2(ReLU(fc1(LayerNorm(x)))) with LayerNorm's statistics combined over
 // the grid row and both Linears as SUMMA products; plain: y = ReLU(fc(x)). ReLU and the residual
 // add are local (they act element by element on identically sliced blocks).

@@ -74,22 +74,27 @@ GridShape resolve_grid_shape(const std::string& tp_dims, int dp, int world_size)
   return shape;
 }
 
-void check_grid_divides(const ModelConfig& model, int64_t global_batch, const GridShape& shape) {
+void check_grid_fits(const ModelConfig& model, int64_t global_batch, const GridShape& shape) {
   const int64_t q = shape.q;
   const std::string grid = "the " + dims(shape.q) + " grid";
-  if (global_batch % (q * shape.dp) != 0)
-    throw InputError("--batch " + std::to_string(global_batch) + " is not divisible by dp·q = " +
-                     std::to_string(shape.dp) + "·" + std::to_string(q) + " (" + grid +
+  const std::string q_is = "q = " + std::to_string(q);
+  if (global_batch < q * shape.dp)
+    throw InputError("--batch " + std::to_string(global_batch) + " leaves some of the dp·q = " +
+                     std::to_string(shape.dp) + "·" + std::to_string(q) + " = " +
+                     std::to_string(q * shape.dp) + " row groups without samples (" + grid +
                      " splits each replica's rows over its q rows)");
-  if (model.input_features() % q != 0)
+  if (model.input_features() < q)
     throw InputError("--image-size " + std::to_string(model.image_size) + ": S² = " +
-                     std::to_string(model.input_features()) +
-                     " input features are not divisible by q = " + std::to_string(q) + " (" +
-                     grid + " splits them over its columns)");
-  if (model.hidden % q != 0)
-    throw InputError("--hidden " + std::to_string(model.hidden) + " is not divisible by q = " +
-                     std::to_string(q) + " (" + grid + " splits H over its rows and columns)");
-  // F = ffn_mult·H, so F divides whenever H does.
+                     std::to_string(model.input_features()) + " input features are fewer than " +
+                     q_is + " (" + grid + " splits them over its rows and columns)");
+  if (model.hidden < q)
+    throw InputError("--hidden " + std::to_string(model.hidden) + " is smaller than " + q_is +
+                     " (" + grid + " splits H over its rows and columns)");
+  if (model.classes < q)
+    throw InputError("--tp-dims " + dims(shape.q) + ": the classifier's " +
+                     std::to_string(model.classes) + " outputs are fewer than the " + q_is +
+                     " grid columns that split them");
+  // F = ffn_mult·H ≥ H, so F fits whenever H does.
 }
 
 Grid2d::Grid2d(const GridShape& shape, CommBackend backend, const Device& device, MPI_Comm world)

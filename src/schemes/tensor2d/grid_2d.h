@@ -24,10 +24,11 @@ struct GridShape {
 // number of ranks.
 GridShape resolve_grid_shape(const std::string& tp_dims, int dp, int world_size);
 
-// Every split must divide the dimension it splits: the global batch by dp·q (each replica's
-// rows over the q grid rows), S² and H (hence F = ffn_mult·H) by q. Throws InputError naming
-// the dimension.
-void check_grid_divides(const ModelConfig& model, int64_t global_batch, const GridShape& shape);
+// Every part of every split must be non-empty (parts may differ by one: balanced_split.h):
+// the global batch is split over dp·q (each replica's rows over its q grid rows), S², H
+// (hence F = ffn_mult·H) and the classifier's outputs over q. Throws InputError naming the
+// dimension that is smaller than its number of parts.
+void check_grid_fits(const ModelConfig& model, int64_t global_batch, const GridShape& shape);
 
 class Grid2d {
  public:

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "src/model/fc_net.h"
+#include "src/schemes/tensor2d/balanced_split.h"
 
 namespace mlps {
 namespace {
@@ -11,8 +12,6 @@ namespace {
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
@@ -35,19 +34,17 @@ ShardLayout::ShardLayout(const ModelConfig& model, int q, int grid_row, int grid
       t.global_cols = p->cols;
       t.matrix = ends_with(p->name, ".weight") && !ends_with(p->name, ".norm.weight");
       if (t.matrix) {
-        t.cols = p->cols / q;
-        t.rows = ceil_div(p->rows, q);
-        t.col0 = grid_row * t.cols;
-        t.row0 = grid_col * t.rows;
-        t.valid_cols = t.cols;
-        t.valid_rows = std::clamp<int64_t>(p->rows - t.row0, 0, t.rows);
+        // Block (i, j) of Wᵀ: W's input columns split over grid rows, its outputs over columns.
+        t.cols = part_size(p->cols, q, grid_row);
+        t.col0 = part_first(p->cols, q, grid_row);
+        t.rows = part_size(p->rows, q, grid_col);
+        t.row0 = part_first(p->rows, q, grid_col);
         matrices.push_back(t);
       } else {
         if (p->rows != 1) throw std::logic_error("ShardLayout: " + p->name + " is not a vector");
-        t.rows = t.valid_rows = 1;
-        t.cols = ceil_div(p->cols, q);
-        t.col0 = grid_col * t.cols;
-        t.valid_cols = std::clamp<int64_t>(p->cols - t.col0, 0, t.cols);
+        t.rows = 1;
+        t.cols = part_size(p->cols, q, grid_col);
+        t.col0 = part_first(p->cols, q, grid_col);
         vectors.push_back(t);
       }
     }
@@ -88,7 +85,7 @@ std::vector<T> ShardLayout::initial_values(uint64_t seed) const {
   std::vector<T> host(static_cast<size_t>(total_), T(0));
   for (const auto& t : tensors_)
     fill_initial_shard(host.data() + t.offset, t.cols, seed, t.tensor_id, t.init, t.fan_in,
-                       t.row0, t.valid_rows, t.col0, t.valid_cols);
+                       t.row0, t.rows, t.col0, t.cols);
   return host;
 }
 

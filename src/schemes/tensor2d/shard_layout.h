@@ -1,8 +1,11 @@
 #pragma once
 // Where rank (i, j) of a q × q grid keeps its shard of every FcNet tensor, in one flat buffer.
-//   Linear weight W [out × in]: block W[j·n .., i·k ..] stored [n × k], k = in/q, n = ⌈out/q⌉
-//     (rows past `out` are zero padding: only the classifier's 10 outputs may need it).
-//   Bias [out], LayerNorm γ, β [H]: slice j of ⌈size/q⌉ elements, the same on every grid row.
+// Every dimension is split by balanced_split.h's rule (parts differ by at most one element).
+//   Linear weight W [out × in]: block W[rows part j of out, columns part i of in] stored
+//     [n_j × k_i] (block (i, j) of Wᵀ), n_j = part_size(out, q, j), k_i = part_size(in, q, i).
+//   Bias [out], LayerNorm γ, β [H]: part j, the same on every grid row.
+// No padding: the shards of the q² ranks tile every tensor exactly, so shard sizes (and the
+// flat buffer's size) differ between ranks when q does not divide a dimension.
 // Per unit (embed, each block, the classifier, in forward order) the unit's weight blocks come
 // first, then its vector slices, so that a unit's vectors (summed down the grid column after
 // its backward) and a whole unit (summed over replicas) are contiguous ranges.
@@ -21,11 +24,10 @@ struct TensorShard {
   InitKind init = InitKind::zeros;
   int64_t fan_in = 1;
   int64_t global_rows = 0, global_cols = 0;
-  bool matrix = false;             // a Linear weight (block of rows and columns), else a vector slice
+  bool matrix = false;             // a Linear weight block, else a vector part
   int64_t offset = 0;              // in the flat buffer
-  int64_t rows = 0, cols = 0;      // stored shape (padding included)
+  int64_t rows = 0, cols = 0;      // stored shape [rows × cols], row-major
   int64_t row0 = 0, col0 = 0;      // global position of stored element (0, 0)
-  int64_t valid_rows = 0, valid_cols = 0;  // the part inside the tensor
   int64_t size() const { return rows * cols; }
 };
 
@@ -43,9 +45,9 @@ class ShardLayout {
   const TensorShard& find(const std::string& name) const;
   const std::vector<UnitRange>& units() const { return units_; }
   int64_t total() const { return total_; }
-  int64_t matrix_elements() const;  // weight blocks only (they shrink as 1/q²)
+  int64_t matrix_elements() const;  // weight blocks only (they shrink as about 1/q²)
 
-  // Initial values of this rank's shards (padding zero), from the counter-based initialiser.
+  // Initial values of this rank's shards, from the counter-based initialiser.
   template <typename T>
   std::vector<T> initial_values(uint64_t seed) const;
 

@@ -1,13 +1,45 @@
 #include "src/schemes/tensor2d/sliced_layernorm.h"
 
+#include <cmath>
+
+#include "src/schemes/tensor2d/balanced_split.h"
 #include "src/schemes/tensor2d/sliced_ops.h"
 
 namespace mlps {
+namespace {
+
+// Chan's parallel variance over slices of different widths (moments as row_moments writes
+// them, slice after slice): mean = Σ_p w_p·mean_p / H, M2 = Σ_p M2_p + Σ_p w_p·(mean_p − mean)².
+template <typename T>
+void combine_uneven_row_moments(T* mean, T* rstd, const T* moments, int64_t parts, int64_t rows,
+                                int64_t hidden, double eps) {
+  const auto h = static_cast<double>(hidden);
+  for (int64_t r = 0; r < rows; ++r) {
+    auto part = [&](int64_t p, int which) {
+      return static_cast<double>(moments[(p * rows + r) * 2 + which]);
+    };
+    double mu = 0.0;
+    for (int64_t p = 0; p < parts; ++p)
+      mu += static_cast<double>(part_size(hidden, parts, p)) * part(p, 0);
+    mu /= h;
+    double m2 = 0.0;
+    for (int64_t p = 0; p < parts; ++p) {
+      const double d = part(p, 0) - mu;
+      m2 += part(p, 1) + static_cast<double>(part_size(hidden, parts, p)) * d * d;
+    }
+    mean[r] = static_cast<T>(mu);
+    rstd[r] = static_cast<T>(1.0 / std::sqrt(m2 / h + eps));
+  }
+}
+
+}  // namespace
 
 template <typename T>
 SlicedLayerNorm<T>::SlicedLayerNorm(Device& device, Communicator& row, int64_t hidden,
                                     int64_t max_rows, double eps)
-    : device_(device), row_(row), hidden_(hidden), local_(hidden / row.size()), eps_(eps),
+    : device_(device), row_(row), hidden_(hidden),
+      local_(part_size(hidden, row.size(), row.rank())), uneven_(hidden % row.size() != 0),
+      eps_(eps),
       moments_(device, 2 * max_rows),
       gathered_(device, row.size() > 1 ? 2 * max_rows * row.size() : 0),
       mean_(device, max_rows), rstd_(device, max_rows), sums_(device, 2 * max_rows) {}
@@ -28,8 +60,20 @@ void SlicedLayerNorm<T>::forward(const T* x, T* y, int64_t rows) {
     row_.all_gather<T>(moments_.data(), gathered_.data(), 2 * rows);
     gathered = gathered_.data();
   }
-  sliced::combine_row_moments<T>(device_, mean_.data(), rstd_.data(), gathered, row_.size(),
-                                 rows, local_, eps_);
+  if (uneven_) {
+    const auto parts = static_cast<size_t>(row_.size());
+    host_moments_.resize(parts * 2 * static_cast<size_t>(rows));
+    host_mean_.resize(static_cast<size_t>(rows));
+    host_rstd_.resize(static_cast<size_t>(rows));
+    device_.to_host(host_moments_.data(), gathered, sizeof(T) * host_moments_.size());
+    combine_uneven_row_moments<T>(host_mean_.data(), host_rstd_.data(), host_moments_.data(),
+                                  row_.size(), rows, hidden_, eps_);
+    device_.to_device(mean_.data(), host_mean_.data(), sizeof(T) * host_mean_.size());
+    device_.to_device(rstd_.data(), host_rstd_.data(), sizeof(T) * host_rstd_.size());
+  } else {
+    sliced::combine_row_moments<T>(device_, mean_.data(), rstd_.data(), gathered, row_.size(),
+                                   rows, local_, eps_);
+  }
   sliced::layernorm_apply<T>(device_, y, x, mean_.data(), rstd_.data(), gamma_, beta_, rows,
                              local_);
 }

@@ -1,12 +1,17 @@
 #pragma once
 // LayerNorm(H) on activations whose features are sliced over the q ranks of a grid row: rank j
-// holds [rows × H/q] and gamma, beta [H/q] (its slice, replicated down the grid column). The
-// row statistics need the whole row, so each rank computes its slice's mean and
-// Σ(x − mean)², the q pairs are all-gathered over "row" (2·rows values per rank) and combined
-// (Chan's parallel variance: no E[x²] − E[x]² cancellation). Backward all-reduces over "row"
-// the per-row Σ dy·γ and Σ dy·γ·x̂ of the slices (2·rows values). dgamma and dbeta come out as
-// this rank's rows' sums only: the caller sums them down the grid column. A grid row of one
-// rank communicates nothing.
+// holds [rows × h_j] and gamma, beta [h_j] (its part, replicated down the grid column), h_j =
+// part_size(H, q, j) by balanced_split.h's rule. The row statistics need the whole row, so
+// each rank computes its slice's mean and Σ(x − mean)², the q pairs are all-gathered over
+// "row" (2·rows values per rank) and combined (Chan's parallel variance: no E[x²] − E[x]²
+// cancellation). Backward all-reduces over "row" the per-row Σ dy·γ and Σ dy·γ·x̂ of the
+// slices (2·rows values). dgamma and dbeta come out as this rank's rows' sums only: the caller
+// sums them down the grid column. A grid row of one rank communicates nothing.
+// Equal slices combine on the device (sliced::combine_row_moments); unequal ones (q does not
+// divide H) on the host, weighting each slice by its width, because the kernel assumes equal
+// widths: on a GPU that costs a synchronisation and two copies of 2·q·rows values.
+#include <vector>
+
 #include "src/buffer.h"
 #include "src/comm/communicator.h"
 
@@ -29,12 +34,14 @@ class SlicedLayerNorm {
   Device& device_;
   Communicator& row_;
   int64_t hidden_, local_;
+  bool uneven_;  // q does not divide H: slices differ in width
   double eps_;
   const T* gamma_ = nullptr;
   const T* beta_ = nullptr;
   T* dgamma_ = nullptr;
   T* dbeta_ = nullptr;
   Buffer<T> moments_, gathered_, mean_, rstd_, sums_;
+  std::vector<T> host_moments_, host_mean_, host_rstd_;  // the uneven combine
 };
 
 }  // namespace mlps

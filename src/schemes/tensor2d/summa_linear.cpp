@@ -3,17 +3,21 @@
 #include <algorithm>
 #include <array>
 
+#include "src/schemes/tensor2d/balanced_split.h"
+
 namespace mlps {
 namespace {
 
 // One operand of a SUMMA loop: at step l, the rank of `comm` with rank l broadcasts its own
-// block; the others receive it into slots[l % 2].
+// block of per_part · parts[l] elements; the others receive it into slots[l % 2].
 template <typename T>
 struct BlockStream {
   Communicator* comm;
   const T* own;
-  Buffer<T>* slots;  // two
-  int64_t count;
+  Buffer<T>* slots;  // two, each large enough for the largest block
+  int64_t per_part;  // rows (activations) or n_j (weights) ...
+  const std::vector<int64_t>* parts;  // ... times k_l, the block's width at step l
+  int64_t count(int l) const { return per_part * (*parts)[static_cast<size_t>(l)]; }
   const T* block(int l) const { return comm->rank() == l ? own : slots[l % 2].data(); }
 };
 
@@ -32,8 +36,8 @@ void summa_steps(int q, const std::array<BlockStream<T>, N>& streams, Compute co
   auto start = [&](int l) {
     for (size_t s = 0; s < N; ++s)
       pending[s][l % 2] = streams[s].comm->broadcast_async(const_cast<T*>(streams[s].block(l)),
-                                                           streams[s].count, data_type_of<T>(),
-                                                           l);
+                                                           streams[s].count(l),
+                                                           data_type_of<T>(), l);
   };
   start(0);
   for (int l = 0; l < q; ++l) {
@@ -52,21 +56,30 @@ void summa_steps(int q, const std::array<BlockStream<T>, N>& streams, Compute co
 }  // namespace
 
 template <typename T>
-SummaWorkspace<T>::SummaWorkspace(Device& device, const ModelConfig& model, int q,
-                                  int64_t max_rows) {
+SummaWorkspace<T>::SummaWorkspace(Device& on, const ModelConfig& model, int q,
+                                  int64_t max_rows)
+    : device(&on) {
   int64_t max_activation_block = 0, max_weight_block = 0;
+  bool uneven = false;
   for (const LinearShape& s : linear_shapes(model)) {
-    const int64_t k = s.in / q;
+    const int64_t k = largest_part(s.in, q);
     max_activation_block = std::max(max_activation_block, max_rows * k);
-    max_weight_block = std::max(max_weight_block, (s.out + q - 1) / q * k);
+    max_weight_block = std::max(max_weight_block, largest_part(s.out, q) * k);
+    uneven = uneven || s.in % q != 0;
   }
   if (q == 1) return;  // a 1 × 1 grid computes in place: no broadcasts, no partial products
   for (int s = 0; s < 2; ++s) {
-    activation_blocks[s] = Buffer<T>(device, max_activation_block);
-    weight_blocks[s] = Buffer<T>(device, max_weight_block);
+    activation_blocks[s] = Buffer<T>(on, max_activation_block);
+    weight_blocks[s] = Buffer<T>(on, max_weight_block);
   }
-  grad_input_partials = Buffer<T>(device, q * max_activation_block);
-  grad_weight_partials = Buffer<T>(device, q * max_weight_block);
+  grad_input_partials = Buffer<T>(on, q * max_activation_block);
+  grad_weight_partials = Buffer<T>(on, q * max_weight_block);
+  // The padding past a smaller block is summed too: keep it finite (it is never read).
+  grad_input_partials.zero();
+  grad_weight_partials.zero();
+  if (!uneven) return;
+  grad_input_landing = Buffer<T>(on, max_activation_block);
+  grad_weight_landing = Buffer<T>(on, max_weight_block);
 }
 
 template <typename T>
@@ -74,13 +87,18 @@ void SummaWorkspace<T>::finish_weight_gradient() {
   if (!pending_weight_gradient) return;
   pending_weight_gradient->wait();
   pending_weight_gradient.reset();
+  if (weight_destination)
+    device->copy(weight_destination, grad_weight_landing.data(), sizeof(T) * weight_count);
+  weight_destination = nullptr;
 }
 
 template <typename T>
 SummaLinear<T>::SummaLinear(Device& device, Grid2d& grid, SummaWorkspace<T>& workspace,
                             int64_t in, int64_t out)
     : device_(device), grid_(grid), workspace_(workspace), in_(in), out_(out),
-      k_(in / grid.q()), n_((out + grid.q() - 1) / grid.q()) {}
+      k_max_(largest_part(in, grid.q())), n_(part_size(out, grid.q(), grid.column())) {
+  for (int l = 0; l < grid.q(); ++l) in_parts_.push_back(part_size(in, grid.q(), l));
+}
 
 template <typename T>
 void SummaLinear<T>::bind(const ShardLayout& layout, const std::string& name, T* values,
@@ -98,10 +116,11 @@ void SummaLinear<T>::forward(const T* x, T* y, int64_t rows) {
   Communicator& row = grid_.row_comm();
   Communicator& col = grid_.col_comm();
   const std::array<BlockStream<T>, 2> streams{
-      BlockStream<T>{&row, x, workspace_.activation_blocks, rows * k_},
-      BlockStream<T>{&col, weight_, workspace_.weight_blocks, n_ * k_}};
+      BlockStream<T>{&row, x, workspace_.activation_blocks, rows, &in_parts_},
+      BlockStream<T>{&col, weight_, workspace_.weight_blocks, n_, &in_parts_}};
   summa_steps<T>(grid_.q(), streams, [&](int l, const std::array<const T*, 2>& blocks) {
-    device_.gemm<T>(false, true, rows, n_, k_, T(1), blocks[0], k_, blocks[1], k_,
+    const int64_t k = in_parts_[static_cast<size_t>(l)];
+    device_.gemm<T>(false, true, rows, n_, k, T(1), blocks[0], k, blocks[1], k,
                     l == 0 ? T(0) : T(1), y, n_);
   });
   device_.bias_add<T>(y, bias_, rows, n_);
@@ -114,28 +133,45 @@ void SummaLinear<T>::backward(const T* x, const T* dy, T* dx, int64_t rows) {
   const bool alone = grid_.q() == 1;  // the partial products are already the gradients
   device_.bias_grad<T>(bias_grad_, dy, rows, n_, false);
   PendingComm grad_input;
+  // Padded reduce-scatters land in place when this rank's block is the largest, else in the
+  // landing buffer (copied out once done).
+  const bool input_padded = local_in() < k_max_;
+  const bool weight_padded = in_parts_[static_cast<size_t>(grid_.row())] < k_max_;
   if (dx) {
     T* partials = alone ? dx : workspace_.grad_input_partials.data();
     const std::array<BlockStream<T>, 1> weights{
-        BlockStream<T>{&col, weight_, workspace_.weight_blocks, n_ * k_}};
+        BlockStream<T>{&col, weight_, workspace_.weight_blocks, n_, &in_parts_}};
     summa_steps<T>(grid_.q(), weights, [&](int l, const std::array<const T*, 1>& blocks) {
-      device_.gemm<T>(false, false, rows, k_, n_, T(1), dy, n_, blocks[0], k_, T(0),
-                      partials + l * rows * k_, k_);
+      const int64_t k = in_parts_[static_cast<size_t>(l)];
+      device_.gemm<T>(false, false, rows, k, n_, T(1), dy, n_, blocks[0], k, T(0),
+                      partials + l * rows * k_max_, k);
     });
-    if (!alone) grad_input = row.reduce_scatter_async(partials, dx, rows * k_, data_type_of<T>());
+    if (!alone)
+      grad_input = row.reduce_scatter_async(
+          partials, input_padded ? workspace_.grad_input_landing.data() : dx, rows * k_max_,
+          data_type_of<T>());
   }
   workspace_.finish_weight_gradient();  // the partials buffer is about to be rewritten
   T* partials = alone ? weight_grad_ : workspace_.grad_weight_partials.data();
   const std::array<BlockStream<T>, 1> inputs{
-      BlockStream<T>{&row, x, workspace_.activation_blocks, rows * k_}};
+      BlockStream<T>{&row, x, workspace_.activation_blocks, rows, &in_parts_}};
   summa_steps<T>(grid_.q(), inputs, [&](int l, const std::array<const T*, 1>& blocks) {
-    device_.gemm<T>(true, false, n_, k_, rows, T(1), dy, n_, blocks[0], k_, T(0),
-                    partials + l * n_ * k_, k_);
+    const int64_t k = in_parts_[static_cast<size_t>(l)];
+    device_.gemm<T>(true, false, n_, k, rows, T(1), dy, n_, blocks[0], k, T(0),
+                    partials + l * n_ * k_max_, k);
   });
-  if (!alone)
-    workspace_.pending_weight_gradient =
-        col.reduce_scatter_async(partials, weight_grad_, n_ * k_, data_type_of<T>());
-  if (grad_input) grad_input->wait();
+  if (!alone) {
+    workspace_.pending_weight_gradient = col.reduce_scatter_async(
+        partials, weight_padded ? workspace_.grad_weight_landing.data() : weight_grad_,
+        n_ * k_max_, data_type_of<T>());
+    workspace_.weight_destination = weight_padded ? weight_grad_ : nullptr;
+    workspace_.weight_count = n_ * in_parts_[static_cast<size_t>(grid_.row())];
+  }
+  if (grad_input) {
+    grad_input->wait();
+    if (input_padded)
+      device_.copy(dx, workspace_.grad_input_landing.data(), sizeof(T) * rows * local_in());
+  }
 }
 
 template class SummaLinear<float>;

@@ -1,20 +1,27 @@
 #pragma once
-// Linear(in → out) as a SUMMA product on the q × q grid. Rank (i, j) holds the activation block
-// X_ij [rows × in/q] (its grid row's samples, feature block j), the weight block
-// W[j·n .. (j+1)·n, i·k .. (i+1)·k] stored [n × k] as PyTorch stores W (so it is block (i, j) of
-// Wᵀ [in × out]), k = in/q, n = ⌈out/q⌉, rows of W past `out` zero (padding, when q does not
-// divide out), and the bias slice b[j·n ..] (replicated down the grid column).
-//   forward  Y_ij = Σ_l X_il·(Wᵀ)_lj: step l broadcasts X_il along grid row i ("row", root l)
-//            and W block (l, j) along grid column j ("col", root l);
-//   dX       dX_il = Σ_j dY_ij·W(l, j): step l broadcasts W block (l, j) along the column, the
-//            rank computes its partial for block column l, and one reduce-scatter over "row"
-//            sums the q partials of each block column onto its owner (i, l);
+// Linear(in → out) as a SUMMA product on the q × q grid, with uneven blocks: in and out are
+// split by balanced_split.h's rule, k_l = part_size(in, q, l), n_j = part_size(out, q, j).
+// Rank (i, j) holds the activation block X_ij [rows × k_j] (its grid row's samples, feature
+// block j), the weight block W(i, j) = W[out part j, in part i] stored [n_j × k_i] as PyTorch
+// stores W (so it is block (i, j) of Wᵀ [in × out]), and the bias part b_j (replicated down the
+// grid column).
+//   forward  Y_ij = Σ_l X_il·W(l, j)ᵀ: step l broadcasts X_il [rows × k_l] along grid row i
+//            ("row", root l) and W(l, j) [n_j × k_l] along grid column j ("col", root l); the
+//            sizes follow from l, so every rank knows what each step receives;
+//   dX       dX_il = Σ_j dY_ij·W(l, j): step l broadcasts W(l, j) along the column, the rank
+//            computes its partial for block column l, and one reduce-scatter over "row" sums
+//            the q partials of each block column onto its owner (i, l);
 //   dW       dW(l, j) = Σ_i dY_ijᵀ·X_il: step l broadcasts X_il along the row, and one
 //            reduce-scatter over "col" sums each partial onto its owner (l, j).
+// A reduce-scatter needs equal counts: every partial is padded to the largest block
+// (rows × k_0, n_j × k_0); an owner whose block is smaller receives into a landing buffer and
+// keeps the first rows·k_l (n_j·k_l) elements, which is its block, contiguous.
 // The broadcasts are double-buffered: block l+1 is in flight while block l's GEMM runs. The dX
 // reduce-scatter overlaps the dW steps; the dW reduce-scatter overlaps whatever runs next
 // (SummaWorkspace::finish_weight_gradient waits for it). A 1 × 1 grid communicates nothing: its
 // GEMMs read and write the layer's own buffers.
+#include <vector>
+
 #include "src/buffer.h"
 #include "src/schemes/tensor2d/grid_2d.h"
 #include "src/schemes/tensor2d/shard_layout.h"
@@ -22,17 +29,26 @@
 namespace mlps {
 
 // Buffers every SummaLinear of a model shares, sized for its largest Linear: broadcast targets
-// (two of each, for double buffering) and the partial products the reduce-scatters read
-// (q blocks each: the price of reduce-scatters instead of per-step reductions).
+// (two of each, for double buffering), the partial products the reduce-scatters read (q padded
+// blocks each: the price of reduce-scatters instead of per-step reductions) and, when some
+// split is uneven, the landing buffers of the padded reduce-scatters.
 template <typename T>
 struct SummaWorkspace {
   // q = 1 allocates nothing (nothing is broadcast or reduced).
   SummaWorkspace(Device& device, const ModelConfig& model, int q, int64_t max_rows);
-  Buffer<T> activation_blocks[2];  // [rows × k]
-  Buffer<T> weight_blocks[2];      // [n × k]
-  Buffer<T> grad_input_partials;   // q × [rows × k]
-  Buffer<T> grad_weight_partials;  // q × [n × k]
-  PendingComm pending_weight_gradient;  // reads grad_weight_partials until done
+  Device* device = nullptr;
+  Buffer<T> activation_blocks[2];  // [rows × k_l]
+  Buffer<T> weight_blocks[2];      // [n_j × k_l]
+  Buffer<T> grad_input_partials;   // q × [rows × k_0]
+  Buffer<T> grad_weight_partials;  // q × [n_j × k_0]
+  Buffer<T> grad_input_landing;    // [rows × k_0], uneven splits only
+  Buffer<T> grad_weight_landing;   // [n_j × k_0], uneven splits only
+  // The dW reduce-scatter in flight (it reads grad_weight_partials) and, when it lands in
+  // grad_weight_landing, where its first weight_count elements go once it is done.
+  PendingComm pending_weight_gradient;
+  T* weight_destination = nullptr;
+  int64_t weight_count = 0;
+  // Waits for the dW reduce-scatter in flight, if any, and copies a landed block out.
   void finish_weight_gradient();
 };
 
@@ -41,27 +57,29 @@ class SummaLinear {
  public:
   SummaLinear(Device& device, Grid2d& grid, SummaWorkspace<T>& workspace, int64_t in,
               int64_t out);
-  // Points the layer at its shards <name>.weight [n × k], <name>.bias [n] and their gradients
-  // in the flat buffers laid out by `layout`.
+  // Points the layer at its shards <name>.weight [n_j × k_i], <name>.bias [n_j] and their
+  // gradients in the flat buffers laid out by `layout`.
   void bind(const ShardLayout& layout, const std::string& name, T* values, T* grads);
 
   int64_t in() const { return in_; }
   int64_t out() const { return out_; }
-  int64_t local_in() const { return k_; }
-  int64_t local_out() const { return n_; }
+  int64_t local_in() const { return in_parts_[grid_.column()]; }  // k_j: this rank's X block
+  int64_t local_out() const { return n_; }                         // n_j: its Y block
 
-  // y [rows × n] = (X·Wᵀ + b)_ij from x [rows × k].
+  // y [rows × n_j] = (X·Wᵀ + b)_ij from x [rows × k_j].
   void forward(const T* x, T* y, int64_t rows);
   // The bias gradient (this rank's rows only: the caller sums it down the grid column), the
   // weight gradient (reduce-scattered into weight_grad, pending in the workspace) and, unless
-  // dx is null, dx [rows × k].
+  // dx is null, dx [rows × k_j].
   void backward(const T* x, const T* dy, T* dx, int64_t rows);
 
  private:
   Device& device_;
   Grid2d& grid_;
   SummaWorkspace<T>& workspace_;
-  int64_t in_, out_, k_, n_;
+  int64_t in_, out_;
+  std::vector<int64_t> in_parts_;  // k_l for l < q
+  int64_t k_max_, n_;              // k_0 (the padded partial block's width), n_j
   T* weight_ = nullptr;
   T* weight_grad_ = nullptr;
   T* bias_ = nullptr;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "src/model/predicted_classes.h"
+#include "src/schemes/tensor2d/balanced_split.h"
 #include "src/schemes/tensor2d/sliced_ops.h"
 
 namespace mlps {
@@ -12,13 +13,15 @@ Tensor2dNet<T>::Tensor2dNet(Device& device, Grid2d& grid, const ModelConfig& con
                             int64_t max_rows, uint64_t seed)
     : device_(device), grid_(grid), config_(config),
       layout_(config, grid.q(), grid.row(), grid.column()),
-      local_inputs_(config.input_features() / grid.q()), local_hidden_(config.hidden / grid.q()),
-      local_classes_((config.classes + grid.q() - 1) / grid.q()),
+      local_inputs_(part_size(config.input_features(), grid.q(), grid.column())),
+      local_hidden_(part_size(config.hidden, grid.q(), grid.column())),
+      local_classes_(part_size(config.classes, grid.q(), grid.column())),
+      logit_block_(largest_part(config.classes, grid.q())),
       values_(device, layout_.total()), grads_(device, layout_.total()),
       workspace_(device, config, grid.q(), max_rows) {
   const int q = grid.q();
   values_.upload(layout_.initial_values<T>(seed));
-  grads_.zero();  // padding rows stay zero: their gradients are zero too
+  grads_.zero();
   T* v = values_.data();
   T* g = grads_.data();
   embed_ = std::make_unique<SummaLinear<T>>(device, grid, workspace_, config.input_features(),
@@ -36,8 +39,11 @@ Tensor2dNet<T>::Tensor2dNet(Device& device, Grid2d& grid, const ModelConfig& con
   labels_ = Buffer<int32_t>(device, max_rows);
   for (int64_t l = 0; l <= config.layers; ++l)
     activations_.emplace_back(device, max_rows * local_hidden_);
-  local_logits_ = Buffer<T>(device, max_rows * local_classes_);
-  if (q > 1) gathered_logits_ = Buffer<T>(device, q * max_rows * local_classes_);
+  // Sent padded to the largest block (an all-gather needs equal counts); the padding is never
+  // read, zeroed only so that no uninitialised memory travels.
+  local_logits_ = Buffer<T>(device, max_rows * logit_block_);
+  local_logits_.zero();
+  if (q > 1) gathered_logits_ = Buffer<T>(device, q * max_rows * logit_block_);
   logits_ = Buffer<T>(device, max_rows * config.classes);
   probs_ = Buffer<T>(device, max_rows * config.classes);
   row_loss_ = Buffer<T>(device, max_rows);
@@ -53,7 +59,7 @@ double Tensor2dNet<T>::forward(const HostBatch& batch) {
   const int64_t classes = config_.classes;
   // Feature block j of every sample.
   staged_inputs_.resize(static_cast<size_t>(rows * local_inputs_));
-  const int64_t first = grid_.column() * local_inputs_;
+  const int64_t first = part_first(batch.features, grid_.q(), grid_.column());
   for (int64_t r = 0; r < rows; ++r)
     std::copy_n(batch.pixels.begin() + r * batch.features + first, local_inputs_,
                 staged_inputs_.begin() + r * local_inputs_);
@@ -65,16 +71,20 @@ double Tensor2dNet<T>::forward(const HostBatch& batch) {
     blocks_[l]->forward(activations_[l].data(), activations_[l + 1].data(), rows);
   classifier_->forward(activations_.back().data(), local_logits_.data(), rows);
 
-  // Every rank of the grid row assembles the full logits of its samples.
-  const int64_t c = local_classes_;
+  // Every rank of the grid row assembles the full logits of its samples: block p holds
+  // [rows × c_p] at p·rows·c_0 (c_p = part_size(classes, q, p)).
+  const int q = grid_.q();
   const T* gathered = local_logits_.data();
-  if (grid_.q() > 1) {
-    grid_.row_comm().all_gather<T>(local_logits_.data(), gathered_logits_.data(), rows * c);
+  if (q > 1) {
+    grid_.row_comm().all_gather<T>(local_logits_.data(), gathered_logits_.data(),
+                                   rows * logit_block_);
     gathered = gathered_logits_.data();
   }
-  for (int p = 0; p < grid_.q(); ++p)
-    sliced::copy_2d<T>(device_, logits_.data() + p * c, classes, gathered + p * rows * c, c,
-                       rows, std::clamp<int64_t>(classes - p * c, 0, c));
+  for (int p = 0; p < q; ++p) {
+    const int64_t c = part_size(classes, q, p);
+    sliced::copy_2d<T>(device_, logits_.data() + part_first(classes, q, p), classes,
+                       gathered + p * rows * logit_block_, c, rows, c);
+  }
   device_.softmax_xent_forward<T>(probs_.data(), row_loss_.data(), logits_.data(),
                                   labels_.data(), rows, classes);
   std::vector<T> losses(static_cast<size_t>(rows));
@@ -90,11 +100,10 @@ void Tensor2dNet<T>::backward(int64_t rows, int64_t global_batch) {
   const int64_t c = local_classes_;
   device_.softmax_xent_backward<T>(grad_logits_.data(), probs_.data(), labels_.data(), rows,
                                    classes, 1.0 / static_cast<double>(global_batch));
-  // This rank's block of logit columns (padding columns get zero gradient).
-  local_grad_logits_.zero();
+  // This rank's block of logit columns.
   sliced::copy_2d<T>(device_, local_grad_logits_.data(), c,
-                     grad_logits_.data() + grid_.column() * c, classes, rows,
-                     std::clamp<int64_t>(classes - grid_.column() * c, 0, c));
+                     grad_logits_.data() + part_first(classes, grid_.q(), grid_.column()),
+                     classes, rows, c);
   T* dy = grad_a_.data();
   T* dx = grad_b_.data();
   const int last = static_cast<int>(blocks_.size()) + 1;

@@ -1,11 +1,12 @@
 #pragma once
-// FC_Net on a q × q grid (one replica). Rank (i, j) holds the activations of its grid row's
-// samples (rows i·B/q .. of the replica's batch) and feature block j of every layer:
-// [rows × S²/q] inputs, [rows × H/q] hidden activations, [rows × F/q] inner activations; the
-// parameter shards of ShardLayout; every Linear is a SummaLinear, LayerNorm a SlicedLayerNorm.
-// Softmax cross-entropy: the classifier's [rows × ⌈10/q⌉] logit blocks are all-gathered over
-// "row", so every rank of a grid row has its samples' full logits and computes the same loss
-// and the same ∂L/∂logits, of which it keeps its own block of columns.
+// FC_Net on a q × q grid (one replica), every dimension split by balanced_split.h's rule.
+// Rank (i, j) holds the activations of its grid row's samples and feature part j of every
+// layer: [rows × part j of S²] inputs, [rows × h_j] hidden activations, [rows × part j of F]
+// inner activations; the parameter shards of ShardLayout; every Linear is a SummaLinear,
+// LayerNorm a SlicedLayerNorm. Softmax cross-entropy: the classifier's [rows × c_j] logit
+// blocks (c_j = part_size(10, q, j)) are all-gathered over "row", padded to c_0 columns, so
+// every rank of a grid row has its samples' full logits and computes the same loss and the
+// same ∂L/∂logits, of which it keeps its own block of columns.
 // Gradients: the weight blocks are complete after their reduce-scatters; the vector slices
 // (biases, γ, β) hold this rank's rows' sums and are all-reduced down the grid column ("col")
 // unit by unit as backward finishes each; with replicas, each unit's whole range is then
@@ -55,6 +56,7 @@ class Tensor2dNet {
   ModelConfig config_;
   ShardLayout layout_;
   int64_t local_inputs_, local_hidden_, local_classes_;
+  int64_t logit_block_;  // c_0: the all-gathered logit blocks' (padded) width
   Buffer<T> values_, grads_;
   SummaWorkspace<T> workspace_;
   std::unique_ptr<SummaLinear<T>> embed_;

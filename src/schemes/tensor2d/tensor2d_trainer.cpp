@@ -2,15 +2,18 @@
 
 #include <algorithm>
 
-#include "src/schemes/data_parallel_base.h"
+#include "src/schemes/tensor2d/balanced_split.h"
 
 namespace mlps {
 namespace {
 
 GridShape checked(const ModelConfig& model, int64_t global_batch, const GridShape& shape) {
-  check_grid_divides(model, global_batch, shape);
+  check_grid_fits(model, global_batch, shape);
   return shape;
 }
+
+// The row group of replica d, grid row i is part d·q + i of the batch's dp·q parts.
+int64_t row_groups(const GridShape& shape) { return int64_t{shape.dp} * shape.q; }
 
 }  // namespace
 
@@ -21,15 +24,16 @@ Tensor2dTrainer<T>::Tensor2dTrainer(DeviceKind device, const ModelConfig& model,
                                     CommBackend backend, MPI_Comm world)
     : device_(device), grid_(checked(model, global_batch, shape), backend, device_, world),
       optimizer_config_(optimizer),
-      net_(device_, grid_, model, global_batch / (int64_t{shape.dp} * shape.q), seed),
+      net_(device_, grid_, model, largest_part(global_batch, row_groups(shape)), seed),
       optimizer_(device_, optimizer), parameter_count_(mlps::parameter_count(model)) {
   optimizer_.add(net_.values().data(), net_.grads().data(), net_.layout().total());
 }
 
 template <typename T>
 BatchSlice Tensor2dTrainer<T>::batch_slice(int64_t global_rows) const {
-  return even_batch_slice(global_rows, grid_.replica() * grid_.q() + grid_.row(),
-                          grid_.dp() * grid_.q());
+  const int64_t groups = row_groups({grid_.q(), grid_.dp()});
+  const int64_t group = int64_t{grid_.replica()} * grid_.q() + grid_.row();
+  return {part_first(global_rows, groups, group), part_size(global_rows, groups, group)};
 }
 
 template <typename T>
@@ -93,28 +97,31 @@ int64_t Tensor2dTrainer<T>::state_bytes() const {
 template <typename T>
 std::vector<NamedTensor> Tensor2dTrainer<T>::gather_parameters() {
   // Plain MPI (not a Communicator): verification traffic is not part of the measurements.
-  const int64_t total = net_.layout().total();
   const auto values = net_.values().download();
   const std::vector<double> mine(values.begin(), values.end());
   int rank = 0;
   MPI_Comm_rank(grid_.world(), &rank);
   int ranks = 1;
   MPI_Comm_size(grid_.world(), &ranks);
-  // Replica 0 (world ranks 0 .. q²−1, grid row r / q, column r % q) holds every shard.
+  // Replica 0 (world ranks 0 .. q²−1, grid row r / q, column r % q) holds every shard; shard
+  // sizes differ between ranks when q does not divide a dimension.
   const int q = grid_.q();
-  const int count = grid_.replica() == 0 ? static_cast<int>(total) : 0;
+  std::vector<ShardLayout> layouts;
+  if (rank == 0)
+    for (int r = 0; r < q * q; ++r) layouts.emplace_back(net_.config(), q, r / q, r % q);
   std::vector<int> counts(static_cast<size_t>(ranks), 0), offsets(counts.size(), 0);
-  for (int r = 0; r < q * q; ++r) {
-    counts[r] = static_cast<int>(total);
-    offsets[r] = r * static_cast<int>(total);
+  int gathered = 0;
+  for (int r = 0; r < static_cast<int>(layouts.size()); ++r) {
+    offsets[r] = gathered;
+    counts[r] = static_cast<int>(layouts[r].total());
+    gathered += counts[r];
   }
-  std::vector<double> all(rank == 0 ? static_cast<size_t>(total) * q * q : 0);
+  const int count = grid_.replica() == 0 ? static_cast<int>(mine.size()) : 0;
+  std::vector<double> all(static_cast<size_t>(gathered));
   MPI_Gatherv(mine.data(), count, MPI_DOUBLE, all.data(), counts.data(), offsets.data(),
               MPI_DOUBLE, 0, grid_.world());
   std::vector<NamedTensor> tensors;
   if (rank != 0) return tensors;
-  std::vector<ShardLayout> layouts;
-  for (int r = 0; r < q * q; ++r) layouts.emplace_back(net_.config(), q, r / q, r % q);
   const auto& order = layouts[0].tensors();
   for (size_t t = 0; t < order.size(); ++t) {
     NamedTensor out{order[t].name,
@@ -123,9 +130,9 @@ std::vector<NamedTensor> Tensor2dTrainer<T>::gather_parameters() {
     for (int r = 0; r < q * q; ++r) {
       const TensorShard& s = layouts[r].tensors()[t];
       if (!s.matrix && r / q != 0) continue;  // vectors: the same on every grid row
-      const double* shard = all.data() + static_cast<size_t>(r) * total + s.offset;
-      for (int64_t i = 0; i < s.valid_rows; ++i)
-        for (int64_t j = 0; j < s.valid_cols; ++j)
+      const double* shard = all.data() + offsets[r] + s.offset;
+      for (int64_t i = 0; i < s.rows; ++i)
+        for (int64_t j = 0; j < s.cols; ++j)
           out.values[(s.row0 + i) * s.global_cols + s.col0 + j] = shard[i * s.cols + j];
     }
     tensors.push_back(std::move(out));

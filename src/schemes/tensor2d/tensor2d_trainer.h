@@ -1,9 +1,10 @@
 #pragma once
-// bin/tensor2d's scheme: dp replicas of FC_Net on a q × q grid (Tensor2dNet). Replica d, grid
-// row i trains on rows [(d·q + i)·B/(dp·q), ...) of the global batch (every rank of the grid
-// row loads them and keeps its feature block); the loss is a mean over the global batch, so
-// the summed gradients are serial's. Each rank keeps only its shards of the parameters, their
-// gradients and their Adam moments: weights 1/q², vectors (biases, γ, β) 1/q.
+// bin/tensor2d's scheme: dp replicas of FC_Net on a q × q grid (Tensor2dNet). The global
+// batch is split over dp·q row groups by balanced_split.h's rule; replica d, grid row i trains
+// on part d·q + i (every rank of the grid row loads it and keeps its feature block); the loss is
+// a mean over the global batch, so the summed gradients are serial's. Each rank keeps only its
+// shards of the parameters, their gradients and their Adam moments: weights about 1/q², vectors
+// (biases, γ, β) about 1/q.
 
 #include "src/driver/trainer.h"
 #include "src/optim/optimizer.h"
@@ -15,7 +16,7 @@ namespace mlps {
 template <typename T>
 class Tensor2dTrainer : public Trainer {
  public:
-  // Throws InputError (before allocating anything) when the grid does not divide the model.
+  // Throws InputError (before allocating anything) when a part of a split would be empty.
   // Collective over world.
   Tensor2dTrainer(DeviceKind device, const ModelConfig& model, const OptimizerConfig& optimizer,
                   uint64_t seed, int64_t global_batch, const GridShape& shape,
