@@ -5,6 +5,7 @@
 #include "src/driver/console_report.h"
 #include "src/driver/iteration_recorder.h"
 #include "src/driver/run_attributes.h"
+#include "src/driver/run_steps.h"
 #include "src/driver/training_driver.h"
 #include "src/driver/verification.h"
 #include "src/errors.h"
@@ -41,10 +42,7 @@ int run_inference(const RunContext& context, const Options& o, Trainer& trainer,
   }
 
   PhaseTimer timer(trainer.device());
-  std::vector<std::string> timing_names = phase_names();
-  timing_names.push_back("exposed_comm");
-  for (const auto& name : trainer.extra_timing_names()) timing_names.push_back(name);
-  IterationRecorder recorder(timing_names);
+  IterationRecorder recorder(run_timing_names(trainer));
   RunRecord record;
   std::vector<int64_t> batch_starts;
   int64_t correct = 0;
@@ -64,10 +62,7 @@ int run_inference(const RunContext& context, const Options& o, Trainer& trainer,
       ScopedPhase phase(timer, Phase::forward);
       e = trainer.evaluate(batch, o.batch);
     }
-    std::vector<double> seconds = timer.end_iteration();
-    seconds.push_back(trainer.take_blocked_comm_seconds());
-    for (double extra : trainer.take_extra_timings()) seconds.push_back(extra);
-    recorder.add(seconds, trainer.take_comm_totals());
+    const std::vector<double> seconds = record_iteration(timer, trainer, recorder);
     record.loss.push_back(e.loss_sum / static_cast<double>(o.batch));
     correct += e.correct;
     if (context.is_root() && o.print_every > 0 && ((b + 1) % o.print_every == 0 || b + 1 == batches))
@@ -80,7 +75,6 @@ int run_inference(const RunContext& context, const Options& o, Trainer& trainer,
   recorder.gather_into(context, record);
   record.peak_bytes = gather_peak_bytes(context, trainer.device().peak_bytes());
   const std::string hosts = host_names(context.comm);
-  int exit_code = 0;
   if (context.is_root()) {
     const double flops = model_flops_per_sample(o.model, true);
     fill_run_attributes(record, context, o, trainer, dataset,
@@ -98,13 +92,9 @@ int run_inference(const RunContext& context, const Options& o, Trainer& trainer,
                   "serial forward passes; the item nearest its tolerance)\n",
                   record.verification.verdict.c_str(), record.verification.max_relative_error,
                   record.verification.worst_at.c_str(), record.verification.tolerance);
-      if (record.verification.verdict != "PASS") exit_code = 3;
     }
-    write_results_hdf5(out_path, record);
-    std::printf("results: %s\n", out_path.c_str());
   }
-  MPI_Bcast(&exit_code, 1, MPI_INT, 0, context.comm);
-  return exit_code;
+  return finish_run(context, out_path, record);
 }
 
 }  // namespace mlps

@@ -13,6 +13,7 @@
 #include "src/driver/inference_driver.h"
 #include "src/driver/iteration_recorder.h"
 #include "src/driver/run_attributes.h"
+#include "src/driver/run_steps.h"
 #include "src/driver/verification.h"
 #include "src/errors.h"
 #include "src/results/run_info.h"
@@ -92,10 +93,7 @@ int run_training(const RunContext& context, const Options& o, const TrainingSche
                           dataset.describe(), trainer.parameter_count(), out_path);
 
   PhaseTimer timer(trainer.device());
-  std::vector<std::string> timing_names = phase_names();
-  timing_names.push_back("exposed_comm");
-  for (const auto& name : trainer.extra_timing_names()) timing_names.push_back(name);
-  IterationRecorder recorder(timing_names);
+  IterationRecorder recorder(run_timing_names(trainer));
   RunRecord record;
   int64_t skipped_steps = 0;
   std::vector<int64_t> order;
@@ -115,10 +113,7 @@ int run_training(const RunContext& context, const Options& o, const TrainingSche
     record.loss_scale.push_back(loss_scale);
     // fp16 loss scaling halves the scale exactly when it skips a step.
     if (trainer.device().loss_scale() < loss_scale) ++skipped_steps;
-    std::vector<double> seconds = timer.end_iteration();
-    seconds.push_back(trainer.take_blocked_comm_seconds());
-    for (double extra : trainer.take_extra_timings()) seconds.push_back(extra);
-    recorder.add(seconds, trainer.take_comm_totals());
+    const std::vector<double> seconds = record_iteration(timer, trainer, recorder);
     record.loss.push_back(loss);
     if (context.is_root() && o.print_every > 0 &&
         ((it + 1) % o.print_every == 0 || it + 1 == schedule.iterations || !std::isfinite(loss)))
@@ -136,7 +131,6 @@ int run_training(const RunContext& context, const Options& o, const TrainingSche
   std::vector<NamedTensor> parameters;
   if (o.verify) parameters = trainer.gather_parameters();
 
-  int exit_code = 0;
   if (context.is_root()) {
     const double flops = model_flops_per_sample(o.model, false);
     fill_run_attributes(record, context, o, trainer, dataset,
@@ -165,13 +159,9 @@ int run_training(const RunContext& context, const Options& o, const TrainingSche
                     to_string(o.precision), kFp32ToleranceFactor, to_string(o.precision),
                     kFp32LossToleranceFloor, kFp32ToleranceFloor,
                     record.verification.serial_fp32_error);
-      if (record.verification.verdict != "PASS") exit_code = 3;
     }
-    write_results_hdf5(out_path, record);
-    std::printf("results: %s\n", out_path.c_str());
   }
-  MPI_Bcast(&exit_code, 1, MPI_INT, 0, context.comm);
-  return exit_code;
+  return finish_run(context, out_path, record);
 }
 
 }  // namespace mlps
