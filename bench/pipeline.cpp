@@ -22,8 +22,9 @@ int train(const RunContext& context, const Options& o, const TrainingSchedule& s
   PipelineTrainer<T> trainer(device, o.model, o.optimizer, o.seed, o.batch, layout, backend,
                              MPI_COMM_WORLD);
   const int exit_code = run_training(context, o, schedule, trainer, dataset);
+  // With --inference the figures are those of the forward-only stream (evaluate()).
   print_pipeline_report(layout, trainer.batch_slice(o.batch).count / layout.micro_batches,
-                        trainer.report(o.warmup), MPI_COMM_WORLD);
+                        trainer.report(o.warmup, o.inference), MPI_COMM_WORLD, o.inference);
   return exit_code;
 }
 

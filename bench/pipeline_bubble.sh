@@ -25,7 +25,7 @@ summarise() {
     function mib(value, unit) {
       return value / (unit == "B" ? 1048576 : unit == "KiB" ? 1024 : unit == "MiB" ? 1 : 1 / 1024)
     }
-    /^pipeline: / { table = 1; next }
+    /^pipeline( inference)?: / { table = 1; next }
     table && /^  [0-9]+ / { peaks = peaks sprintf("%s%.1f", peaks == "" ? "" : "/", mib($(NF - 2), $(NF - 1))) }
     /bubble fraction: measured/ { for (i = 1; i <= NF; ++i) if ($i == "measured") measured = $(i + 1) }
     END { print measured, peaks }' "$1"

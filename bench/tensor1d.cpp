@@ -40,8 +40,11 @@ int train(const RunContext& context, const Options& o, const TrainingSchedule& s
                              MPI_COMM_WORLD);
   const int code = run_training(context, o, schedule, trainer, dataset);
   if (!context.is_root()) return code;
-  print_comm_volumes(stdout, "rank 0", trainer.analytic_bytes(schedule.global_batch), trainer.measured_bytes());
-  if (o.verify && plan.tp > 1) {
+  // With --inference the measured volumes are the forward passes' (and no weights are gathered,
+  // so there is no replicated-tensor comparison).
+  print_comm_volumes(stdout, "rank 0", trainer.analytic_bytes(schedule.global_batch, o.inference),
+                     trainer.measured_bytes());
+  if (o.verify && plan.tp > 1 && !o.inference) {
     if (trainer.most_divergent_tensor().empty())
       std::printf("replicated tensors: identical on all %d tp ranks\n", plan.tp);
     else

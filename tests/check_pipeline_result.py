@@ -6,6 +6,8 @@ Per iteration and rank (stage s of replica d, rank = d*P + s), fp64 or fp32 as r
                  on both ends: 2 * rows_d * H * bytes per neighbour (a middle stage has two,
                  the end stages one, a single stage none);
   allreduce:data (D > 1) the stage's parameter count * bytes: its gradients, once;
+  (an --inference file: per evaluated batch, activations forward only: rows_d * H * bytes per
+  neighbour, no allreduce:data; --checkpoint-activations changes nothing: recompute is local;)
   /timing/bubble present, >= 0, and bubble + exposed_comm <= step (receive waits are bubble,
   not exposed communication: the two must not overlap).
 Prints one line; exit status 1 on a mismatch.
@@ -40,6 +42,7 @@ def main():
         partition = [int(b) for b in blocks.split(",")]
         parameters = int(f.attrs["parameters"])
         config = json.loads(f.attrs["config_json"])
+        inference = f.attrs["mode"] == "inference"
         element = 8 if f.attrs["precision"] == "fp64" else 4
         comm = {k: f["comm"][k]["bytes"][()] for k in f["comm"]}
         bubble = f["timing"]["bubble"][()] if "bubble" in f["timing"] else None
@@ -54,15 +57,16 @@ def main():
     expected = {}
     if p > 1:
         expected["sendrecv:pipe"] = np.zeros(p * d)
-    if d > 1:
+    if d > 1 and not inference:
         expected["allreduce:data"] = np.zeros(p * d)
     for rank in range(p * d):
         s, r = rank % p, rank // p
         rows = batch * (r + 1) // d - batch * r // d
         neighbours = (s > 0) + (s < p - 1)
         if p > 1:
-            expected["sendrecv:pipe"][rank] = 2 * neighbours * rows * hidden * element
-        if d > 1:
+            directions = 1 if inference else 2  # activations; and their gradients in training
+            expected["sendrecv:pipe"][rank] = directions * neighbours * rows * hidden * element
+        if d > 1 and not inference:
             expected["allreduce:data"][rank] = params[s] * element
     if set(comm) != set(expected):
         problems.append(f"kinds {sorted(comm)} != {sorted(expected)}")

@@ -3,6 +3,8 @@
 usage: check_tensor1d.py volumes FILE
            every iteration's /comm bytes on every rank equal the formulas exactly, the kinds
            present are exactly those the formulas make non-zero, group sizes are T and D
+           (training, with --checkpoint-activations one more all-reduce per block whose
+           forward has one; --inference files: the forward collectives alone)
        check_tensor1d.py memory FILE...   (same model, increasing T, D = 1)
            each rank's peak memory holds at least its parameters, gradients and Adam moments
            (4 x local parameters x bytes), and peak memory falls as 1/T (within 10%)
@@ -23,6 +25,7 @@ def read(path):
         grid = dict(item.split("=") for item in f.attrs["grid"].split(","))
         comm = {k: (f["comm"][k]["bytes"][()], int(f["comm"][k].attrs["group_size"])) for k in f["comm"]}
         peak = f["memory/peak_bytes"][()]
+        config["mode"] = f.attrs["mode"]
     return config, int(grid["tp"]), int(grid["dp"]), comm, peak
 
 
@@ -54,13 +57,18 @@ def expected_bytes(config, tp, dp, rows):
     embed_row = split and s2 % tp == 0
     classifier_column = split and CLASSES % tp == 0
     pairs = (layers // 2 if plain else layers) if split else 0
+    inference = config["mode"] == "inference"
     out = {}
-    all_reduces = embed_row + 2 * pairs + classifier_column
+    if inference:  # forward: the embed's and each pair's row-parallel output
+        all_reduces = embed_row + pairs
+    else:  # + backward: each pair's and the classifier's column-parallel dX; + the recompute
+        recompute = pairs if config.get("checkpoint-activations") else 0
+        all_reduces = embed_row + 2 * pairs + classifier_column + recompute
     if all_reduces:
         out["allreduce:tp"] = rows * h * b * all_reduces
     if classifier_column:
         out["allgather:tp"] = rows * CLASSES * b
-    if dp > 1:
+    if dp > 1 and not inference:
         out["allreduce:data"] = local_parameters(config, tp) * b
     return out
 

@@ -1,6 +1,7 @@
 // Pipeline parallelism without MPI: the schedules (order, activation slots, and a simulated
 // run reaching the ideal makespan), the cost-balanced partition against brute force, the grid
-// checks, and stages chained in one process computing exactly FcNet's loss and gradients.
+// checks, and stages chained in one process computing exactly FcNet's loss and gradients, the
+// same bits with activation checkpointing, and the same logits forward-only (inference).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -309,6 +310,125 @@ TEST(PipelineStage, ActivationsAreAllocatedPerMicroBatchThroughTheDevice) {
     EXPECT_EQ(device.current_bytes() - before, expected);
   }
   EXPECT_EQ(device.current_bytes(), before);
+}
+
+// Stages chained in one process (GPipe order, as above): every row's loss, every stage's
+// gradients in stage order, the logits of forward(), and the logits of forward_only().
+template <typename T>
+struct ChainedRun {
+  std::vector<T> row_loss, grads, logits, streamed_logits;
+};
+
+template <typename T>
+ChainedRun<T> run_chained(const ModelConfig& c, const std::vector<int64_t>& split,
+                          int micro_batches) {
+  const int64_t rows = 12, micro = rows / micro_batches, seed = 5;
+  const PipelinePartition partition(split);
+  Device device(DeviceKind::cpu);
+  std::vector<T> inputs(static_cast<size_t>(rows * c.input_features()));
+  std::vector<int32_t> labels(static_cast<size_t>(rows));
+  for (size_t i = 0; i < inputs.size(); ++i) inputs[i] = static_cast<T>(std::cos(0.29 * i));
+  for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int32_t>((i * 3) % 10);
+  std::vector<std::unique_ptr<PipelineStage<T>>> stages;
+  for (int s = 0; s < partition.stages(); ++s)
+    stages.push_back(std::make_unique<PipelineStage<T>>(device, c, partition.first_unit(s),
+                                                        partition.end_unit(s), micro, seed));
+  ChainedRun<T> run;
+  Buffer<T> row_loss(device, rows);
+  std::vector<std::vector<StageActivations<T>>> saved(stages.size());
+  for (int m = 0; m < micro_batches; ++m)
+    for (size_t s = 0; s < stages.size(); ++s) {
+      auto a = stages[s]->make_activations(micro);
+      if (s == 0)
+        device.to_device(a.input.data(), inputs.data() + m * micro * c.input_features(),
+                         sizeof(T) * micro * c.input_features());
+      else
+        device.copy(a.input.data(), stages[s - 1]->output(saved[s - 1].back()),
+                    sizeof(T) * micro * c.hidden);
+      if (s + 1 == stages.size())
+        device.to_device(a.labels.data(), labels.data() + m * micro, sizeof(int32_t) * micro);
+      stages[s]->forward(a, micro, row_loss.data() + m * micro);
+      saved[s].push_back(std::move(a));
+    }
+  run.row_loss = row_loss.download();
+  for (const auto& a : saved.back()) {
+    const auto logits = a.outputs.back().download();
+    run.logits.insert(run.logits.end(), logits.begin(), logits.end());
+  }
+  Buffer<T> grad(device, micro * c.hidden);
+  for (int m = 0; m < micro_batches; ++m)
+    for (size_t s = stages.size(); s-- > 0;) {
+      if (s + 1 < stages.size())
+        device.copy(saved[s][m].output_grad.data(), grad.data(), sizeof(T) * micro * c.hidden);
+      stages[s]->backward(saved[s][m], micro, rows, m > 0, s == 0 ? nullptr : grad.data());
+    }
+  for (auto& stage : stages) {
+    const auto g = Buffer<T>::view(device, stage->grads(), stage->parameter_elements()).download();
+    run.grads.insert(run.grads.end(), g.begin(), g.end());
+  }
+  // Forward-only, micro-batch by micro-batch, through each stage's scratch.
+  for (int m = 0; m < micro_batches; ++m) {
+    Buffer<T> x(device, micro * c.input_features());
+    device.to_device(x.data(), inputs.data() + m * micro * c.input_features(),
+                     sizeof(T) * micro * c.input_features());
+    for (auto& stage : stages) {
+      Buffer<T> y(device, micro * stage->output_features());
+      auto scratch = stage->make_forward_scratch(micro);
+      stage->forward_only(x.data(), y.data(), micro, scratch);
+      x = std::move(y);
+    }
+    const auto logits = x.download();
+    run.streamed_logits.insert(run.streamed_logits.end(), logits.begin(), logits.end());
+  }
+  return run;
+}
+
+template <typename T>
+void expect_checkpointing_bit_identical(BlockKind block, std::vector<int64_t> split,
+                                        int micro_batches) {
+  ModelConfig c = small_model(std::accumulate(split.begin(), split.end(), int64_t{0}), block);
+  const ChainedRun<T> full = run_chained<T>(c, split, micro_batches);
+  c.checkpoint_activations = true;
+  const ChainedRun<T> checkpointed = run_chained<T>(c, split, micro_batches);
+  EXPECT_EQ(checkpointed.row_loss, full.row_loss);
+  EXPECT_EQ(checkpointed.grads, full.grads);
+  EXPECT_EQ(checkpointed.logits, full.logits);
+  EXPECT_EQ(full.streamed_logits, full.logits) << "forward_only differs from forward";
+  EXPECT_EQ(checkpointed.streamed_logits, full.logits);
+}
+
+TEST(PipelineStage, CheckpointingGivesTheSameBitsAndForwardOnlyTheSameLogits) {
+  expect_checkpointing_bit_identical<double>(BlockKind::residual_mlp, {1, 2, 1}, 3);
+  expect_checkpointing_bit_identical<float>(BlockKind::residual_mlp, {2, 2}, 4);
+  expect_checkpointing_bit_identical<float>(BlockKind::residual_mlp, {3}, 1);
+  expect_checkpointing_bit_identical<double>(BlockKind::plain, {1, 2}, 2);
+}
+
+TEST(PipelineStage, CheckpointedMicroBatchesKeepOnlyBlockInputsAndTheBoundary) {
+  ModelConfig c = small_model(3);
+  c.checkpoint_activations = true;
+  Device device(DeviceKind::cpu);
+  const size_t h = c.hidden, f = c.ffn_hidden();
+  const size_t block_set = sizeof(float) * (4 * h + 2 * 4 + 4 * f);  // LayerNorm out, stats, ReLU
+  {
+    PipelineStage<float> stage(device, c, 2, 5, 4, 1);  // block1, block2 and the classifier
+    // One shared recompute set of 4 rows and the last block's output (the classifier's input).
+    EXPECT_EQ(stage.recompute_bytes(), block_set + sizeof(float) * 4 * h);
+    const size_t before = device.current_bytes();
+    auto a = stage.make_activations(4);
+    // input, block1's output (block2's input), logits, labels and softmax: no block internals
+    // and no output of block2.
+    const size_t expected = sizeof(float) * (4 * h + 4 * h + 4 * 10 + 4 * 10) + sizeof(int32_t) * 4;
+    EXPECT_EQ(a.bytes(), expected);
+    EXPECT_EQ(device.current_bytes() - before, expected);
+  }
+  {
+    PipelineStage<float> stage(device, c, 0, 2, 4, 1);  // embed and block0: a middle boundary
+    EXPECT_EQ(stage.recompute_bytes(), block_set);
+    // images, embed output (block0's input), block0's output (sent) and its gradient.
+    const size_t expected = sizeof(float) * (4 * c.input_features() + 3 * 4 * h);
+    EXPECT_EQ(stage.make_activations(4).bytes(), expected);
+  }
 }
 
 }  // namespace

@@ -84,6 +84,27 @@ TEST(Tensor1dPlan, AnalyticVolumesCountEveryTensorParallelAllReduceAndTheDataGra
   EXPECT_EQ(tensor1d_comm_bytes(make_tensor1d_plan(tiny(), 3), 6, 8, 1).count("allgather:tp"), 0u);
 }
 
+TEST(Tensor1dPlan, CheckpointingRepeatsEachBlocksForwardAllReduceAndInferenceHasOnlyForwards) {
+  ModelConfig c = tiny();  // 2 residual blocks
+  c.checkpoint_activations = true;
+  const Tensor1dPlan plan = make_tensor1d_plan(c, 2);
+  const auto bytes = tensor1d_comm_bytes(plan, 6, sizeof(double), 2);
+  // + one fc2 all-reduce per block in the recompute; the embed's is not rerun.
+  EXPECT_EQ(bytes.at("allreduce:tp"), 6.0 * 24 * 8 * (1 + 3 * 2 + 1));
+  EXPECT_EQ(bytes.at("allgather:tp"), 6.0 * 10 * 8);
+  EXPECT_EQ(bytes.at("allreduce:data"), 8.0 * local_parameter_count(plan));
+  // Inference: the embed's and each fc2's forward all-reduce, the logits, no gradients.
+  const auto forward = tensor1d_comm_bytes(plan, 6, sizeof(double), 2, true);
+  EXPECT_EQ(forward.at("allreduce:tp"), 6.0 * 24 * 8 * (1 + 2));
+  EXPECT_EQ(forward.at("allgather:tp"), 6.0 * 10 * 8);
+  EXPECT_EQ(forward.count("allreduce:data"), 0u);
+  // Plain blocks: 3 blocks are one column/row pair (one forward all-reduce) and a replicated one.
+  ModelConfig plain = tiny(BlockKind::plain, 3);
+  plain.checkpoint_activations = true;
+  const auto pair = tensor1d_comm_bytes(make_tensor1d_plan(plain, 2), 6, sizeof(double), 1);
+  EXPECT_EQ(pair.at("allreduce:tp"), 6.0 * 24 * 8 * (1 + 3 * 1 + 1));
+}
+
 // A whole Linear(in → out) and its T shards, on the CPU, with values from the initialiser.
 class ShardedLinearTest : public ::testing::Test {
  protected:

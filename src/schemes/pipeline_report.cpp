@@ -24,10 +24,10 @@ std::string human_bytes(double bytes) {
 }  // namespace
 
 void print_pipeline_report(const PipelineLayout& layout, int64_t micro_rows,
-                           const PipelineRankReport& mine, MPI_Comm world) {
-  constexpr int kFields = 5;
+                           const PipelineRankReport& mine, MPI_Comm world, bool inference) {
+  constexpr int kFields = 6;
   const double values[kFields] = {mine.step_seconds, mine.bubble_seconds, mine.bubble_fraction,
-                                  mine.activation_peak_bytes, mine.slot_bytes};
+                                  mine.activation_peak_bytes, mine.slot_bytes, mine.working_bytes};
   int rank = 0, ranks = 1;
   MPI_Comm_rank(world, &rank);
   MPI_Comm_size(world, &ranks);
@@ -36,16 +36,18 @@ void print_pipeline_report(const PipelineLayout& layout, int64_t micro_rows,
   if (rank != 0) return;
 
   const int p = layout.stages, d = layout.replicas;
-  std::printf("pipeline: %d stage%s x %d replica%s (rank = replica*%d + stage), %d micro-batches "
-              "of %lld rows, schedule %s, partition %s (blocks per stage%s)\n",
-              p, p == 1 ? "" : "s", d, d == 1 ? "" : "s", p, layout.micro_batches,
-              (long long)micro_rows, to_string(layout.schedule), layout.partition.text().c_str(),
+  std::printf("pipeline%s: %d stage%s x %d replica%s (rank = replica*%d + stage), %d micro-batches "
+              "of %lld rows, %s%s, partition %s (blocks per stage%s)\n",
+              inference ? " inference" : "", p, p == 1 ? "" : "s", d, d == 1 ? "" : "s", p,
+              layout.micro_batches, (long long)micro_rows,
+              inference ? "forward-only stream" : "schedule ",
+              inference ? "" : to_string(layout.schedule), layout.partition.text().c_str(),
               layout.partition_given ? ", --partition" : ", balanced by parameters");
   std::printf("  %-5s %-24s %10s %10s %8s %14s %9s\n", "stage", "units", "step ms", "bubble ms",
-              "bubble", "activations", "micro-");
+              "bubble", inference ? "in-flight" : "activations", "micro-");
   std::printf("  %-5s %-24s %10s %10s %8s %14s %9s\n", "", "", "(- data)", "", "", "peak",
               "batches");
-  double fraction_sum = 0;
+  double fraction_sum = 0, working = 0;
   for (int s = 0; s < p; ++s) {
     double step = 0, bubble = 0, fraction = 0, peak = 0, slot = 0;
     for (int r = 0; r < d; ++r) {
@@ -55,6 +57,7 @@ void print_pipeline_report(const PipelineLayout& layout, int64_t micro_rows,
       fraction += v[2] / d;
       peak = std::max(peak, v[3]);
       slot = std::max(slot, v[4]);
+      working = std::max(working, v[5]);
     }
     fraction_sum += fraction;
     std::printf("  %-5d %-24s %10.3f %10.3f %7.1f%% %14s %9.2f\n", s,
@@ -64,6 +67,11 @@ void print_pipeline_report(const PipelineLayout& layout, int64_t micro_rows,
   std::printf("  bubble fraction: measured %.1f%% (mean over stages of bubble / (step - data)), "
               "ideal (P-1)/(M+P-1) = %.1f%%\n",
               100.0 * fraction_sum / p, 100.0 * ideal_bubble_fraction(p, layout.micro_batches));
+  if (working > 0)
+    std::printf("  plus, shared by a stage's micro-batches: %s at most (%s)\n",
+                human_bytes(working).c_str(),
+                inference ? "forward scratch; the last stage's losses and softmax of the batch"
+                          : "--checkpoint-activations: one block's recompute set and output");
   std::fflush(stdout);
 }
 

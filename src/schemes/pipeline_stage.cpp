@@ -1,6 +1,7 @@
 #include "src/schemes/pipeline_stage.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "src/model/predicted_classes.h"
 
@@ -69,6 +70,15 @@ PipelineStage<T>::PipelineStage(Device& device, const ModelConfig& config, int f
   grad_a_ = Buffer<T>(device, micro_rows * h);
   grad_b_ = Buffer<T>(device, micro_rows * h);
   if (is_last()) grad_logits_ = Buffer<T>(device, micro_rows * config.classes);
+  if (config.checkpoint_activations) {
+    for (const Unit& u : units_)
+      if (u.block) {
+        recompute_ = u.block->make_activations(micro_rows);
+        break;
+      }
+    if (is_last() && units_.size() >= 2 && units_[units_.size() - 2].block)
+      recompute_output_ = Buffer<T>(device, micro_rows * h);
+  }
 }
 
 template <typename T>
@@ -85,9 +95,11 @@ template <typename T>
 StageActivations<T> PipelineStage<T>::make_activations(int64_t rows) const {
   StageActivations<T> a;
   a.input = Buffer<T>(device_, rows * input_features());
-  for (const Unit& u : units_) {
-    a.outputs.emplace_back(device_, rows * u.out_features);
-    a.saved.push_back(u.block ? u.block->make_activations(rows) : BlockActivations<T>{});
+  for (size_t i = 0; i < units_.size(); ++i) {
+    const Unit& u = units_[i];
+    a.outputs.push_back(shares_output(i) ? Buffer<T>() : Buffer<T>(device_, rows * u.out_features));
+    const bool keep = u.block && !config_.checkpoint_activations;
+    a.saved.push_back(keep ? u.block->make_activations(rows) : BlockActivations<T>{});
   }
   if (is_last()) {
     a.labels = Buffer<int32_t>(device_, rows);
@@ -102,9 +114,12 @@ template <typename T>
 void PipelineStage<T>::forward(StageActivations<T>& a, int64_t rows, T* row_loss) {
   const T* x = a.input.data();
   for (size_t i = 0; i < units_.size(); ++i) {
-    T* y = a.outputs[i].data();
-    if (units_[i].block) units_[i].block->forward(x, y, rows, a.saved[i]);
-    else units_[i].linear->forward(x, y, rows);
+    T* y = output_of(a, i);
+    if (units_[i].block)
+      units_[i].block->forward(x, y, rows,
+                               config_.checkpoint_activations ? recompute_ : a.saved[i]);
+    else
+      units_[i].linear->forward(x, y, rows);
     x = y;
   }
   if (is_last())
@@ -121,15 +136,55 @@ void PipelineStage<T>::backward(StageActivations<T>& a, int64_t rows, int64_t gl
                                      config_.classes, 1.0 / static_cast<double>(global_batch));
     dy = grad_logits_.data();
   }
+  const bool checkpointed = config_.checkpoint_activations;
+  // The classifier's input, not kept: recompute it (and its block's internals) first.
+  if (checkpointed && units_.size() >= 2 && shares_output(units_.size() - 2))
+    recompute(a, units_.size() - 2, rows);
   for (size_t i = units_.size(); i-- > 0;) {
-    const T* x = i == 0 ? a.input.data() : a.outputs[i - 1].data();
+    const T* x = i == 0 ? a.input.data() : output_of(a, i - 1);
     // Ping-pong through the scratch; the first unit's input gradient goes to the caller.
     T* dx = i == 0 ? input_grad : (dy == grad_a_.data() ? grad_b_.data() : grad_a_.data());
-    if (units_[i].block)
-      units_[i].block->backward(x, a.outputs[i].data(), dy, dx, rows, accumulate, a.saved[i]);
-    else
+    if (!units_[i].block) {
       units_[i].linear->backward(x, dy, dx, rows, accumulate);
+    } else if (!checkpointed) {
+      units_[i].block->backward(x, a.outputs[i].data(), dy, dx, rows, accumulate, a.saved[i]);
+    } else {
+      if (!shares_output(i)) recompute(a, i, rows);  // else done above
+      units_[i].block->backward(x, output_of(a, i), dy, dx, rows, accumulate, recompute_);
+    }
     dy = dx;
+  }
+}
+
+template <typename T>
+void PipelineStage<T>::recompute(StageActivations<T>& a, size_t unit, int64_t rows) {
+  std::optional<ScopedPhase> timed;
+  if (timer_) timed.emplace(*timer_, Phase::recompute);
+  const T* x = unit == 0 ? a.input.data() : output_of(a, unit - 1);
+  units_[unit].block->forward(x, output_of(a, unit), rows, recompute_);
+}
+
+template <typename T>
+ForwardScratch<T> PipelineStage<T>::make_forward_scratch(int64_t rows) const {
+  ForwardScratch<T> s;
+  for (const Unit& u : units_)
+    if (u.block) {
+      s.block = u.block->make_activations(rows);
+      break;
+    }
+  // Outputs of all but the last unit: a stage of n units needs min(n − 1, 2) of them.
+  if (units_.size() >= 2) s.ping = Buffer<T>(device_, rows * config_.hidden);
+  if (units_.size() >= 3) s.pong = Buffer<T>(device_, rows * config_.hidden);
+  return s;
+}
+
+template <typename T>
+void PipelineStage<T>::forward_only(const T* x, T* y, int64_t rows, ForwardScratch<T>& scratch) {
+  for (size_t i = 0; i < units_.size(); ++i) {
+    T* out = i + 1 == units_.size() ? y : (i % 2 == 0 ? scratch.ping.data() : scratch.pong.data());
+    if (units_[i].block) units_[i].block->forward(x, out, rows, scratch.block);
+    else units_[i].linear->forward(x, out, rows);
+    x = out;
   }
 }
 
@@ -139,6 +194,8 @@ std::vector<int32_t> PipelineStage<T>::predictions(const StageActivations<T>& a,
   return predicted_classes(device_, a.probs.data(), rows, config_.classes);
 }
 
+template struct ForwardScratch<float>;
+template struct ForwardScratch<double>;
 template struct StageActivations<float>;
 template struct StageActivations<double>;
 template class PipelineStage<float>;

@@ -1,10 +1,12 @@
 #include "src/schemes/pipeline_trainer.h"
 
 #include <algorithm>
+#include <array>
 #include <stdexcept>
 #include <utility>
 
 #include "src/driver/step_statistics.h"
+#include "src/model/predicted_classes.h"
 
 namespace mlps {
 namespace {
@@ -123,14 +125,26 @@ bool PipelineTrainer<T>::next_action_receives(size_t index) const {
 }
 
 template <typename T>
+void PipelineTrainer<T>::start_iteration() {
+  log_->take_totals();
+  log_->take_blocked_seconds();
+  exposed_seconds_ = 0;
+  bubble_seconds_ = 0;
+}
+
+template <typename T>
+void PipelineTrainer<T>::upload_images(T* input, const HostBatch& rows, int64_t first,
+                                       int64_t count) {
+  const float* pixels = rows.pixels.data() + first * rows.features;
+  staged_.assign(pixels, pixels + count * rows.features);
+  device_.to_device(input, staged_.data(), sizeof(T) * staged_.size());
+}
+
+template <typename T>
 void PipelineTrainer<T>::upload_inputs(Slot& slot, const HostBatch& rows, int64_t first,
                                        int64_t count) {
   StageActivations<T>& a = slot.activations;
-  if (stage_model_.is_first()) {
-    const float* pixels = rows.pixels.data() + first * rows.features;
-    staged_.assign(pixels, pixels + count * rows.features);
-    device_.to_device(a.input.data(), staged_.data(), sizeof(T) * staged_.size());
-  }
+  if (stage_model_.is_first()) upload_images(a.input.data(), rows, first, count);
   if (stage_model_.is_last())
     device_.to_device(a.labels.data(), rows.labels.data() + first,
                       sizeof(int32_t) * static_cast<size_t>(count));
@@ -139,6 +153,8 @@ void PipelineTrainer<T>::upload_inputs(Slot& slot, const HostBatch& rows, int64_
 template <typename T>
 double PipelineTrainer<T>::train_step(const HostBatch& rows, int64_t global_batch,
                                       PhaseTimer& timer) {
+  start_iteration();
+  stage_model_.set_timer(&timer);
   const auto step_start = Clock::now();
   const int micro_batches = layout_.micro_batches;
   if (rows.rows != micro_rows_ * micro_batches)
@@ -181,6 +197,12 @@ double PipelineTrainer<T>::train_step(const HostBatch& rows, int64_t global_batc
       wait_for_neighbour(slot.grad_recv);
     }
     ScopedPhase phase(timer, Phase::backward);
+    // Checkpointing rewrites the stage's output in the backward: its send must be complete (it
+    // is in effect: its gradient is back). release_slot waits for it otherwise.
+    if (slot.output_send && stage_model_.checkpointed()) {
+      slot.output_send->wait();
+      slot.output_send.reset();
+    }
     T* input_grad = nullptr;
     auto& send = input_grad_sends_[backwards_done % 2];
     if (!first) {
@@ -245,34 +267,88 @@ double PipelineTrainer<T>::sum_over_ranks(double local) const {
 }
 
 template <typename T>
-int64_t PipelineTrainer<T>::count_correct(const HostBatch& rows, int64_t /*global_rows*/) {
-  // A forward-only pass through the stages, in chunks of at most a micro-batch.
-  int64_t correct = 0;
+Evaluation PipelineTrainer<T>::evaluate(const HostBatch& rows, int64_t /*global_rows*/) {
+  start_iteration();
+  const auto start = Clock::now();
+  const bool first = stage_model_.is_first(), last = stage_model_.is_last();
   const DataType type = data_type_of<T>();
-  for (int64_t first = 0; first < rows.rows; first += micro_rows_) {
-    const int64_t count = std::min(micro_rows_, rows.rows - first);
-    Slot slot;
-    slot.activations = stage_model_.make_activations(count);
-    if (!stage_model_.is_first()) {
-      post_input_recv(slot, count);
-      slot.input_recv->wait();
-    }
-    upload_inputs(slot, rows, first, count);
-    stage_model_.forward(slot.activations, count, row_loss_.data());
-    if (!stage_model_.is_last()) {
-      pipe_->send_async(stage_model_.output(slot.activations),
-                        count * stage_model_.output_features(), type, stage_ + 1)
-          ->wait();
-      continue;
-    }
-    const auto predicted = stage_model_.predictions(slot.activations, count);
-    for (int64_t r = 0; r < count; ++r) correct += predicted[r] == rows.labels[first + r];
+  const int64_t n = micro_rows_, in_features = stage_model_.input_features();
+  const int64_t out_features = stage_model_.output_features();
+  const int64_t classes = out_features;  // used on the last stage only
+  const int64_t count = (rows.rows + n - 1) / n;  // micro-batches; the last may be shorter
+  auto rows_of = [&](int64_t k) { return std::min(n, rows.rows - k * n); };
+
+  // Two micro-batches in flight, k in flight[k % 2]; the last stage's results for all rows, so
+  // that the losses and predictions are read back once.
+  struct InFlight {
+    Buffer<T> input, output;
+    PendingComm recv, send;
+  };
+  std::array<InFlight, 2> flight;
+  const int64_t depth = std::min<int64_t>(2, count);
+  for (int64_t i = 0; i < depth; ++i) {
+    flight[i].input = Buffer<T>(device_, n * in_features);
+    flight[i].output = Buffer<T>(device_, n * out_features);
   }
-  // Evaluation traffic is not training communication: drop it from this iteration's log.
-  log_->take_totals();
-  log_->take_blocked_seconds();
-  exposed_seconds_ = 0;
-  return static_cast<int64_t>(sum_over_ranks(static_cast<double>(correct)));
+  ForwardScratch<T> scratch = stage_model_.make_forward_scratch(n);
+  Buffer<int32_t> labels;
+  Buffer<T> probs, row_loss;
+  if (last && rows.rows > 0) {
+    labels = Buffer<int32_t>(device_, rows.rows);
+    probs = Buffer<T>(device_, rows.rows * classes);
+    row_loss = Buffer<T>(device_, rows.rows);
+    device_.to_device(labels.data(), rows.labels.data(), labels.bytes());
+  }
+  const size_t slot_bytes = flight[0].input.bytes() + flight[0].output.bytes();
+  stream_slot_bytes_ = std::max(stream_slot_bytes_, slot_bytes);
+  stream_peak_bytes_ = std::max(stream_peak_bytes_, static_cast<size_t>(depth) * slot_bytes);
+  stream_working_bytes_ = std::max(stream_working_bytes_, scratch.bytes() + labels.bytes() +
+                                                              probs.bytes() + row_loss.bytes());
+
+  auto post_recv = [&](int64_t k) {
+    InFlight& f = flight[k % 2];
+    f.recv = pipe_->recv_async(f.input.data(), rows_of(k) * in_features, type, stage_ - 1);
+  };
+  if (post_early_ && !first && count > 0) post_recv(0);
+  for (int64_t k = 0; k < count; ++k) {
+    pipe_->progress();
+    InFlight& f = flight[k % 2];
+    const int64_t m = rows_of(k);
+    if (first) {
+      upload_images(f.input.data(), rows, k * n, m);
+    } else {
+      if (!f.recv) post_recv(k);
+      wait_for_neighbour(f.recv);  // synchronises: micro-batch k − 1's forward is done, so
+      if (post_early_ && k + 1 < count) post_recv(k + 1);  // its input buffer is free
+    }
+    if (f.send) f.send->wait();  // micro-batch k − 2 has left this output buffer
+    stage_model_.forward_only(f.input.data(), f.output.data(), m, scratch);
+    if (last) {
+      device_.softmax_xent_forward<T>(probs.data() + k * n * classes, row_loss.data() + k * n,
+                                      f.output.data(), labels.data() + k * n, m, classes);
+    } else {
+      f.send = pipe_->send_async(f.output.data(), m * out_features, type, stage_ + 1);
+      // NCCL launches a send at the next wait: with no receive ahead, launch it now.
+      if (!post_early_ && (first || k + 1 == count)) f.send->wait();
+    }
+  }
+  for (InFlight& f : flight)
+    if (f.send) f.send->wait();
+
+  double totals[2] = {0, 0};  // Σ loss, correct predictions
+  if (last && rows.rows > 0) {
+    for (T v : row_loss.download()) totals[0] += static_cast<double>(v);
+    const auto predicted = predicted_classes(device_, probs.data(), rows.rows, classes);
+    for (int64_t r = 0; r < rows.rows; ++r) totals[1] += predicted[r] == rows.labels[r];
+  }
+  // The flush, as in training: every rank waits here for the last micro-batch's last stage.
+  device_.synchronize();
+  const auto flush_start = Clock::now();
+  MPI_Allreduce(MPI_IN_PLACE, totals, 2, MPI_DOUBLE, MPI_SUM, world_);
+  bubble_seconds_ += std::chrono::duration<double>(Clock::now() - flush_start).count();
+  eval_step_history_.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+  eval_bubble_history_.push_back(bubble_seconds_);
+  return {static_cast<int64_t>(totals[1]), totals[0]};
 }
 
 template <typename T>
@@ -313,22 +389,27 @@ std::vector<NamedTensor> PipelineTrainer<T>::gather_parameters() {
 }
 
 template <typename T>
-PipelineRankReport PipelineTrainer<T>::report(int64_t warmup) const {
+PipelineRankReport PipelineTrainer<T>::report(int64_t warmup, bool inference) const {
   PipelineRankReport r;
+  const auto& step_history = inference ? eval_step_history_ : step_history_;
+  const auto& bubble_history = inference ? eval_bubble_history_ : bubble_history_;
   std::vector<double> steps, bubbles, fractions;
-  for (size_t i = static_cast<size_t>(std::max<int64_t>(warmup, 0)); i < step_history_.size();
+  for (size_t i = static_cast<size_t>(std::max<int64_t>(warmup, 0)); i < step_history.size();
        ++i) {
-    steps.push_back(step_history_[i]);
-    bubbles.push_back(bubble_history_[i]);
-    fractions.push_back(step_history_[i] > 0 ? bubble_history_[i] / step_history_[i] : 0.0);
+    steps.push_back(step_history[i]);
+    bubbles.push_back(bubble_history[i]);
+    fractions.push_back(step_history[i] > 0 ? bubble_history[i] / step_history[i] : 0.0);
   }
   if (!steps.empty()) {
     r.step_seconds = median(steps);
     r.bubble_seconds = median(bubbles);
     r.bubble_fraction = median(fractions);
   }
-  r.activation_peak_bytes = static_cast<double>(activation_peak_bytes_);
-  r.slot_bytes = static_cast<double>(slot_bytes_);
+  r.activation_peak_bytes =
+      static_cast<double>(inference ? stream_peak_bytes_ : activation_peak_bytes_);
+  r.slot_bytes = static_cast<double>(inference ? stream_slot_bytes_ : slot_bytes_);
+  r.working_bytes =
+      static_cast<double>(inference ? stream_working_bytes_ : stage_model_.recompute_bytes());
   return r;
 }
 

@@ -25,6 +25,18 @@
 // rank waits in the loss reduction until the last stage to finish (stage 0) is done. Receive
 // waits count as bubble only, not as exposed communication. A stage's bubble fraction is
 // bubble / (step − data): the share of its training step it spent idle.
+//
+// Activation checkpointing (PipelineStage): a micro-batch in flight keeps only its units' inputs
+// and outputs; each stage recomputes a block's internals into one shared set right before the
+// block's backward. The p2p traffic is unchanged.
+//
+// Inference (evaluate): a forward-only stream. The replica's rows flow through the stages in
+// micro-batches of the training micro-batch size (the last may be shorter), stage s forwarding
+// micro-batch k while s + 1 forwards k − 1. A stage holds two micro-batches in flight (one
+// arriving while the other is computed and sent on: input and output buffers each) and one
+// forward scratch (PipelineStage::forward_only); nothing is kept for a backward pass. The
+// timings keep their meaning per evaluated batch: bubble is the waiting for the previous stage
+// plus the flush in the final reduction of the loss and the correct count.
 #include <mpi.h>
 
 #include <chrono>
@@ -51,7 +63,7 @@ class PipelineTrainer : public Trainer {
   std::string grid() const override { return layout_.grid(); }
   BatchSlice batch_slice(int64_t global_rows) const override;
   double train_step(const HostBatch& rows, int64_t global_batch, PhaseTimer& timer) override;
-  int64_t count_correct(const HostBatch& rows, int64_t global_rows) override;
+  Evaluation evaluate(const HostBatch& rows, int64_t global_rows) override;
   std::vector<NamedTensor> gather_parameters() override;
   int64_t parameter_count() const override { return parameter_count_; }
   double optimizer_bytes_per_step() const override { return optimizer_.bytes_per_step(); }
@@ -64,8 +76,9 @@ class PipelineTrainer : public Trainer {
   std::vector<double> take_extra_timings() override;
   std::string comm_backend() const override { return pipe_->backend(); }
 
-  // This rank's bubble (medians over the iterations after `warmup`) and activation memory.
-  PipelineRankReport report(int64_t warmup) const;
+  // This rank's bubble (medians over the iterations after `warmup`) and activation memory: of
+  // the training steps, or with `inference` of the evaluate() calls.
+  PipelineRankReport report(int64_t warmup, bool inference = false) const;
   int stage() const { return stage_; }
   int replica() const { return replica_; }
 
@@ -87,6 +100,11 @@ class PipelineTrainer : public Trainer {
   void wait_for_neighbour(PendingComm& request);
   // True when the action after actions_[index] starts by waiting for a receive.
   bool next_action_receives(size_t index) const;
+  // Discards what the log holds from outside a step (an evaluation between training steps) and
+  // starts this iteration's bubble and exposed-communication counts.
+  void start_iteration();
+  // First stage: rows [first, first + count) of the batch's images, as T, to input.
+  void upload_images(T* input, const HostBatch& rows, int64_t first, int64_t count);
   void upload_inputs(Slot& slot, const HostBatch& rows, int64_t first, int64_t count);
   double sum_over_ranks(double local) const;
 
@@ -112,6 +130,9 @@ class PipelineTrainer : public Trainer {
   double bubble_seconds_ = 0;    // this iteration's
   double exposed_seconds_ = 0;   // this iteration's blocked time outside receive waits
   std::vector<double> bubble_history_, step_history_;
+  // evaluate(): its step and bubble per call, and its buffers (see report()).
+  std::vector<double> eval_bubble_history_, eval_step_history_;
+  size_t stream_peak_bytes_ = 0, stream_slot_bytes_ = 0, stream_working_bytes_ = 0;
 };
 
 }  // namespace mlps

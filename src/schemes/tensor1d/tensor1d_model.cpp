@@ -1,6 +1,7 @@
 #include "src/schemes/tensor1d/tensor1d_model.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "src/model/predicted_classes.h"
@@ -11,7 +12,8 @@ template <typename T>
 Tensor1dModel<T>::Tensor1dModel(Device& device, const Tensor1dPlan& plan, int tp_rank,
                                 Communicator* tp, int64_t max_rows)
     : device_(device), plan_(plan), tp_(tp), hidden_(plan.model.hidden),
-      classes_(plan.model.classes), inputs_width_(plan.model.input_features()) {
+      classes_(plan.model.classes), inputs_width_(plan.model.input_features()),
+      checkpoint_(plan.model.checkpoint_activations) {
   const int ranks = plan.tp;
   auto linear = [&](size_t i) {
     return std::make_unique<ShardedLinear<T>>(device, plan.linears[i], tp_rank, ranks);
@@ -23,16 +25,14 @@ Tensor1dModel<T>::Tensor1dModel(Device& device, const Tensor1dPlan& plan, int tp
     if (residual) {
       b.fc1 = linear(1 + 2 * l);
       b.fc2 = linear(2 + 2 * l);
-      b.normed = Buffer<T>(device, max_rows * hidden_);
-      b.mean = Buffer<T>(device, max_rows);
-      b.rstd = Buffer<T>(device, max_rows);
-      b.inner = Buffer<T>(device, max_rows * b.fc1->local_out());
+      if (!checkpoint_) b.saved = make_saved(b, max_rows);
     } else {
       b.fc1 = linear(1 + l);
     }
     blocks_.push_back(std::move(b));
   }
   classifier_ = linear(plan.linears.size() - 1);
+  if (checkpoint_ && residual && !blocks_.empty()) shared_ = make_saved(blocks_.front(), max_rows);
 
   inputs_ = Buffer<T>(device, max_rows * inputs_width_);
   labels_ = Buffer<int32_t>(device, max_rows);
@@ -56,6 +56,16 @@ Tensor1dModel<T>::Tensor1dModel(Device& device, const Tensor1dPlan& plan, int tp
     for (int64_t i = 0; i < slice; ++i) eye[static_cast<size_t>(i * slice + i)] = T(1);
     identity_.upload(eye);
   }
+}
+
+template <typename T>
+typename Tensor1dModel<T>::Saved Tensor1dModel<T>::make_saved(const Block& b, int64_t rows) {
+  Saved s;
+  s.normed = Buffer<T>(device_, rows * hidden_);
+  s.mean = Buffer<T>(device_, rows);
+  s.rstd = Buffer<T>(device_, rows);
+  s.inner = Buffer<T>(device_, rows * b.fc1->local_out());
+  return s;
 }
 
 template <typename T>
@@ -132,12 +142,13 @@ void Tensor1dModel<T>::forward_block(Block& b, const T* x, T* y, int64_t rows) {
     return;
   }
   ShardedLinear<T>& fc2 = *b.fc2;
-  device_.layernorm_forward<T>(b.normed.data(), b.mean.data(), b.rstd.data(), x, b.gamma.value,
+  Saved& s = saved_of(b);
+  device_.layernorm_forward<T>(s.normed.data(), s.mean.data(), s.rstd.data(), x, b.gamma.value,
                                b.beta.value, rows, hidden_, 1e-5);
-  fc1.multiply(b.normed.data(), hidden_, b.inner.data(), fc1.local_out(), rows);
-  fc1.add_bias(b.inner.data(), rows);
-  device_.relu_forward<T>(b.inner.data(), b.inner.data(), rows * fc1.local_out());
-  fc2.multiply(b.inner.data(), fc2.local_in(), y, hidden_, rows);
+  fc1.multiply(s.normed.data(), hidden_, s.inner.data(), fc1.local_out(), rows);
+  fc1.add_bias(s.inner.data(), rows);
+  device_.relu_forward<T>(s.inner.data(), s.inner.data(), rows * fc1.local_out());
+  fc2.multiply(s.inner.data(), fc2.local_in(), y, hidden_, rows);
   if (fc2.split() == LinearSplit::row) all_reduce(y, rows * hidden_);
   fc2.add_bias(y, rows);
   device_.residual_add<T>(y, y, x, rows * hidden_);
@@ -174,6 +185,13 @@ void Tensor1dModel<T>::backward(int64_t rows, int64_t global_batch,
   backward_classifier(activations_.back().data(), dy, rows);
   unit_done(layers + 1);
   for (int l = layers; l-- > 0;) {
+    if (checkpoint_) {
+      // Rewrites the block's output in place with the same values (nothing reads it now: the
+      // next unit's backward is done).
+      std::optional<ScopedPhase> timed;
+      if (timer_) timed.emplace(*timer_, Phase::recompute);
+      forward_block(blocks_[l], activations_[l].data(), activations_[l + 1].data(), rows);
+    }
     backward_block(blocks_[l], activations_[l].data(), activations_[l + 1].data(), dy, dx, rows);
     unit_done(l + 1);
     std::swap(dx, dy);
@@ -224,22 +242,23 @@ void Tensor1dModel<T>::backward_block(Block& b, const T* x, const T* y, const T*
     return;
   }
   ShardedLinear<T>& fc2 = *b.fc2;
+  const Saved& s = saved_of(b);
   const int64_t inner = fc1.local_out();
   // fc2 (row-parallel): dY is replicated, so its gradients need no communication.
-  fc2.weight_grad(b.inner.data(), inner, dy, hidden_, rows);
+  fc2.weight_grad(s.inner.data(), inner, dy, hidden_, rows);
   fc2.bias_grad(dy, rows);
   fc2.input_grad(dy, hidden_, grad_inner_.data(), inner, rows);
-  device_.relu_backward<T>(grad_inner_.data(), grad_inner_.data(), b.inner.data(), rows * inner);
+  device_.relu_backward<T>(grad_inner_.data(), grad_inner_.data(), s.inner.data(), rows * inner);
   T* grad_normed = grad_scratch_.data();
   fc1.input_grad(grad_inner_.data(), inner, grad_normed, hidden_, rows);
   auto fc1_grads = [&] {
-    fc1.weight_grad(b.normed.data(), hidden_, grad_inner_.data(), inner, rows);
+    fc1.weight_grad(s.normed.data(), hidden_, grad_inner_.data(), inner, rows);
     fc1.bias_grad(grad_inner_.data(), rows);
   };
   if (fc1.split() == LinearSplit::column) all_reduce_overlapping(grad_normed, rows * hidden_, fc1_grads);
   else fc1_grads();
-  device_.layernorm_backward<T>(dx, b.gamma.grad, b.beta.grad, grad_normed, x, b.mean.data(),
-                                b.rstd.data(), b.gamma.value, rows, hidden_, false);
+  device_.layernorm_backward<T>(dx, b.gamma.grad, b.beta.grad, grad_normed, x, s.mean.data(),
+                                s.rstd.data(), b.gamma.value, rows, hidden_, false);
   device_.residual_add<T>(dx, dx, dy, rows * hidden_);  // the skip connection's gradient
 }
 

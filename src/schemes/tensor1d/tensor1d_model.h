@@ -10,6 +10,12 @@
 //   asynchronously while the dW GEMM runs.
 // The tensor parameters live in the caller's storage (bind()), so the trainer can lay them out
 // flat for the optimizer and the data-parallel gradient all-reduce.
+// With model.checkpoint_activations a block keeps only its input (the activation between units)
+// and its output; its LayerNorm output and statistics and its [rows × F/T] ReLU slice go to one
+// set shared by all blocks, refilled by rerunning the block's forward (LayerNorm, fc1 column,
+// ReLU, fc2 row and its all-reduce) right before its backward, timed as Phase::recompute. The
+// same kernels and the same all-reduce on the same inputs: bit-identical results, one more
+// [rows × H] all-reduce per block whose forward has one (residual blocks, plain row blocks).
 #include <functional>
 #include <memory>
 #include <string>
@@ -17,6 +23,7 @@
 
 #include "src/buffer.h"
 #include "src/comm/communicator.h"
+#include "src/driver/phase_timer.h"
 #include "src/schemes/tensor1d/sharded_linear.h"
 
 namespace mlps {
@@ -42,13 +49,22 @@ class Tensor1dModel {
   // u's parameter gradients are complete (units: 0 embed, 1..L blocks, L+1 classifier).
   void backward(int64_t rows, int64_t global_batch, const std::function<void(int)>& unit_done);
   std::vector<int32_t> predictions(int64_t rows) const;
+  // Where activation checkpointing's recompute is timed (null: untimed).
+  void set_timer(PhaseTimer* timer) { timer_ = timer; }
 
  private:
+  // What a residual block's backward needs from its forward besides x.
+  struct Saved {
+    Buffer<T> normed, mean, rstd;  // LayerNorm output [rows × H] and statistics [rows]
+    Buffer<T> inner;               // ReLU output slice [rows × F/T]
+  };
   struct Block {
     std::unique_ptr<ShardedLinear<T>> fc1, fc2;  // plain: fc1 is the block's only Linear
     ShardPointers<T> gamma, beta;                // residual only
-    Buffer<T> normed, mean, rstd, inner;         // residual: saved for backward
+    Saved saved;                                 // residual without checkpointing
   };
+  Saved make_saved(const Block& b, int64_t rows);
+  Saved& saved_of(Block& b) { return checkpoint_ ? shared_ : b.saved; }
   void forward_embed(int64_t rows);
   void forward_block(Block& b, const T* x, T* y, int64_t rows);
   void forward_classifier(const T* x, int64_t rows);
@@ -67,6 +83,9 @@ class Tensor1dModel {
   int64_t hidden_, classes_, inputs_width_;
   std::unique_ptr<ShardedLinear<T>> embed_, classifier_;
   std::vector<Block> blocks_;
+  bool checkpoint_ = false;
+  Saved shared_;  // checkpointing: every block's, one block at a time
+  PhaseTimer* timer_ = nullptr;
   Buffer<T> inputs_;
   Buffer<int32_t> labels_;
   std::vector<Buffer<T>> activations_;  // L + 1 of [rows × H]

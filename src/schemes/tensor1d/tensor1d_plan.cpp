@@ -79,21 +79,26 @@ int64_t local_parameter_count(const Tensor1dPlan& plan) {
 }
 
 std::map<std::string, double> tensor1d_comm_bytes(const Tensor1dPlan& plan, int64_t rows,
-                                                  size_t element_bytes, int dp) {
+                                                  size_t element_bytes, int dp, bool inference) {
   std::map<std::string, double> bytes;
   const double b = static_cast<double>(element_bytes);
   const double activation = static_cast<double>(rows * plan.model.hidden) * b;
+  const bool recompute = plan.model.checkpoint_activations && !inference;
+  const size_t classifier = plan.linears.size() - 1;
   double all_reduces = 0;  // of one [rows × H] activation each
-  for (const auto& l : plan.linears) {
-    const bool first = &l == &plan.linears.front();
-    const bool last = &l == &plan.linears.back();
-    if (l.split == LinearSplit::row) all_reduces += 1;  // forward: the partial outputs
-    if (l.split == LinearSplit::column && !first) all_reduces += 1;  // backward: dX
-    if (l.split == LinearSplit::column && last)
+  for (size_t i = 0; i < plan.linears.size(); ++i) {
+    const PlannedLinear& l = plan.linears[i];
+    if (l.split == LinearSplit::row) {
+      all_reduces += 1;  // forward: the partial outputs
+      if (recompute && i != 0) all_reduces += 1;  // a block's: again in its recompute
+    }
+    if (l.split == LinearSplit::column && i != 0 && !inference) all_reduces += 1;  // backward: dX
+    if (l.split == LinearSplit::column && i == classifier)
       bytes["allgather:tp"] = static_cast<double>(rows * plan.model.classes) * b;
   }
   if (all_reduces > 0) bytes["allreduce:tp"] = all_reduces * activation;
-  if (dp > 1) bytes["allreduce:data"] = static_cast<double>(local_parameter_count(plan)) * b;
+  if (dp > 1 && !inference)
+    bytes["allreduce:data"] = static_cast<double>(local_parameter_count(plan)) * b;
   return bytes;
 }
 

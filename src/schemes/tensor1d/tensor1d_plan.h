@@ -51,11 +51,17 @@ int64_t local_parameter_count(const Tensor1dPlan& plan);
 // Bytes each collective kind moves per training iteration on a rank whose data replica trains
 // on `rows` rows (nccl-tests sizes: an all-reduce counts its buffer, an all-gather its gathered
 // output), keyed as the results store them ("allreduce:tp", "allgather:tp", "allreduce:data").
-//   allreduce:tp   = rows·H·b·([embed row] + 2·(residual blocks, or plain column/row pairs)
-//                    + [classifier column])      (forward fc2/row outputs, backward fc1/column dX)
+// With K = residual blocks, or plain column/row pairs:
+//   allreduce:tp   = rows·H·b·([embed row] + 2·K + [classifier column])
+//                    (forward fc2/row outputs, backward fc1/column dX);
+//                    with checkpoint_activations rows·H·b·([embed row] + 3·K + [classifier
+//                    column]): each block's recompute repeats its forward all-reduce
 //   allgather:tp   = rows·C·b·[classifier column] (the logits)
 //   allreduce:data = local_parameter_count·b when dp > 1 (every local gradient once)
+// inference (a forward pass alone): allreduce:tp = rows·H·b·([embed row] + K), allgather:tp as
+// above, no allreduce:data.
 std::map<std::string, double> tensor1d_comm_bytes(const Tensor1dPlan& plan, int64_t rows,
-                                                  size_t element_bytes, int dp);
+                                                  size_t element_bytes, int dp,
+                                                  bool inference = false);
 
 }  // namespace mlps

@@ -140,6 +140,8 @@ double Tensor1dTrainer<T>::sum_over_replicas(double local) const {
 template <typename T>
 double Tensor1dTrainer<T>::train_step(const HostBatch& rows, int64_t global_batch,
                                       PhaseTimer& timer) {
+  discard_untaken_comm();
+  model_->set_timer(&timer);
   double loss_sum = 0;
   {
     ScopedPhase phase(timer, Phase::forward);
@@ -160,17 +162,23 @@ double Tensor1dTrainer<T>::train_step(const HostBatch& rows, int64_t global_batc
 }
 
 template <typename T>
-int64_t Tensor1dTrainer<T>::count_correct(const HostBatch& rows, int64_t /*global_rows*/) {
-  int64_t correct = 0;
-  if (rows.rows > 0) {  // the same on every tp rank of a replica
+Evaluation Tensor1dTrainer<T>::evaluate(const HostBatch& rows, int64_t /*global_rows*/) {
+  discard_untaken_comm();
+  double totals[2] = {0, 0};  // Σ loss, correct predictions: the same on every tp rank
+  if (rows.rows > 0) {
     staged_inputs_.assign(rows.pixels.begin(), rows.pixels.end());
-    model_->forward(staged_inputs_.data(), rows.labels.data(), rows.rows);
+    totals[0] = model_->forward(staged_inputs_.data(), rows.labels.data(), rows.rows);
     const auto predicted = model_->predictions(rows.rows);
-    for (int64_t r = 0; r < rows.rows; ++r) correct += predicted[r] == rows.labels[r];
+    for (int64_t r = 0; r < rows.rows; ++r) totals[1] += predicted[r] == rows.labels[r];
   }
-  log_->take_totals();  // evaluation traffic belongs to no training iteration
+  MPI_Allreduce(MPI_IN_PLACE, totals, 2, MPI_DOUBLE, MPI_SUM, data_mpi_);
+  return {static_cast<int64_t>(totals[1]), totals[0]};
+}
+
+template <typename T>
+void Tensor1dTrainer<T>::discard_untaken_comm() {
+  log_->take_totals();
   log_->take_blocked_seconds();
-  return static_cast<int64_t>(sum_over_replicas(static_cast<double>(correct)));
 }
 
 template <typename T>
@@ -184,8 +192,9 @@ std::map<std::string, CommTotals> Tensor1dTrainer<T>::take_comm_totals() {
 }
 
 template <typename T>
-std::map<std::string, double> Tensor1dTrainer<T>::analytic_bytes(int64_t global_batch) const {
-  return tensor1d_comm_bytes(plan_, batch_slice(global_batch).count, sizeof(T), dp_);
+std::map<std::string, double> Tensor1dTrainer<T>::analytic_bytes(int64_t global_batch,
+                                                                 bool inference) const {
+  return tensor1d_comm_bytes(plan_, batch_slice(global_batch).count, sizeof(T), dp_, inference);
 }
 
 template <typename T>

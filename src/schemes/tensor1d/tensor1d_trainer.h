@@ -10,6 +10,9 @@
 // and the optimizer state mirror it, so parameter + optimizer memory per rank falls as 1/T for
 // the split matrices. With D > 1 each unit's gradient range is all-reduced over "data" as soon
 // as its backward is done (overlapping the rest of backward), before the optimizer step.
+//
+// evaluate() (inference and the per-epoch accuracy) runs the forward pass alone over the
+// replica's rows: only the forward collectives (tensor1d_comm_bytes with inference).
 #include <mpi.h>
 
 #include <map>
@@ -38,7 +41,7 @@ class Tensor1dTrainer : public Trainer {
   std::string grid() const override;
   BatchSlice batch_slice(int64_t global_rows) const override;
   double train_step(const HostBatch& rows, int64_t global_batch, PhaseTimer& timer) override;
-  int64_t count_correct(const HostBatch& rows, int64_t global_rows) override;
+  Evaluation evaluate(const HostBatch& rows, int64_t global_rows) override;
   std::vector<NamedTensor> gather_parameters() override;
   int64_t parameter_count() const override { return parameter_count_; }
   double optimizer_bytes_per_step() const override { return optimizer_.bytes_per_step(); }
@@ -51,8 +54,9 @@ class Tensor1dTrainer : public Trainer {
   int64_t local_parameter_count() const { return values_.size(); }
   // Bytes per kind each training iteration moved on this rank so far.
   const std::map<std::string, ByteRange>& measured_bytes() const { return measured_; }
-  // The analytic volumes (tensor1d_comm_bytes) for this rank's replica.
-  std::map<std::string, double> analytic_bytes(int64_t global_batch) const;
+  // The analytic volumes (tensor1d_comm_bytes) for this rank's replica: per training step, or
+  // with `inference` per evaluate() of a global batch.
+  std::map<std::string, double> analytic_bytes(int64_t global_batch, bool inference = false) const;
   // After gather_parameters(), on rank 0: the largest difference between a replicated tensor
   // (LayerNorm γ/β, row-parallel and replicated layers' biases ...) on tp rank 0 and its copy on
   // another tp rank of replica 0, and that tensor's name (empty while all are identical).
@@ -76,6 +80,8 @@ class Tensor1dTrainer : public Trainer {
   };
   void lay_out_shards(uint64_t seed);
   void start_gradient_all_reduce(int unit);
+  // Drops what the log holds from outside an iteration (an evaluation between training steps).
+  void discard_untaken_comm();
   double sum_over_replicas(double local) const;
 
   Device device_;
