@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Activation checkpointing in every scheme (issue 8): the tutorial config (H 2048, 4 blocks,
 # 64×64 inputs) at global batch 256, fp32, each executable run without and with
-# --checkpoint-activations (2 iterations, 1 warm-up), then one table of peak memory per rank
-# (the largest rank), the saving, the recompute time and the step-time ratio.
+# --checkpoint-activations (2 iterations, 1 warm-up), then one table: peak memory of the largest
+# rank without and with, the saving, on how many ranks the peak fell (1F1B's last stage holds
+# one micro-batch of one block: nothing to save there), the recompute time and the step ratio.
 # Usage: bench/checkpoint_memory.sh [OUT_DIR]   (default results/bench/checkpoint)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -41,17 +42,19 @@ import sys
 import h5py
 import numpy as np
 
-print(f"{'run':<16}{'peak MB stored':>16}{'checkpointed':>14}{'saved':>8}{'recompute ms':>14}"
-      f"{'step ratio':>12}")
+print(f"{'run':<16}{'peak MB stored':>16}{'checkpointed':>14}{'saved':>8}{'ranks lower':>13}"
+      f"{'recompute ms':>14}{'step ratio':>12}")
 paths = sys.argv[1:]
 for stored, checkpointed in zip(paths[0::2], paths[1::2]):
     a, b = h5py.File(stored, "r"), h5py.File(checkpointed, "r")
-    pa, pb = a["memory/peak_bytes"][()].max() / 1e6, b["memory/peak_bytes"][()].max() / 1e6
+    ra, rb = a["memory/peak_bytes"][()], b["memory/peak_bytes"][()]
+    pa, pb = ra.max() / 1e6, rb.max() / 1e6
+    lower = f"{int((rb < ra).sum())}/{len(ra)}"
     warm = int(a.attrs["warmup_iterations"])
     step = lambda f: float(np.median(f["timing/step"][warm:].max(axis=1)))
     recompute = float(np.median(b["timing/recompute"][warm:].max(axis=1))) * 1e3
     name = stored.rsplit("/", 1)[-1].removesuffix("-stored.h5")
     verdict = "" if pb < pa else "   NOT LOWER"
-    print(f"{name:<16}{pa:>16.1f}{pb:>14.1f}{100 * (pa - pb) / pa:>7.1f}%{recompute:>14.1f}"
+    print(f"{name:<16}{pa:>16.1f}{pb:>14.1f}{100 * (pa - pb) / pa:>7.1f}%{lower:>13}{recompute:>14.1f}"
           f"{step(b) / step(a):>12.2f}{verdict}")
 PY
