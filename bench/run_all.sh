@@ -59,16 +59,12 @@ OPENBLAS_NUM_THREADS=1 mpiexec -n 4 bin/tensor2d "${t2d_shape[@]}" --tp-dims 1,1
   --out results/bench/tensor2d-q1-dp4.h5 >/dev/null
 .venv/bin/python analysis/run_table.py results/bench/tensor2d-q2.h5 results/bench/tensor2d-q1-dp4.h5
 
-# AxoNN 3D on 4 ranks: the tutorial's question, [4,1,1] against [2,2,1] and [1,1,4] at batch 32:
-# step time, exposed communication and analytic beside measured volumes.
+# AxoNN 3D on 4 ranks: the tutorial's question, [4,1,1] against [2,2,1] and [1,1,4] at batch 32
+# (overlap flags off, then all four on): step time, exposed communication, analytic volume and
+# peak memory in one table.
 echo
-echo "== bin/tensor3d on 4 ranks: --tp-dims 4,1,1 / 2,2,1 / 1,1,4, batch 32"
-t3d_shape=(--hidden 512 --layers 4 --image-size 32 --batch 32 --iters 12 --warmup 2 --print-every 0)
-for dims in 4,1,1 2,2,1 1,1,4; do
-  OPENBLAS_NUM_THREADS=1 mpiexec -n 4 bin/tensor3d "${t3d_shape[@]}" --tp-dims "$dims" \
-    --out "results/bench/tensor3d-${dims//,/x}.h5" | { grep -E 'volumes:' || true; }
-done
-.venv/bin/python analysis/run_table.py results/bench/tensor3d-{4x1x1,2x2x1,1x1x4}.h5
+echo "== bin/tensor3d on 4 ranks: [4,1,1] vs [2,2,1] vs [1,1,4], batch 32"
+bash bench/tensor3d_corners.sh
 
 echo
 echo "== bin/pipeline on 4 ranks: bubble vs micro-batches, GPipe vs 1F1B activation memory"

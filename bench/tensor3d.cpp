@@ -30,9 +30,13 @@ void print_report(const Tensor3dTrainer<T>& trainer, const Options& o, const Sha
                                         trainer.measured_bytes());
   std::printf("volumes: %s\n", equal ? "analytic == measured" : "analytic != measured");
   std::printf("memory per rank: weight shards %lld B (1/%d of the weights), vector slices "
-              "%lld B; peak %zu B\n",
+              "%lld B, depth scratch %lld B (%s); peak %zu B\n",
               (long long)trainer.weight_bytes(), shape.tensor_ranks(),
-              (long long)trainer.vector_bytes(), trainer.device().peak_bytes());
+              (long long)trainer.vector_bytes(), (long long)trainer.scratch_bytes(),
+              shape.depth == 1          ? "none at z = 1"
+              : overlap.cache_weights   ? "every layer's gathered block, cached, + dW"
+                                        : "largest block, shared by the layers",
+              trainer.device().peak_bytes());
 }
 
 template <typename T>

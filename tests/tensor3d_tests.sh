@@ -1,16 +1,25 @@
 #!/usr/bin/env bash
-# MPI tests of bin/tensor3d (AxoNN 3D tensor parallelism × data) on the CPU backend: fp64
-# --verify against serial (losses and final weights within 1e-10 relative) on the grids
-# [1,1,1] [2,1,1] [1,2,1] [1,1,2] [2,2,1] [1,2,2] [2,1,2] [2,2,2] [4,1,1] and [2,2,1] × dp 2
-# (8 ranks oversubscribed), each overlap flag on its own and all together, --block plain; every run's
-# measured bytes per collective kind and group must equal the program's analytic volumes
-# ("volumes: analytic == measured"), the expected groups must appear, and --cache-weights must
-# halve the depth all-gather. Grids the model does not divide fail on every rank with one line
-# each and exit 2, never hang. Ends with "N passed, N failed". TENSOR3D=path tests another build.
+# MPI tests of bin/tensor3d (AxoNN 3D tensor parallelism × data) on the CPU backend, fp64:
+# - --verify against serial (losses and final weights within 1e-10 relative) on [1,1,1] and on
+#   [2,1,1] [1,2,1] [1,1,2] [2,2,1] [2,1,2] [1,2,2] [2,2,2] and [2,2,1] × dp 2 (8 ranks
+#   oversubscribed) with every overlap flag off and with all four on; each flag on its own at
+#   [2,2,2] and [2,2,1] × dp 2; [1,1,4] with the ping-pong scratch flags; --block plain;
+# - every run's recorded bytes per collective kind, group, rank and iteration equal the
+#   analytic volumes, from the program (stdout) and recomputed from the HDF5 file
+#   (tests/check_tensor3d_volumes.py); the expected groups appear; --cache-weights halves the
+#   depth all-gather;
+# - peak memory minus the depth scratch the flags call for is the same with every flag set
+#   (the gathered-W and dW scratch are shared across layers);
+# - cross-scheme volumes: [G,1,1] equals bin/tensor1d --tp G and [1,1,G]'s all-gather and
+#   reduce-scatter equal bin/data --zero 3, once the stated embed/LayerNorm/classifier
+#   differences are taken out (G = 2, 4);
+# - grids the model does not divide fail on every rank with one line each and exit 2.
+# Ends with "N passed, N failed". TENSOR3D=path tests another build.
 set -u -o pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 
 bin=${TENSOR3D:-bin/tensor3d}
+python=.venv/bin/python
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export OPENBLAS_NUM_THREADS=1
@@ -18,39 +27,58 @@ passed=0
 failed=0
 ok() { echo "ok - $1"; passed=$((passed + 1)); }
 not_ok() { echo "not ok - $1: $2"; failed=$((failed + 1)); }
+if ! "$python" -c 'import h5py, numpy' 2>/dev/null; then
+  not_ok "python" "$python with h5py and numpy is needed for the HDF5 checks"
+  echo "$passed passed, $failed failed"
+  exit 1
+fi
 
 # S² = 36, H = 12, F = 24, B = 12 divide by 2 and 4 (B by dp·z = 4); the classifier's 10
 # outputs are padded to 3 × 4 on a group of 4.
 tiny=(--hidden 12 --layers 2 --image-size 6 --ffn-mult 2 --batch 12 --iters 3 --warmup 1
       --print-every 0 --eval-samples 12 --precision fp64)
+all=(--cache-weights --overlap-dx --defer-dw-reduce --prefetch-weights)
 
 ranks_of() {  # x,y,z [dp] -> x·y·z·dp
   local IFS=,
   read -r x y z <<<"$1"
   echo $((x * y * z * ${2:-1}))
 }
+h5_of() { echo "$tmp/$(tr -c 'A-Za-z0-9' _ <<<"$1").h5"; }  # a run's result file
 
-# run NAME DIMS DP ARGS...: trains with --verify; checks PASS and the volumes; keeps the log.
+# run NAME DIMS DP ARGS...: trains with --verify into $(h5_of NAME); checks PASS, the printed
+# and the HDF5 volumes; keeps the log as last.log.
 run() {
   local name=$1 dims=$2 dp=$3
   shift 3
-  local ranks log=$tmp/log
+  local ranks log=$tmp/log out why figure status=0
   ranks=$(ranks_of "$dims" "$dp")
-  if ! timeout 60 mpiexec -n "$ranks" "$bin" "${tiny[@]}" --tp-dims "$dims" --dp "$dp" "$@" \
-      --verify --out "$tmp/run.h5" >"$log" 2>&1; then
-    not_ok "$name" "exit status $? ($(tail -n 2 "$log" | tr '\n' ' '))"
+  out=$(h5_of "$name")
+  timeout 60 mpiexec -n "$ranks" "$bin" "${tiny[@]}" --tp-dims "$dims" --dp "$dp" "$@" \
+    --verify --out "$out" >"$log" 2>&1 || status=$?
+  if ((status != 0)); then
+    not_ok "$name" "exit status $status ($(tail -n 2 "$log" | tr '\n' ' '))"
     return 1
   fi
   cp "$log" "$tmp/last.log"
-  if ! grep -q "verify: PASS" "$log"; then
+  if ! grep -q "^verify: PASS" "$log"; then
     not_ok "$name" "$(grep 'verify:' "$log" | tail -n 1)"
+    return 1
+  fi
+  figure=$(grep -m1 '^verify: PASS' "$log" | grep -o 'relative error [^ ,]*')
+  if [[ -z $figure ]]; then
+    not_ok "$name" "the verify line names no error figure: $(grep -m1 '^verify: PASS' "$log")"
     return 1
   fi
   if ! grep -q "volumes: analytic == measured" "$log"; then
     not_ok "$name volumes" "$(grep -E 'DIFFERENT' "$log" | tr -s ' ' | tr '\n' ';')"
     return 1
   fi
-  ok "$name matches serial ($(grep -o 'relative error [^ ]*' "$log")), volumes equal analytic"
+  if ! why=$("$python" tests/check_tensor3d_volumes.py "$out"); then
+    not_ok "$name HDF5 volumes" "$why"
+    return 1
+  fi
+  ok "$name matches serial ($figure); printed and HDF5 volumes equal the formulas"
 }
 
 # measured BYTES of a collective kind in the last run's table ("" when absent).
@@ -68,6 +96,14 @@ expect_kinds() {
   if [[ -z $missing ]]; then ok "$name records $*"; else not_ok "$name groups" "missing$missing"; fi
 }
 
+# check NAME ARGS...: tests/check_tensor3d_volumes.py ARGS must pass.
+check() {
+  local name=$1 why
+  shift
+  if why=$("$python" tests/check_tensor3d_volumes.py "$@"); then ok "$name: $why"
+  else not_ok "$name" "$why"; fi
+}
+
 run "[1,1,1]" 1,1,1 1
 run "[2,1,1]" 2,1,1 1 && expect_kinds "[2,1,1]" allreduce:outer allgather:outer
 run "[1,2,1]" 1,2,1 1 && expect_kinds "[1,2,1]" allreduce:inner allgather:inner
@@ -79,7 +115,13 @@ run "[2,2,2]" 2,2,2 1 && expect_kinds "[2,2,2]" allreduce:inner allreduce:outer 
   allgather:depth reduce_scatter:depth allreduce:depth
 gather_plain=$(measured allgather:depth)
 run "[2,2,1] x dp 2" 2,2,1 2 && expect_kinds "[2,2,1] x dp 2" allreduce:data
-for flag in --cache-weights --overlap-dx --defer-dw-reduce --prefetch-weights; do
+
+# Every overlap flag on at each grid of the issue; each flag on its own at the 8-rank grids.
+for dims in 2,1,1 1,2,1 1,1,2 2,2,1 2,1,2 1,2,2 2,2,2; do
+  run "[$dims] every overlap flag" "$dims" 1 "${all[@]}"
+done
+run "[2,2,1] x dp 2 every overlap flag" 2,2,1 2 "${all[@]}"
+for flag in "${all[@]}"; do
   run "[2,2,2] $flag" 2,2,2 1 "$flag"
   if [[ $flag == --cache-weights ]]; then
     cached=$(measured allgather:depth)
@@ -89,15 +131,42 @@ for flag in --cache-weights --overlap-dx --defer-dw-reduce --prefetch-weights; d
       not_ok "--cache-weights volume" "allgather:depth $gather_plain -> $cached B"
     fi
   fi
+  run "[2,2,1] x dp 2 $flag" 2,2,1 2 "$flag"
 done
-all=(--cache-weights --overlap-dx --defer-dw-reduce --prefetch-weights)
-run "[2,2,2] every overlap flag" 2,2,2 1 "${all[@]}"
-run "[2,2,1] x dp 2 every overlap flag" 2,2,1 2 "${all[@]}"
-run "[4,1,1] (classifier padded to 3 x 4 outputs)" 4,1,1 1
+# Depth 4, six Linears: the shared gathered-W and dW buffers alternate between layers.
+run "[1,1,4]" 1,1,4 1
+run "[1,1,4] prefetch + deferred dW + overlapped dX" 1,1,4 1 --prefetch-weights \
+  --defer-dw-reduce --overlap-dx
+run "[4,1,1]" 4,1,1 1  # the classifier padded to 3 x 4 outputs
 run "[1,4,1] --block plain, 3 layers (classifier padded)" 1,4,1 1 --block plain --layers 3
 run "[2,1,2] --block plain, 3 layers" 2,1,2 1 --block plain --layers 3
 run "[1,2,2] --block plain, 3 layers, every overlap flag" 1,2,2 1 --block plain --layers 3 \
   "${all[@]}"
+
+# Memory: only the depth scratch depends on the flags, by exactly the shared-buffer formula.
+runs222=("$(h5_of "[2,2,2]")" "$(h5_of "[2,2,2] every overlap flag")")
+for flag in "${all[@]}"; do runs222+=("$(h5_of "[2,2,2] $flag")"); done
+check "[2,2,2] memory" memory "${runs222[@]}"
+check "[1,1,4] memory" memory "$(h5_of "[1,1,4]")" \
+  "$(h5_of "[1,1,4] prefetch + deferred dW + overlapped dX")"
+
+# Cross-scheme volumes on the same model (no --verify: only the bytes are compared).
+other() {  # other OUT RANKS PROGRAM ARGS...: a run of another scheme; fails loudly
+  local out=$1 ranks=$2 program=$3 status=0
+  shift 3
+  timeout 60 mpiexec -n "$ranks" "$program" "${tiny[@]}" "$@" --out "$out" \
+    >"$tmp/other.log" 2>&1 || status=$?
+  if ((status != 0)); then
+    not_ok "$program $*" "exit status $status ($(tail -n 2 "$tmp/other.log" | tr '\n' ' '))"
+    return 1
+  fi
+}
+for g in 2 4; do
+  other "$tmp/tensor1d-$g.h5" "$g" bin/tensor1d --tp "$g" &&
+    check "[$g,1,1] vs tensor1d --tp $g" vs-tensor1d "$(h5_of "[$g,1,1]")" "$tmp/tensor1d-$g.h5"
+  other "$tmp/zero3-$g.h5" "$g" bin/data --zero 3 &&
+    check "[1,1,$g] vs data --zero 3" vs-zero3 "$(h5_of "[1,1,$g]")" "$tmp/zero3-$g.h5"
+done
 
 # bad NAME RANKS PATTERN ARGS...: every rank prints one error line naming the problem; exit 2.
 bad() {

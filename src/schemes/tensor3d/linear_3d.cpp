@@ -8,12 +8,7 @@ Linear3d<T>::Linear3d(Device& device, Communicator& in, Communicator& out, Commu
     : device_(device), in_(in), out_(out), depth_(depth), overlap_(overlap),
       in_local_(in_features / in.size()), out_local_((out_features + out.size() - 1) / out.size()),
       block_(in_local_ * out_local_), shard_(block_ / depth.size()),
-      row0_(out.rank() * out_local_), col0_(in.rank() * in_local_) {
-  if (depth.size() > 1) {
-    full_weight_ = Buffer<T>(device, block_);
-    full_dweight_ = Buffer<T>(device, block_);
-  }
-}
+      row0_(out.rank() * out_local_), col0_(in.rank() * in_local_) {}
 
 template <typename T>
 void Linear3d<T>::bind(T* weight, T* dweight, T* bias, T* dbias) {
@@ -21,6 +16,12 @@ void Linear3d<T>::bind(T* weight, T* dweight, T* bias, T* dbias) {
   dweight_ = dweight;
   bias_ = bias;
   dbias_ = dbias;
+}
+
+template <typename T>
+void Linear3d<T>::use_scratch(T* gathered_weight, T* weight_grad_block) {
+  full_weight_ = gathered_weight;
+  full_dweight_ = weight_grad_block;
 }
 
 template <typename T>
@@ -32,7 +33,7 @@ void Linear3d<T>::set_neighbours(Linear3d* next, Linear3d* previous) {
 template <typename T>
 void Linear3d<T>::start_gather() {
   if (depth_.size() == 1 || gathered_ || gather_) return;
-  gather_ = depth_.all_gather_async(weight_, full_weight_.data(), shard_, data_type_of<T>());
+  gather_ = depth_.all_gather_async(weight_, full_weight_, shard_, data_type_of<T>());
 }
 
 template <typename T>
@@ -44,7 +45,7 @@ const T* Linear3d<T>::gathered_weight() {
     gather_.reset();
     gathered_ = true;
   }
-  return full_weight_.data();
+  return full_weight_;
 }
 
 template <typename T>
@@ -80,7 +81,7 @@ void Linear3d<T>::backward(const T* x, const T* dy, T* dx, int64_t rows) {
   }
   // dW = dyᵀ·x over this rank's rows; the depth ranks hold the other rows.
   finish_weight_gradient();  // the previous step's (or a deferred) reduce-scatter
-  T* dw = depth_.size() > 1 ? full_dweight_.data() : dweight_;
+  T* dw = depth_.size() > 1 ? full_dweight_ : dweight_;
   device_.gemm<T>(true, false, out_local_, in_local_, rows, T(1), dy, out_local_, x, in_local_,
                   T(0), dw, in_local_);
   device_.bias_grad<T>(dbias_, dy, rows, out_local_, false);

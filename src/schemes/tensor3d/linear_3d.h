@@ -11,6 +11,8 @@
 //   backward: all-gather W over depth again unless cached; dx = dy·W all-reduced over `out`
 //             (optionally overlapping the dW GEMM); dW = dyᵀ·x reduce-scattered over depth
 //             (optionally left pending until the caller finishes it); db = Σ_rows dy.
+// With G_d > 1 the full block and its dW live in scratch shared with the other layers
+// (DepthScratch, handed over by use_scratch before the first step).
 // When g_out does not divide out (the classifier's 10 classes), the blocks are padded to
 // ⌈out/g_out⌉ rows: padded rows and bias entries are zero and get zero gradients.
 // A group of one rank is never called.
@@ -38,10 +40,13 @@ class Linear3d {
   int64_t in_local() const { return in_local_; }
   int64_t out_local() const { return out_local_; }
   int64_t shard_elements() const { return shard_; }
+  int64_t block_elements() const { return block_; }  // out_local·in_local
   int64_t row0() const { return row0_; }  // the block's first global row (output)
   int64_t col0() const { return col0_; }  // the block's first global column (input)
   // Where its weight shard, bias slice and their gradients live.
   void bind(T* weight, T* dweight, T* bias, T* dbias);
+  // Where the gathered block and the full dW land (block_elements() each; G_d > 1 only).
+  void use_scratch(T* gathered_weight, T* weight_grad_block);
   // Layers to prefetch: next in forward order, previous in backward order (null: none).
   void set_neighbours(Linear3d* next, Linear3d* previous);
 
@@ -67,7 +72,8 @@ class Linear3d {
   T* dweight_ = nullptr;
   T* bias_ = nullptr;
   T* dbias_ = nullptr;
-  Buffer<T> full_weight_, full_dweight_;  // [out_local × in_local] (G_d > 1 only)
+  T* full_weight_ = nullptr;   // [out_local × in_local] scratch (G_d > 1 only)
+  T* full_dweight_ = nullptr;
   PendingComm gather_, reduce_;
   bool gathered_ = false;
   Linear3d* next_ = nullptr;

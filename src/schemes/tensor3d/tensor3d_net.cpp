@@ -152,6 +152,7 @@ Tensor3dNet<T>::Tensor3dNet(Device& device, Grid3d& grid, const ModelConfig& con
   for (size_t i = 0; i < linears_.size(); ++i)
     linears_[i]->set_neighbours(i + 1 < linears_.size() ? linears_[i + 1] : nullptr,
                                 i > 0 ? linears_[i - 1] : nullptr);
+  scratch_ = std::make_unique<DepthScratch<T>>(device, linears_, grid.depth().size(), overlap);
 
   const int64_t in_local = config.input_features() / grid.outer().size();
   inputs_ = Buffer<T>(device, max_rows * in_local);

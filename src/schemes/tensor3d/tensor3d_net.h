@@ -10,13 +10,15 @@
 // Parameters live in two flat buffers in FC_Net's tensor order: weight shards (1/(G_r·G_c·G_d)
 // of each W) and vector slices (biases, γ, β: 1/G of their features, replicated over the other
 // plane axis, depth and data). After backward, vector gradients are all-reduced over depth,
-// then every gradient over data.
+// then every gradient over data. With G_d > 1 the Linears share their gathered-W and dW
+// scratch (DepthScratch), so a rank holds its shards plus about one layer's full block.
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "src/data/batch_loader.h"
 #include "src/schemes/tensor2d/sliced_layernorm.h"
+#include "src/schemes/tensor3d/depth_scratch.h"
 #include "src/schemes/tensor3d/grid_3d.h"
 #include "src/schemes/tensor3d/linear_3d.h"
 
@@ -55,6 +57,7 @@ class Tensor3dNet {
   Buffer<T>& weight_grads() { return weight_grads_; }
   Buffer<T>& vectors() { return vectors_; }
   Buffer<T>& vector_grads() { return vector_grads_; }
+  int64_t scratch_bytes() const { return scratch_ ? scratch_->bytes() : 0; }
 
  private:
   struct Block {
@@ -85,6 +88,7 @@ class Tensor3dNet {
   Buffer<T> local_logits_, gathered_logits_, logits_, probs_, row_loss_, grad_logits_,
       local_grad_logits_, grad_a_, grad_b_;
   std::vector<T> staged_inputs_;
+  std::unique_ptr<DepthScratch<T>> scratch_;
   Linear3d<T>* deferred_ = nullptr;  // its dW reduce-scatter is still in flight
 };
 

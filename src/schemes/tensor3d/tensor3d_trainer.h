@@ -39,6 +39,8 @@ class Tensor3dTrainer : public Trainer {
   // Bytes of this rank's weight shards and vector slices.
   int64_t weight_bytes() const;
   int64_t vector_bytes() const;
+  // Bytes of the gathered-W and dW scratch the Linears share (0 at G_d = 1).
+  int64_t scratch_bytes() const { return net_.scratch_bytes(); }
 
  private:
   double sum_over_world(double local) const;

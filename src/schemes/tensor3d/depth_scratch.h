@@ -1,0 +1,44 @@
+#pragma once
+// The full weight blocks a depth group all-gathers and the full dW blocks it reduce-scatters
+// (G_d > 1 only). They live only while a layer computes, so the layers share them, sized for
+// the largest block:
+//   gathered W  one buffer; two with --prefetch-weights (the next layer's gather lands while
+//               this one's GEMMs read theirs); with --cache-weights one per layer instead,
+//               since every block is kept from forward to backward: Σ blocks, i.e.
+//               1/(G_r·G_c) of the weights, G_d times the shards the rank stores.
+//   dW          one buffer; two with --defer-dw-reduce (a layer's reduce-scatter still reads
+//               its block while the next layer in backward order computes into the other).
+// Consecutive layers take alternate buffers, so a buffer is rewritten only after the layer
+// before last is done with it; on the GPU every collective's launch is ordered after the
+// kernels already queued, so no extra synchronisation is needed.
+#include <cstdint>
+#include <vector>
+
+#include "src/buffer.h"
+#include "src/schemes/tensor3d/linear_3d.h"
+
+namespace mlps {
+
+// Elements of gathered-W and dW scratch for these blocks (each layer's out_local·in_local,
+// forward order); 0 when depth == 1. The program and the tests both use it.
+struct ScratchElements {
+  int64_t gathered = 0, weight_grads = 0;
+  int64_t total() const { return gathered + weight_grads; }
+};
+ScratchElements depth_scratch_elements(const std::vector<int64_t>& blocks, int depth,
+                                       const Overlap3d& overlap);
+
+template <typename T>
+class DepthScratch {
+ public:
+  // Allocates the buffers and hands layer l its gathered-W and dW buffers (use_scratch).
+  DepthScratch(Device& device, const std::vector<Linear3d<T>*>& linears, int depth,
+               const Overlap3d& overlap);
+  int64_t bytes() const { return bytes_; }
+
+ private:
+  std::vector<Buffer<T>> gathered_, weight_grads_;
+  int64_t bytes_ = 0;
+};
+
+}  // namespace mlps
