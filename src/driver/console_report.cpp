@@ -16,7 +16,12 @@ void print_settings_header(const RunContext& context, const Options& o,
   std::printf("mlpscale %s\n", context.program.c_str());
   std::printf("  scheme      %s, grid %s, %d rank%s\n", scheme.c_str(), grid.c_str(), context.size,
               context.size == 1 ? "" : "s");
-  std::printf("  device      %s, precision %s\n", device.c_str(), to_string(o.precision));
+  const bool mixed = storage_format(o.precision) != StorageFormat::full;
+  std::printf("  device      %s, precision %s%s%s\n", device.c_str(), to_string(o.precision),
+              mixed ? (o.fp32_grad_comm ? " (weight gradients on the wire in fp32)"
+                                        : " (16-bit values on the wire)")
+                    : "",
+              o.model.checkpoint_activations ? ", activation checkpointing" : "");
   std::printf("  model       FC_Net: image %lldx%lld, hidden %lld, %lld %s blocks (ffn %lld), "
               "%lld parameters\n",
               (long long)m.image_size, (long long)m.image_size, (long long)m.hidden,
