@@ -18,8 +18,16 @@ namespace {
 
 template <typename T>
 void print_report(const Tensor2dTrainer<T>& trainer, const Options& o, const GridShape& shape) {
-  print_comm_volumes(stdout, "rank 0", tensor2d_volumes(o.model, o.batch, shape, sizeof(T)),
-                     trainer.measured_bytes());
+  // With --inference the measured volumes are one forward pass's per batch. bf16/fp16 runs
+  // carry every payload in 16 bits, but the "data" group's in fp32 with --fp32-grad-comm.
+  const bool narrow = storage_format(o.precision) != StorageFormat::full;
+  const size_t wire = narrow ? 2 : sizeof(T);
+  auto volumes = tensor2d_volumes(o.model, o.batch, shape, wire, {}, o.inference);
+  if (narrow && o.fp32_grad_comm && volumes.count("allreduce:data"))
+    volumes["allreduce:data"] =
+        tensor2d_volumes(o.model, o.batch, shape, sizeof(float), {}, o.inference)
+            .at("allreduce:data");
+  print_comm_volumes(stdout, "rank 0", volumes, trainer.measured_bytes());
   const double q2 = static_cast<double>(shape.q) * shape.q;
   std::printf("memory per rank: parameter shards %lld B (weight blocks %lld B, about 1/%g of "
               "the weights), with gradients and optimizer state %lld B; peak %zu B\n",

@@ -16,9 +16,15 @@ largest part, to which reduce-scatters pad), rank r must record in every iterati
   allreduce:col       (sum of n + L*2*part(H, q, j))*e         (bias, gamma, beta parts)
   allreduce:data      every local parameter element * e        (only when D > 1)
 where L counts the residual blocks (0 for --block plain), and each group has q ranks (D for
-"data"). A rank's local parameter elements: for each Linear part(N, q, j)*part(K, q, i) weight
+"data"). e is 8 (fp64), 4 (fp32) or 2 (bf16, fp16: 16-bit payloads; "data" stays 4 with
+fp32-grad-comm). A rank's local parameter elements: for each Linear part(N, q, j)*part(K, q, i) weight
 and part(N, q, j) bias elements, and 2*part(H, q, j) per LayerNorm. At q = 1 only
 allreduce:data remains (a group of one rank communicates nothing).
+With "checkpoint-activations" every block's forward runs twice per step (the recompute before
+its backward; the embed and the classifier once): for each block Linear one more b*K*e on
+broadcast:row and n*K*e on broadcast:col, and L*q*2b*e more on allgather:row.
+With "inference" each batch is one forward pass: broadcast:row sum of b*K*e, broadcast:col
+sum of n*K*e, allgather:row as above, nothing else (at q = 1 nothing at all).
 Prints one line; exit status 1 on a mismatch.
 """
 import json
@@ -39,38 +45,52 @@ def ceil_div(a, b):
 
 def analytic(config, q, dp, d, i, j):
     """The volumes of the rank at replica d, grid row i, grid column j."""
-    e = 8 if config["precision"] == "fp64" else 4
+    # bf16/fp16 payloads travel in 16 bits; "data" in fp32 with fp32-grad-comm.
+    e = {"fp64": 8, "fp32": 4}.get(config["precision"], 2)
+    e_data = 4 if e == 2 and config.get("fp32-grad-comm") else e
     hidden, layers, classes = config["hidden"], config["layers"], 10
     features = config["image-size"] ** 2
     ffn = config["ffn-mult"] * hidden
     mlp = config["block"] == "mlp"
+    inference = config.get("inference", False)
+    # Forward passes of each block per step: the recompute adds one in training.
+    block_forwards = 2 if config.get("checkpoint-activations") and not inference else 1
     b = part(config["batch"], dp * q, d * q + i)
     linears = [(features, hidden)]
     for _ in range(layers):
         linears += [(hidden, ffn), (ffn, hidden)] if mlp else [(hidden, hidden)]
     linears.append((hidden, classes))
-    v = {"broadcast:row": 0, "broadcast:col": 0, "reduce_scatter:row": 0,
-         "reduce_scatter:col": 0}
+    v = {"broadcast:row": 0, "broadcast:col": 0}
+    if not inference:
+        v.update({"reduce_scatter:row": 0, "reduce_scatter:col": 0})
     data = {}
     vectors = 0
     weights = 0
     for index, (K, N) in enumerate(linears):
         k0, n = ceil_div(K, q), part(N, q, j)
-        v["broadcast:row"] += 2 * b * K * e
-        v["broadcast:col"] += (1 if index == 0 else 2) * n * K * e
-        if index > 0:
-            v["reduce_scatter:row"] += q * b * k0 * e
-        v["reduce_scatter:col"] += q * n * k0 * e
+        forwards = block_forwards if 0 < index < len(linears) - 1 else 1
+        v["broadcast:row"] += forwards * b * K * e
+        v["broadcast:col"] += forwards * n * K * e
         vectors += n
         weights += n * part(K, q, i)
+        if inference:
+            continue
+        v["broadcast:row"] += b * K * e  # X blocks for dW
+        if index > 0:
+            v["broadcast:col"] += n * K * e  # W blocks for dX
+            v["reduce_scatter:row"] += q * b * k0 * e
+        v["reduce_scatter:col"] += q * n * k0 * e
     norm_blocks = layers if mlp else 0
-    v["allgather:row"] = norm_blocks * q * 2 * b * e + q * b * ceil_div(classes, q) * e
+    v["allgather:row"] = (block_forwards * norm_blocks * q * 2 * b * e +
+                          q * b * ceil_div(classes, q) * e)
+    if inference:
+        return {} if q == 1 else v
     if norm_blocks:
         v["allreduce:row"] = norm_blocks * 2 * b * e
     vectors += norm_blocks * 2 * part(hidden, q, j)
     v["allreduce:col"] = vectors * e
     if dp > 1:
-        data["allreduce:data"] = (weights + vectors) * e
+        data["allreduce:data"] = (weights + vectors) * e_data
     return data if q == 1 else {**v, **data}
 
 

@@ -3,7 +3,8 @@
 // vectors once per grid row) with blocks of the rule's sizes, no padding, also where q divides
 // nothing, and keeps units contiguous; parts that would be empty are refused with the dimension
 // named; the analytic volumes add up over the grid to the model's sizes, and a 1 × 1 grid
-// communicates only over "data".
+// communicates only over "data"; checkpointing adds exactly the blocks' forward traffic once
+// more, and inference is the forward traffic alone.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -219,6 +220,67 @@ TEST(Tensor2dVolumes, UnevenVolumesAddUpToTheModelOverTheGrid) {
       << "3 rows against 2, each gathering the same moments and padded logit blocks";
   const auto replicas = tensor2d_volumes(model, batch * 2, {q, 2}, 8, {1, 2, 1});
   EXPECT_EQ(replicas.at("allreduce:data"), 8.0 * ShardLayout(model, q, 2, 1).total());
+}
+
+// The forward pass's share of a training step, from the per-Linear terms: the embed's and the
+// classifier's X and W broadcasts, and the blocks'; LayerNorm's moment all-gathers.
+TEST(Tensor2dVolumes, CheckpointingRepeatsTheBlocksForwardOnly) {
+  for (BlockKind block : {BlockKind::residual_mlp, BlockKind::plain})
+    for (int64_t hidden : {24, 10}) {
+      SCOPED_TRACE("H = " + std::to_string(hidden));
+      ModelConfig model = small_model(block);
+      model.hidden = hidden;
+      const int q = 3;
+      const int64_t batch = 14;
+      const GridPosition at{1, 2, 1};
+      const GridShape shape{q, 2};
+      const double e = 8;
+      const double b = static_cast<double>(part_size(batch, 2 * q, 1 * q + 2));
+      const auto stored = tensor2d_volumes(model, batch, shape, 8, at);
+      model.checkpoint_activations = true;
+      const auto rerun = tensor2d_volumes(model, batch, shape, 8, at);
+      const auto shapes = linear_shapes(model);
+      double row = 0, col = 0;
+      for (size_t l = 1; l + 1 < shapes.size(); ++l) {  // the blocks' Linears
+        row += b * static_cast<double>(shapes[l].in) * e;
+        col += static_cast<double>(part_size(shapes[l].out, q, at.column) * shapes[l].in) * e;
+      }
+      // Each residual block's LayerNorm all-gathers 2b moments from each of the q ranks.
+      const double norms =
+          block == BlockKind::residual_mlp ? static_cast<double>(model.layers) * q * 2 * b * e : 0;
+      ASSERT_EQ(rerun.size(), stored.size());
+      for (const auto& [kind, bytes] : stored) {
+        double extra = 0;
+        if (kind == "broadcast:row") extra = row;
+        if (kind == "broadcast:col") extra = col;
+        if (kind == "allgather:row") extra = norms;
+        EXPECT_EQ(rerun.at(kind), bytes + extra) << kind;
+      }
+      EXPECT_GT(row, 0);
+    }
+}
+
+TEST(Tensor2dVolumes, InferenceIsTheForwardTrafficAlone) {
+  for (bool checkpoint : {false, true}) {
+    ModelConfig model = small_model(BlockKind::residual_mlp);
+    model.hidden = 10;
+    model.checkpoint_activations = checkpoint;  // nothing to recompute without backward
+    const int q = 3;
+    const int64_t batch = 7;
+    const GridPosition at{0, 1, 2};
+    const auto inference = tensor2d_volumes(model, batch, {q, 2}, 8, at, true);
+    std::vector<std::string> kinds;
+    for (const auto& [kind, bytes] : inference) kinds.push_back(kind);
+    EXPECT_EQ(kinds, (std::vector<std::string>{"allgather:row", "broadcast:col", "broadcast:row"}));
+    // Training broadcasts X twice per Linear (forward, dW); forward alone once.
+    model.checkpoint_activations = false;
+    const auto training = tensor2d_volumes(model, batch, {q, 2}, 8, at);
+    EXPECT_EQ(2 * inference.at("broadcast:row"), training.at("broadcast:row"));
+    EXPECT_EQ(inference.at("allgather:row"), training.at("allgather:row"));
+    EXPECT_LT(inference.at("broadcast:col"), training.at("broadcast:col"));
+    EXPECT_TRUE(tensor2d_volumes(model, batch, {1, 4}, 8, {}, true).empty())
+        << "replicas exchange nothing when nothing is trained";
+  }
 }
 
 }  // namespace

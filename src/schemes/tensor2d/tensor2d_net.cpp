@@ -1,6 +1,7 @@
 #include "src/schemes/tensor2d/tensor2d_net.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "src/model/predicted_classes.h"
 #include "src/schemes/tensor2d/balanced_split.h"
@@ -18,7 +19,8 @@ Tensor2dNet<T>::Tensor2dNet(Device& device, Grid2d& grid, const ModelConfig& con
       local_classes_(part_size(config.classes, grid.q(), grid.column())),
       logit_block_(largest_part(config.classes, grid.q())),
       values_(device, layout_.total()), grads_(device, layout_.total()),
-      workspace_(device, config, grid.q(), max_rows) {
+      workspace_(device, config, grid.q(), max_rows),
+      block_scratch_(device, config, grid.q(), grid.column(), max_rows) {
   const int q = grid.q();
   values_.upload(layout_.initial_values<T>(seed));
   grads_.zero();
@@ -28,7 +30,8 @@ Tensor2dNet<T>::Tensor2dNet(Device& device, Grid2d& grid, const ModelConfig& con
                                             config.hidden);
   embed_->bind(layout_, "embed", v, g);
   for (int64_t l = 0; l < config.layers; ++l) {
-    blocks_.push_back(std::make_unique<Block2d<T>>(device, grid, workspace_, config, max_rows));
+    blocks_.push_back(std::make_unique<Block2d<T>>(device, grid, workspace_, block_scratch_,
+                                                   config, max_rows));
     blocks_.back()->bind(layout_, "block" + std::to_string(l), v, g);
   }
   classifier_ = std::make_unique<SummaLinear<T>>(device, grid, workspace_, config.hidden,
@@ -39,6 +42,10 @@ Tensor2dNet<T>::Tensor2dNet(Device& device, Grid2d& grid, const ModelConfig& con
   labels_ = Buffer<int32_t>(device, max_rows);
   for (int64_t l = 0; l <= config.layers; ++l)
     activations_.emplace_back(device, max_rows * local_hidden_);
+  const int64_t saved_sets =
+      config.checkpoint_activations ? std::min<int64_t>(config.layers, 1) : config.layers;
+  for (int64_t l = 0; l < saved_sets; ++l)
+    saved_.emplace_back(device, config, q, grid.column(), max_rows);
   // Sent padded to the largest block (an all-gather needs equal counts); the padding is never
   // read, zeroed only so that no uninitialised memory travels.
   local_logits_ = Buffer<T>(device, max_rows * logit_block_);
@@ -67,8 +74,7 @@ double Tensor2dNet<T>::forward(const HostBatch& batch) {
   device_.to_device(labels_.data(), batch.labels.data(), sizeof(int32_t) * rows);
 
   embed_->forward(inputs_.data(), activations_[0].data(), rows);
-  for (size_t l = 0; l < blocks_.size(); ++l)
-    blocks_[l]->forward(activations_[l].data(), activations_[l + 1].data(), rows);
+  for (size_t l = 0; l < blocks_.size(); ++l) forward_block(l, rows);
   classifier_->forward(activations_.back().data(), local_logits_.data(), rows);
 
   // Every rank of the grid row assembles the full logits of its samples: block p holds
@@ -95,7 +101,12 @@ double Tensor2dNet<T>::forward(const HostBatch& batch) {
 }
 
 template <typename T>
-void Tensor2dNet<T>::backward(int64_t rows, int64_t global_batch) {
+void Tensor2dNet<T>::forward_block(size_t l, int64_t rows) {
+  blocks_[l]->forward(activations_[l].data(), activations_[l + 1].data(), rows, saved_for(l));
+}
+
+template <typename T>
+void Tensor2dNet<T>::backward(int64_t rows, int64_t global_batch, PhaseTimer* timer) {
   const int64_t classes = config_.classes;
   const int64_t c = local_classes_;
   device_.softmax_xent_backward<T>(grad_logits_.data(), probs_.data(), labels_.data(), rows,
@@ -110,7 +121,15 @@ void Tensor2dNet<T>::backward(int64_t rows, int64_t global_batch) {
   classifier_->backward(activations_.back().data(), local_grad_logits_.data(), dy, rows);
   unit_done(last);
   for (size_t l = blocks_.size(); l-- > 0;) {
-    blocks_[l]->backward(activations_[l].data(), activations_[l + 1].data(), dy, dx, rows);
+    if (config_.checkpoint_activations) {
+      // Rewrites activations_[l + 1] with the values it holds (block l + 1's backward, its
+      // only other reader, is done) and refills the shared saved set.
+      std::optional<ScopedPhase> timed;
+      if (timer) timed.emplace(*timer, Phase::recompute);
+      forward_block(l, rows);
+    }
+    blocks_[l]->backward(activations_[l].data(), activations_[l + 1].data(), dy, dx, rows,
+                         saved_for(l));
     std::swap(dx, dy);
     unit_done(static_cast<int>(l) + 1);
   }

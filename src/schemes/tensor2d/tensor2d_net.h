@@ -11,10 +11,16 @@
 // (biases, γ, β) hold this rank's rows' sums and are all-reduced down the grid column ("col")
 // unit by unit as backward finishes each; with replicas, each unit's whole range is then
 // all-reduced over "data". A 1 × 1 grid communicates only over "data".
+// With config.checkpoint_activations the net keeps only the blocks' inputs (and the last
+// block's output, the classifier's input) from forward to backward: the blocks share one set
+// of saved activations, refilled by rerunning each block's forward (its LayerNorm all-gather
+// and SUMMA broadcasts included) right before its backward, timed as Phase::recompute. The
+// same kernels and collectives on the same inputs give bit-identical values.
 #include <memory>
 #include <vector>
 
 #include "src/data/batch_loader.h"
+#include "src/driver/phase_timer.h"
 #include "src/schemes/tensor2d/block_2d.h"
 
 namespace mlps {
@@ -31,7 +37,8 @@ class Tensor2dNet {
   // the q ranks of the grid row).
   double forward(const HostBatch& batch);
   // Backward of the mean loss over global_batch samples; on return every gradient is complete.
-  void backward(int64_t rows, int64_t global_batch);
+  // Checkpointing's recompute is timed on `timer` (null: untimed).
+  void backward(int64_t rows, int64_t global_batch, PhaseTimer* timer = nullptr);
   // Predicted class of each of the last forward pass's rows.
   std::vector<int32_t> predictions(int64_t rows) const;
 
@@ -48,6 +55,8 @@ class Tensor2dNet {
   // A unit's backward is done: start summing its vectors down the column; with replicas, the
   // unit before it (whose reduce-scatters are now complete) goes to the "data" all-reduce.
   void unit_done(int unit);
+  // Block l's forward from activations_[l] into activations_[l + 1] and its saved set.
+  void forward_block(size_t l, int64_t rows);
   void sync_over_replicas(UnitSync& sync);
   void finish_gradients();
 
@@ -59,12 +68,17 @@ class Tensor2dNet {
   int64_t logit_block_;  // c_0: the all-gathered logit blocks' (padded) width
   Buffer<T> values_, grads_;
   SummaWorkspace<T> workspace_;
+  Block2dScratch<T> block_scratch_;
   std::unique_ptr<SummaLinear<T>> embed_;
   std::vector<std::unique_ptr<Block2d<T>>> blocks_;
   std::unique_ptr<SummaLinear<T>> classifier_;
   Buffer<T> inputs_;
   Buffer<int32_t> labels_;
-  std::vector<Buffer<T>> activations_;  // L + 1 of [rows × H/q]
+  // L + 1 of [rows × h_j]: the blocks' inputs and the last block's output.
+  std::vector<Buffer<T>> activations_;
+  // One per block; with checkpointing one shared by all (saved_for(l)).
+  std::vector<Block2dActivations<T>> saved_;
+  Block2dActivations<T>& saved_for(size_t l) { return saved_[saved_.size() == 1 ? 0 : l]; }
   Buffer<T> local_logits_, gathered_logits_, logits_, probs_, row_loss_, grad_logits_,
       local_grad_logits_;
   Buffer<T> grad_a_, grad_b_;

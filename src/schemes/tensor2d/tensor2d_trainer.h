@@ -5,6 +5,9 @@
 // a mean over the global batch, so the summed gradients are serial's. Each rank keeps only its
 // shards of the parameters, their gradients and their Adam moments: weights about 1/q², vectors
 // (biases, γ, β) about 1/q.
+// evaluate() (inference and the per-epoch accuracy) runs the forward pass alone: only the
+// forward collectives, recorded as the batch's communication in inference mode (each
+// train_step and evaluate starts by dropping what the log holds from before it).
 
 #include "src/driver/trainer.h"
 #include "src/optim/optimizer.h"
@@ -26,7 +29,7 @@ class Tensor2dTrainer : public Trainer {
   std::string grid() const override { return grid_.describe(); }
   BatchSlice batch_slice(int64_t global_rows) const override;
   double train_step(const HostBatch& rows, int64_t global_batch, PhaseTimer& timer) override;
-  int64_t count_correct(const HostBatch& rows, int64_t global_rows) override;
+  Evaluation evaluate(const HostBatch& rows, int64_t global_rows) override;
   std::vector<NamedTensor> gather_parameters() override;
   int64_t parameter_count() const override { return parameter_count_; }
   double optimizer_bytes_per_step() const override { return optimizer_.bytes_per_step(); }
@@ -45,6 +48,9 @@ class Tensor2dTrainer : public Trainer {
 
  private:
   double sum_over_world(double local) const;
+  // Drops the log's totals and blocked time from before this step or evaluation (an earlier
+  // evaluation's during training).
+  void discard_untaken_comm();
 
   Device device_;
   Grid2d grid_;

@@ -15,6 +15,13 @@
 // (L_mlp: the residual_mlp blocks, 0 for --block plain; h = part_size(H, q, j).) The q
 // broadcasts of a step loop add up to the whole K whatever the split. At q = 1 only
 // allreduce:data remains: a group of one rank communicates nothing.
+// model.checkpoint_activations reruns every block's forward before its backward, adding per
+// step Σ_block linears b·K·e to broadcast:row and n·K·e to broadcast:col, and L_mlp·q·2b·e
+// to allgather:row (the embed and the classifier are not rerun).
+// e is the bytes an element takes on the wire (2 for bf16/fp16 payloads; the caller prices
+// "data" at 4 with --fp32-grad-comm).
+// inference: one evaluate() of a global batch of B rows, forward only: broadcast:row
+// Σ_linears b·K·e, broadcast:col Σ_linears n·K·e and allgather:row as above; nothing else.
 #include <cstddef>
 #include <map>
 #include <string>
@@ -30,6 +37,7 @@ struct GridPosition {
 
 std::map<std::string, double> tensor2d_volumes(const ModelConfig& model, int64_t global_batch,
                                                const GridShape& shape, size_t element_bytes,
-                                               const GridPosition& at = {});
+                                               const GridPosition& at = {},
+                                               bool inference = false);
 
 }  // namespace mlps
