@@ -1,8 +1,9 @@
 // bin/tensor3d: AxoNN-style 3D tensor parallelism (G_r × G_c × G_d = --tp-dims x,y,z), every
 // Linear's weight block depth-sharded and all-gathered when used, optionally × --dp
 // data-parallel replicas (AxoNN 4D). At the end rank 0 prints each layer's analytic collective
-// volumes (nccl-tests size and ring bytes sent), the totals beside the measured ones, and the
-// memory per rank.
+// volumes per training step (with --inference, per forward pass; with
+// --checkpoint-activations, the recompute's too) as nccl-tests size and ring bytes sent, the
+// totals beside the measured ones, and the memory per rank.
 #include <cstdio>
 
 #include "src/data/dataset.h"
@@ -19,12 +20,13 @@ namespace {
 template <typename T>
 void print_report(const Tensor3dTrainer<T>& trainer, const Options& o, const Shape3d& shape,
                   const Overlap3d& overlap) {
-  const auto layers =
-      tensor3d_layer_volumes(o.model, o.batch, shape, sizeof(T), overlap.cache_weights);
-  std::printf("analytic communication per layer and iteration (rank 0):\n");
-  std::printf("  %-16s %-22s %14s %14s\n", "layer", "collective", "size B", "ring sent B");
+  const auto layers = tensor3d_layer_volumes(o.model, o.batch, shape, sizeof(T),
+                                             overlap.cache_weights, o.inference);
+  std::printf("analytic communication per layer and %s (rank 0):\n",
+              o.inference ? "forward pass" : "training step");
+  std::printf("  %-28s %-22s %14s %14s\n", "layer", "collective", "size B", "ring sent B");
   for (const Volume3d& v : layers)
-    std::printf("  %-16s %-22s %14.0f %14.0f\n", v.layer.c_str(), v.kind.c_str(), v.bytes,
+    std::printf("  %-28s %-22s %14.0f %14.0f\n", v.layer.c_str(), v.kind.c_str(), v.bytes,
                 v.ring_bytes());
   const bool equal = print_comm_volumes(stdout, "rank 0", tensor3d_volumes(layers),
                                         trainer.measured_bytes());

@@ -54,12 +54,13 @@ for path in sys.argv[1:]:
         config = json.loads(f.attrs["config_json"])
         warmup = int(f.attrs["warmup_iterations"])
         grid = volumes.grid_of(f.attrs)
+        mode = str(f.attrs["mode"])
         step = median_of_slowest(f["timing/step"][()], warmup)
         exposed = median_of_slowest(f["timing/exposed_comm"][()], warmup)
         measured = {k: f["comm"][k]["bytes"][()] for k in f["comm"]}
         peak = int(f["memory/peak_bytes"][()].max())
     configs.append(config)
-    want = volumes.analytic(config, grid)
+    want = volumes.analytic(config, grid, mode=mode)
     sent = sum(volumes.ring_bytes(k, amount, group) for k, (amount, group) in want.items())
     equal = set(measured) == set(want) and all(np.all(measured[k] == want[k][0]) for k in want)
     flags = "all four" if config.get("cache-weights") else "off"

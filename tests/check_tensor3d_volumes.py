@@ -23,6 +23,12 @@ LayerNorm over the group g sharding its input: allgather 2*b*g*e, allreduce 2*b*
 allgather over the classifier's output group b*ceil(10/g)*g*e; vector gradients (biases, gamma,
 beta slices) allreduce:depth; with D > 1 allreduce:data of every local element. Groups of one
 rank communicate nothing.
+With "checkpoint-activations" in the config each block's forward runs again before its
+backward: its LayerNorm all-gather and each block Linear's forward all-reduce once more, and
+fc1's allgather:depth once more unless --cache-weights (the block's last Linear, fc2 or a
+plain block's fc, keeps the recompute's gathered W for its backward: no extra gather).
+A file whose attribute mode is "inference" holds forward passes alone: allgather:depth
+block*e once per Linear, the forward all-reduces, the LayerNorm all-gathers and the logits.
 Prints one line; exit status 1 on a mismatch.
 """
 import json
@@ -90,11 +96,16 @@ def sharded_linears(config, grid):
     return out
 
 
-def analytic(config, grid, cache_weights=None):
-    """{kind: (bytes per iteration and rank, group size)} with zero-byte kinds left out."""
+def analytic(config, grid, cache_weights=None, mode="train"):
+    """{kind: (bytes per iteration and rank, group size)} with zero-byte kinds left out;
+    mode "inference": one forward pass."""
     outer, inner, depth, dp = grid
     if cache_weights is None:
         cache_weights = bool(config.get("cache-weights", False))
+    train = mode == "train"
+    if not train and mode != "inference":
+        raise ValueError(f"mode '{mode}' is neither train nor inference")
+    recompute = train and bool(config.get("checkpoint-activations", False))
     e = element_bytes(config)
     b = config["batch"] // (dp * depth)
     h = config["hidden"]
@@ -108,22 +119,30 @@ def analytic(config, grid, cache_weights=None):
     vectors = weights = 0
     layers = sharded_linears(config, grid)
     for index, lin in enumerate(layers):
-        if lin["name"].endswith(".fc1"):  # the block's LayerNorm runs on fc1's input layout
+        name = lin["name"]
+        if name.endswith(".fc1"):  # the block's LayerNorm runs on fc1's input layout
             g = size[lin["in_axis"]]
-            add(f"allgather:{lin['in_axis']}", 2 * b * g * e)
-            add(f"allreduce:{lin['in_axis']}", 2 * b * e)
+            add(f"allgather:{lin['in_axis']}", 2 * b * g * e * (2 if recompute else 1))
+            if train:
+                add(f"allreduce:{lin['in_axis']}", 2 * b * e)
             vectors += 2 * (h // g)
-        add("allgather:depth", (1 if cache_weights else 2) * lin["block"] * e)
-        add(f"allreduce:{lin['in_axis']}", b * lin["n"] * e)
-        if index > 0:
+        rerun = recompute and name.startswith("block")
+        gathers = 2 if train and not cache_weights else 1
+        if rerun and not cache_weights and name.endswith(".fc1"):
+            gathers += 1
+        add("allgather:depth", gathers * lin["block"] * e)
+        add(f"allreduce:{lin['in_axis']}", b * lin["n"] * e * (2 if rerun else 1))
+        if train and index > 0:
             add(f"allreduce:{lin['out_axis']}", b * lin["k"] * e)
-        add("reduce_scatter:depth", lin["block"] * e)
+        if train:
+            add("reduce_scatter:depth", lin["block"] * e)
         vectors += lin["n"]
         weights += lin["block"] // depth
     g = lin["go"]
     add(f"allgather:{lin['out_axis']}", b * ceil_div(CLASSES, g) * g * e)
-    add("allreduce:depth", vectors * e)
-    add("allreduce:data", (vectors + weights) * e)
+    if train:
+        add("allreduce:depth", vectors * e)
+        add("allreduce:data", (vectors + weights) * e)
     return {kind: (amount, size[kind.split(":")[1]]) for kind, amount in v.items()}
 
 
@@ -148,7 +167,8 @@ def scratch_bytes(config, grid, flags):
 def check_volumes(path):
     attrs, config, comm, _ = read(path)
     grid = grid_of(attrs)
-    want = analytic(config, grid)
+    mode = str(attrs["mode"])
+    want = analytic(config, grid, mode=mode)
     problems = []
     if set(comm) != set(want):
         problems.append(f"kinds {sorted(comm)} != {sorted(want)}")
@@ -162,7 +182,9 @@ def check_volumes(path):
     if problems:
         print(f"{path}: " + "; ".join(problems))
         return 1
-    print("volumes equal the formulas on every rank and iteration (" +
+    recompute = mode == "train" and config.get("checkpoint-activations", False)
+    what = mode + (", checkpointed" if recompute else "")
+    print(f"{what} volumes equal the formulas on every rank and iteration (" +
           (", ".join(f"{k} {want[k][0]} B" for k in sorted(want)) or "no collectives") + ")")
     return 0
 

@@ -13,6 +13,14 @@
 # - cross-scheme volumes: [G,1,1] equals bin/tensor1d --tp G and [1,1,G]'s all-gather and
 #   reduce-scatter equal bin/data --zero 3, once the stated embed/LayerNorm/classifier
 #   differences are taken out (G = 2, 4);
+# - --checkpoint-activations, fp32 and fp64, at [2,2,1], [1,1,2] and [2,1,2] with every overlap
+#   flag (plus plain blocks with prefetched weights, and [1,1,4] with the ping-pong scratch, in
+#   fp64): --verify passes, the volumes (with the recompute's) equal the formulas, /train/loss is
+#   bitwise equal to the run without it, and only it records recompute time, on every rank;
+# - --inference --verify (fp64) at [2,2,1], [1,1,2] and [2,2,1] × dp 2: the batch losses match
+#   serial forward passes and the forward-only volumes equal the formulas; the checker rejects
+#   an inference file labelled a training run and a checkpointed one labelled not;
+# - checkpointing lowers the peak memory on every rank at [2,2,1] (H = 64, batch 64, 4 blocks);
 # - grids the model does not divide fail on every rank with one line each and exit 2.
 # Ends with "N passed, N failed". TENSOR3D=path tests another build.
 set -u -o pipefail
@@ -61,6 +69,7 @@ run() {
     return 1
   fi
   cp "$log" "$tmp/last.log"
+  cp "$log" "${out%.h5}.log"
   if ! grep -q "^verify: PASS" "$log"; then
     not_ok "$name" "$(grep 'verify:' "$log" | tail -n 1)"
     return 1
@@ -167,6 +176,109 @@ for g in 2 4; do
   other "$tmp/zero3-$g.h5" "$g" bin/data --zero 3 &&
     check "[1,1,$g] vs data --zero 3" vs-zero3 "$(h5_of "[1,1,$g]")" "$tmp/zero3-$g.h5"
 done
+
+# Activation checkpointing: the same run without and with it, each passing run's checks.
+same_run='
+import sys
+import h5py
+import numpy as np
+full, checkpointed = (h5py.File(p, "r") for p in sys.argv[1:3])
+a, b = full["train/loss"][()], checkpointed["train/loss"][()]
+problems = []
+if a.size == 0 or not np.array_equal(a, b):
+    problems.append(f"losses differ: {a.tolist()} vs {b.tolist()}")
+if np.any(full["timing/recompute"][()] != 0):
+    problems.append("recompute time without --checkpoint-activations")
+recompute = checkpointed["timing/recompute"][()]
+if not np.all(recompute.sum(axis=0) > 0):
+    problems.append("a rank records no recompute time with --checkpoint-activations")
+if problems:
+    sys.exit("; ".join(problems))
+print(f"{a.size} losses bitwise equal, recompute {1e3 * recompute.sum(axis=0).max():.2f} ms")
+'
+# checkpointing NAME DIMS DP ARGS...
+checkpointing() {
+  local name=$1 dims=$2 dp=$3 why
+  shift 3
+  local full=$name checkpointed="$name --checkpoint-activations"
+  run "$full" "$dims" "$dp" "$@" || return 1
+  run "$checkpointed" "$dims" "$dp" "$@" --checkpoint-activations || return 1
+  local a b
+  a=$(h5_of "$full")
+  b=$(h5_of "$checkpointed")
+  if ! why=$("$python" -c "$same_run" "$a" "$b" 2>&1); then
+    not_ok "$name: checkpointing bitwise" "$why"
+    return 1
+  fi
+  # The verdict's worst item (losses and final weights vs serial) is the same to the digit.
+  if [[ $(grep -m1 '^verify:' "${a%.h5}.log") != $(grep -m1 '^verify:' "${b%.h5}.log") ]]; then
+    not_ok "$name: checkpointing bitwise" "verify lines differ: $(grep -h -m1 '^verify:' \
+      "${a%.h5}.log" "${b%.h5}.log" | tr '\n' ' ')"
+    return 1
+  fi
+  ok "$name: --checkpoint-activations bitwise ($why)"
+}
+for precision in fp32 fp64; do
+  checkpointing "ckpt $precision [2,2,1]" 2,2,1 1 --precision "$precision"
+  checkpointing "ckpt $precision [1,1,2]" 1,1,2 1 --precision "$precision"
+  checkpointing "ckpt $precision [2,1,2] every overlap flag" 2,1,2 1 --precision "$precision" \
+    "${all[@]}"
+done
+checkpointing "ckpt [2,1,2] --block plain, 3 layers, prefetch" 2,1,2 1 --block plain \
+  --layers 3 --prefetch-weights
+checkpointing "ckpt [1,1,4] prefetch + deferred dW" 1,1,4 1 --prefetch-weights \
+  --defer-dw-reduce
+
+# Inference: forward passes only, against serial ones; the volumes of a forward pass.
+run "[2,2,1] --inference" 2,2,1 1 --inference
+run "[1,1,2] --inference" 1,1,2 1 --inference
+run "[2,2,1] x dp 2 --inference" 2,2,1 2 --inference
+
+# The checker tells the modes apart: relabelled files must fail it.
+relabel() {  # relabel IN OUT PYTHON: copies IN to OUT, then runs PYTHON on its attributes `a`
+  cp "$1" "$2" &&
+    "$python" -c "import h5py, json, sys; a = h5py.File(sys.argv[1], 'r+').attrs; $3" "$2"
+}
+for spec in "inference:[2,2,1] --inference:a['mode'] = 'train'" \
+  "checkpointing:ckpt fp64 [1,1,2] --checkpoint-activations:c = json.loads(a['config_json']); \
+c['checkpoint-activations'] = False; a['config_json'] = json.dumps(c)"; do
+  IFS=: read -r what source edit <<<"$spec"
+  if ! relabel "$(h5_of "$source")" "$tmp/relabelled.h5" "$edit"; then
+    not_ok "checker on a relabelled $what file" "cannot relabel $(h5_of "$source")"
+  elif why=$("$python" tests/check_tensor3d_volumes.py "$tmp/relabelled.h5"); then
+    not_ok "checker on a relabelled $what file" "passed: $why"
+  else
+    ok "checker rejects a relabelled $what file (${why:0:90}...)"
+  fi
+done
+
+# Checkpointing lowers the peak memory on every rank where activations matter.
+memory_args=(--hidden 64 --layers 4 --batch 64 --image-size 8 --ffn-mult 4 --eval-samples 64)
+lower_peak='
+import sys
+import h5py
+full, checkpointed = (h5py.File(p, "r")["memory/peak_bytes"][()] for p in sys.argv[1:3])
+pairs = ", ".join(f"{a} -> {b}" for a, b in zip(full, checkpointed))
+lower = len(full) == len(checkpointed) and all(b < a for a, b in zip(full, checkpointed))
+if len(full) == 0 or not lower:
+    sys.exit(f"peak bytes per rank not lower with checkpointing: {pairs}")
+print(f"peak bytes per rank {pairs}")
+'
+peak_ok=1
+for mode in full checkpointed; do
+  flag=()
+  [[ $mode == checkpointed ]] && flag=(--checkpoint-activations)
+  if ! timeout 60 mpiexec -n 4 "$bin" "${tiny[@]}" "${memory_args[@]}" --tp-dims 2,2,1 \
+    "${flag[@]}" --out "$tmp/memory-$mode.h5" >"$tmp/memory.log" 2>&1; then
+    not_ok "[2,2,1] memory run $mode" "$(tail -n 2 "$tmp/memory.log" | tr '\n' ' ')"
+    peak_ok=0
+  fi
+done
+if ((peak_ok)); then
+  if why=$("$python" -c "$lower_peak" "$tmp/memory-full.h5" "$tmp/memory-checkpointed.h5" 2>&1)
+  then ok "[2,2,1] H 64 batch 64: --checkpoint-activations lowers the peak ($why)"
+  else not_ok "[2,2,1] checkpointing memory" "$why"; fi
+fi
 
 # bad NAME RANKS PATTERN ARGS...: every rank prints one error line naming the problem; exit 2.
 bad() {

@@ -10,7 +10,9 @@
 //               its block while the next layer in backward order computes into the other).
 // Consecutive layers take alternate buffers, so a buffer is rewritten only after the layer
 // before last is done with it; on the GPU every collective's launch is ordered after the
-// kernels already queued, so no extra synchronisation is needed.
+// kernels already queued, so no extra synchronisation is needed. Activation checkpointing
+// keeps the rule: a block's recompute gathers fc1 then fc2 after the next block's backward is
+// done, and fc2 keeps its block for its backward, which runs next.
 #include <cstdint>
 #include <vector>
 

@@ -49,9 +49,9 @@ const T* Linear3d<T>::gathered_weight() {
 }
 
 template <typename T>
-void Linear3d<T>::forward(const T* x, T* y, int64_t rows) {
+void Linear3d<T>::forward(const T* x, T* y, int64_t rows, bool backward_next) {
   const T* w = gathered_weight();
-  if (overlap_.prefetch_weights && next_) next_->start_gather();
+  if (overlap_.prefetch_weights && next_ && !backward_next) next_->start_gather();
   device_.gemm<T>(false, true, rows, out_local_, in_local_, T(1), x, in_local_, w, in_local_,
                   T(0), y, out_local_);
   if (in_.size() > 1) {
@@ -60,7 +60,8 @@ void Linear3d<T>::forward(const T* x, T* y, int64_t rows) {
     sum->wait();
   }
   device_.bias_add<T>(y, bias_, rows, out_local_);
-  if (!overlap_.cache_weights) gathered_ = false;  // backward gathers again
+  // Backward gathers again, unless it comes next: nothing gathers into the scratch between.
+  if (!overlap_.cache_weights && !backward_next) gathered_ = false;
 }
 
 template <typename T>

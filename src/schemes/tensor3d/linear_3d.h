@@ -7,7 +7,9 @@
 // shards, of which the rank stores shard d (the bias slice of its out/g_out outputs is
 // replicated over in, depth and data).
 //   forward:  all-gather W over depth; y = x·Wᵀ on [rows × in/g_in]; all-reduce y over `in`;
-//             add the bias.
+//             add the bias. In activation checkpointing's recompute, the block's last Linear
+//             runs its backward right after its forward: that forward keeps the gathered W
+//             for it and prefetches nothing (the next layer's backward is already done).
 //   backward: all-gather W over depth again unless cached; dx = dy·W all-reduced over `out`
 //             (optionally overlapping the dW GEMM); dW = dyᵀ·x reduce-scattered over depth
 //             (optionally left pending until the caller finishes it); db = Σ_rows dy.
@@ -43,6 +45,7 @@ class Linear3d {
   int64_t block_elements() const { return block_; }  // out_local·in_local
   int64_t row0() const { return row0_; }  // the block's first global row (output)
   int64_t col0() const { return col0_; }  // the block's first global column (input)
+  Communicator& in_group() const { return in_; }
   // Where its weight shard, bias slice and their gradients live.
   void bind(T* weight, T* dweight, T* bias, T* dbias);
   // Where the gathered block and the full dW land (block_elements() each; G_d > 1 only).
@@ -52,7 +55,8 @@ class Linear3d {
 
   // Weights changed (a new step): the gathered copy is stale.
   void invalidate() { gathered_ = false; }
-  void forward(const T* x, T* y, int64_t rows);
+  // backward_next: this layer's backward follows at once (see above).
+  void forward(const T* x, T* y, int64_t rows, bool backward_next = false);
   // dx may be null (the embed: no input gradient).
   void backward(const T* x, const T* dy, T* dx, int64_t rows);
   // Waits for a deferred dW reduce-scatter (no-op when none is pending).

@@ -1,6 +1,7 @@
 #include "src/schemes/tensor3d/tensor3d_net.h"
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 
 #include "src/model/fc_net.h"
@@ -43,8 +44,8 @@ std::unique_ptr<Linear3d<T>> Tensor3dNet<T>::make_linear(const std::string& name
 }
 
 template <typename T>
-void Tensor3dNet<T>::add_vector(const std::string& name, int64_t features,
-                                Communicator& group) {
+int64_t Tensor3dNet<T>::add_vector(const std::string& name, int64_t features,
+                                   Communicator& group) {
   LocalTensor v;
   v.name = name;
   v.rows = 1;
@@ -57,6 +58,7 @@ void Tensor3dNet<T>::add_vector(const std::string& name, int64_t features,
   v.owner = grid_.replica() == 0 && grid_.d() == 0 && first_of_others;
   vector_count_ += v.count;
   tensors_.push_back(v);
+  return v.offset;
 }
 
 template <typename T>
@@ -64,6 +66,7 @@ Tensor3dNet<T>::Tensor3dNet(Device& device, Grid3d& grid, const ModelConfig& con
                             int64_t max_rows, uint64_t seed, const Overlap3d& overlap)
     : device_(device), grid_(grid), config_(config), overlap_(overlap) {
   const int64_t h = config.hidden, f = config.ffn_hidden();
+  int64_t grad_normed_elements = 0, grad_inner_elements = 0;
   ShardAxis axis = ShardAxis::outer;  // the pixels
   embed_ = make_linear("embed", axis, config.input_features(), h);
   axes_.push_back(axis);
@@ -72,24 +75,28 @@ Tensor3dNet<T>::Tensor3dNet(Device& device, Grid3d& grid, const ModelConfig& con
     Block b;
     if (config.block == BlockKind::plain) {
       b.fc1 = make_linear(name + ".fc", axis, h, h);
-      b.grad_inner = Buffer<T>(device, max_rows * (h / grid.axis(axis).size()));
     } else {
       Communicator& group = grid.axis(axis);
-      b.norm = std::make_unique<SlicedLayerNorm<T>>(device, group, h, max_rows);
-      add_vector(name + ".norm.weight", h, group);
-      add_vector(name + ".norm.bias", h, group);
-      b.normed = Buffer<T>(device, max_rows * (h / group.size()));
-      b.grad_normed = Buffer<T>(device, max_rows * (h / group.size()));
+      b.gamma = add_vector(name + ".norm.weight", h, group);
+      b.beta = add_vector(name + ".norm.bias", h, group);
       b.fc1 = make_linear(name + ".fc1", axis, h, f);
-      b.inner = Buffer<T>(device, max_rows * (f / grid.axis(axis).size()));
-      b.grad_inner = Buffer<T>(device, max_rows * (f / grid.axis(axis).size()));
       b.fc2 = make_linear(name + ".fc2", axis, f, h);
+      if (!config.checkpoint_activations) b.saved = make_saved(b, max_rows);
     }
+    grad_normed_elements = std::max(grad_normed_elements, max_rows * b.fc1->in_local());
+    grad_inner_elements = std::max(grad_inner_elements, max_rows * b.fc1->out_local());
     blocks_.push_back(std::move(b));
     axes_.push_back(axis);
   }
   classifier_ = make_linear("classifier", axis, h, config.classes);
   logits_axis_ = axis;
+  // Residual blocks map the inner axis to itself, so one Saved fits all of them.
+  if (config.checkpoint_activations && config.block == BlockKind::residual_mlp &&
+      !blocks_.empty())
+    shared_ = make_saved(blocks_.front(), max_rows);
+  if (config.block == BlockKind::residual_mlp)
+    grad_normed_ = Buffer<T>(device, grad_normed_elements);
+  grad_inner_ = Buffer<T>(device, grad_inner_elements);
 
   // FC_Net's ids, names and shapes, in its order (no parameter memory is allocated).
   FcNet<T> reference(device, config, 1, ParameterStorage::external);
@@ -139,12 +146,7 @@ Tensor3dNet<T>::Tensor3dNet(Device& device, Grid3d& grid, const ModelConfig& con
   };
   bind_linear(*embed_);
   for (Block& b : blocks_) {
-    if (b.norm) {
-      const LocalTensor& g = tensors_[t++];
-      const LocalTensor& be = tensors_[t++];
-      b.norm->bind(vectors_.data() + g.offset, vectors_.data() + be.offset,
-                   vector_grads_.data() + g.offset, vector_grads_.data() + be.offset);
-    }
+    if (b.fc2) t += 2;  // γ, β: bound to a LayerNorm where one is used (saved_of)
     bind_linear(*b.fc1);
     if (b.fc2) bind_linear(*b.fc2);
   }
@@ -172,6 +174,43 @@ Tensor3dNet<T>::Tensor3dNet(Device& device, Grid3d& grid, const ModelConfig& con
 }
 
 template <typename T>
+typename Tensor3dNet<T>::Saved Tensor3dNet<T>::make_saved(const Block& b, int64_t max_rows) {
+  Saved s;
+  s.norm = std::make_unique<SlicedLayerNorm<T>>(device_, b.fc1->in_group(), config_.hidden,
+                                                max_rows);
+  s.normed = Buffer<T>(device_, max_rows * b.fc1->in_local());
+  s.inner = Buffer<T>(device_, max_rows * b.fc1->out_local());
+  return s;
+}
+
+template <typename T>
+typename Tensor3dNet<T>::Saved& Tensor3dNet<T>::saved_of(Block& b) {
+  Saved& s = config_.checkpoint_activations ? shared_ : b.saved;
+  s.norm->bind(vectors_.data() + b.gamma, vectors_.data() + b.beta,
+               vector_grads_.data() + b.gamma, vector_grads_.data() + b.beta);
+  return s;
+}
+
+template <typename T>
+void Tensor3dNet<T>::forward_block(size_t l, int64_t rows, bool recompute) {
+  Block& b = blocks_[l];
+  const T* x = activations_[l].data();
+  T* y = activations_[l + 1].data();  // a recompute rewrites it with the same values
+  // In a recompute the block's last Linear goes straight on to its backward.
+  if (!b.fc2) {
+    b.fc1->forward(x, y, rows, recompute);
+    device_.relu_forward<T>(y, y, rows * b.fc1->out_local());
+    return;
+  }
+  Saved& s = saved_of(b);
+  s.norm->forward(x, s.normed.data(), rows);
+  b.fc1->forward(s.normed.data(), s.inner.data(), rows);
+  device_.relu_forward<T>(s.inner.data(), s.inner.data(), rows * b.fc1->out_local());
+  b.fc2->forward(s.inner.data(), y, rows, recompute);
+  device_.residual_add<T>(y, y, x, rows * b.fc2->out_local());
+}
+
+template <typename T>
 double Tensor3dNet<T>::forward(const HostBatch& batch) {
   const int64_t rows = batch.rows, classes = config_.classes;
   for (Linear3d<T>* layer : linears_) layer->invalidate();
@@ -185,21 +224,7 @@ double Tensor3dNet<T>::forward(const HostBatch& batch) {
   device_.to_device(labels_.data(), batch.labels.data(), sizeof(int32_t) * rows);
 
   embed_->forward(inputs_.data(), activations_[0].data(), rows);
-  for (size_t l = 0; l < blocks_.size(); ++l) {
-    Block& b = blocks_[l];
-    const T* x = activations_[l].data();
-    T* y = activations_[l + 1].data();
-    if (!b.norm) {
-      b.fc1->forward(x, y, rows);
-      device_.relu_forward<T>(y, y, rows * b.fc1->out_local());
-      continue;
-    }
-    b.norm->forward(x, b.normed.data(), rows);
-    b.fc1->forward(b.normed.data(), b.inner.data(), rows);
-    device_.relu_forward<T>(b.inner.data(), b.inner.data(), rows * b.fc1->out_local());
-    b.fc2->forward(b.inner.data(), y, rows);
-    device_.residual_add<T>(y, y, x, rows * b.fc2->out_local());
-  }
+  for (size_t l = 0; l < blocks_.size(); ++l) forward_block(l, rows, false);
   classifier_->forward(activations_.back().data(), local_logits_.data(), rows);
 
   Communicator& group = grid_.axis(logits_axis_);
@@ -231,7 +256,27 @@ void Tensor3dNet<T>::linear_backward(Linear3d<T>& layer, const T* x, const T* dy
 }
 
 template <typename T>
-void Tensor3dNet<T>::backward(int64_t rows, int64_t global_batch) {
+void Tensor3dNet<T>::backward_block(size_t l, const T* dy, T* dx, int64_t rows) {
+  Block& b = blocks_[l];
+  const T* x = activations_[l].data();
+  T* grad_inner = grad_inner_.data();
+  if (!b.fc2) {
+    device_.relu_backward<T>(grad_inner, dy, activations_[l + 1].data(),
+                             rows * b.fc1->out_local());
+    linear_backward(*b.fc1, x, grad_inner, dx, rows);
+    return;
+  }
+  Saved& s = saved_of(b);
+  T* grad_normed = grad_normed_.data();
+  linear_backward(*b.fc2, s.inner.data(), dy, grad_inner, rows);
+  device_.relu_backward<T>(grad_inner, grad_inner, s.inner.data(), rows * b.fc1->out_local());
+  linear_backward(*b.fc1, s.normed.data(), grad_inner, grad_normed, rows);
+  s.norm->backward(x, grad_normed, dx, rows);
+  device_.residual_add<T>(dx, dx, dy, rows * b.fc2->out_local());
+}
+
+template <typename T>
+void Tensor3dNet<T>::backward(int64_t rows, int64_t global_batch, PhaseTimer* timer) {
   const int64_t classes = config_.classes;
   Communicator& group = grid_.axis(logits_axis_);
   const int64_t c = (classes + group.size() - 1) / group.size();
@@ -245,21 +290,12 @@ void Tensor3dNet<T>::backward(int64_t rows, int64_t global_batch) {
   T* dx = grad_b_.data();
   linear_backward(*classifier_, activations_.back().data(), local_grad_logits_.data(), dy, rows);
   for (size_t l = blocks_.size(); l-- > 0;) {
-    Block& b = blocks_[l];
-    const T* x = activations_[l].data();
-    const T* y = activations_[l + 1].data();
-    if (!b.norm) {
-      T* pre = b.grad_inner.data();
-      device_.relu_backward<T>(pre, dy, y, rows * b.fc1->out_local());
-      linear_backward(*b.fc1, x, pre, dx, rows);
-    } else {
-      linear_backward(*b.fc2, b.inner.data(), dy, b.grad_inner.data(), rows);
-      device_.relu_backward<T>(b.grad_inner.data(), b.grad_inner.data(), b.inner.data(),
-                               rows * b.fc1->out_local());
-      linear_backward(*b.fc1, b.normed.data(), b.grad_inner.data(), b.grad_normed.data(), rows);
-      b.norm->backward(x, b.grad_normed.data(), dx, rows);
-      device_.residual_add<T>(dx, dx, dy, rows * b.fc2->out_local());
+    if (config_.checkpoint_activations) {
+      std::optional<ScopedPhase> timed;
+      if (timer) timed.emplace(*timer, Phase::recompute);
+      forward_block(l, rows, true);
     }
+    backward_block(l, dy, dx, rows);
     std::swap(dx, dy);
   }
   linear_backward(*embed_, inputs_.data(), dy, nullptr, rows);

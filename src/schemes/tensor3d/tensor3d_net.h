@@ -12,11 +12,18 @@
 // plane axis, depth and data). After backward, vector gradients are all-reduced over depth,
 // then every gradient over data. With G_d > 1 the Linears share their gathered-W and dW
 // scratch (DepthScratch), so a rank holds its shards plus about one layer's full block.
+// A residual block's backward reads LayerNorm's row statistics, the normalised input and fc1's
+// activated output (Saved): each block keeps its own, or with config.checkpoint_activations
+// the blocks keep only their inputs (the activations between blocks) and share one Saved,
+// refilled by rerunning the block's forward (the same kernels and collectives on the same
+// inputs: bit-identical) right before its backward. The backward's gradient scratch is shared
+// by the blocks either way.
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "src/data/batch_loader.h"
+#include "src/driver/phase_timer.h"
 #include "src/schemes/tensor2d/sliced_layernorm.h"
 #include "src/schemes/tensor3d/depth_scratch.h"
 #include "src/schemes/tensor3d/grid_3d.h"
@@ -47,7 +54,8 @@ class Tensor3dNet {
   // This plane's samples (all S² features of each); returns Σ of their losses.
   double forward(const HostBatch& batch);
   // Backward of the mean loss over global_batch samples; on return every gradient is complete.
-  void backward(int64_t rows, int64_t global_batch);
+  // The checkpointing recompute is timed as Phase::recompute on timer (null: untimed).
+  void backward(int64_t rows, int64_t global_batch, PhaseTimer* timer);
   std::vector<int32_t> predictions(int64_t rows) const;
 
   const std::vector<LocalTensor>& tensors() const { return tensors_; }
@@ -60,14 +68,24 @@ class Tensor3dNet {
   int64_t scratch_bytes() const { return scratch_ ? scratch_->bytes() : 0; }
 
  private:
+  struct Saved {
+    std::unique_ptr<SlicedLayerNorm<T>> norm;  // holds the row statistics
+    Buffer<T> normed, inner;
+  };
   struct Block {
-    std::unique_ptr<SlicedLayerNorm<T>> norm;  // residual_mlp only
-    std::unique_ptr<Linear3d<T>> fc1, fc2;     // plain: fc1 only
-    Buffer<T> normed, inner, grad_normed, grad_inner;
+    std::unique_ptr<Linear3d<T>> fc1, fc2;  // plain: fc1 only
+    int64_t gamma = 0, beta = 0;            // residual: LayerNorm's offsets in vectors_
+    Saved saved;                            // residual without checkpointing
   };
   std::unique_ptr<Linear3d<T>> make_linear(const std::string& name, ShardAxis& axis,
                                            int64_t in, int64_t out);
-  void add_vector(const std::string& name, int64_t features, Communicator& group);
+  int64_t add_vector(const std::string& name, int64_t features, Communicator& group);
+  Saved make_saved(const Block& b, int64_t max_rows);
+  // The block's Saved, its LayerNorm bound to the block's γ and β.
+  Saved& saved_of(Block& b);
+  // recompute: checkpointing's rerun, right before the block's backward.
+  void forward_block(size_t l, int64_t rows, bool recompute);
+  void backward_block(size_t l, const T* dy, T* dx, int64_t rows);
   void linear_backward(Linear3d<T>& layer, const T* x, const T* dy, T* dx, int64_t rows);
 
   Device& device_;
@@ -84,7 +102,9 @@ class Tensor3dNet {
   Buffer<T> weights_, weight_grads_, vectors_, vector_grads_;
   Buffer<T> inputs_;
   Buffer<int32_t> labels_;
-  std::vector<Buffer<T>> activations_;
+  std::vector<Buffer<T>> activations_;  // the embed's and each block's output
+  Saved shared_;                        // checkpointing: every block's, one at a time
+  Buffer<T> grad_normed_, grad_inner_;  // one block's backward at a time
   Buffer<T> local_logits_, gathered_logits_, logits_, probs_, row_loss_, grad_logits_,
       local_grad_logits_, grad_a_, grad_b_;
   std::vector<T> staged_inputs_;

@@ -44,6 +44,7 @@ double Tensor3dTrainer<T>::sum_over_world(double local) const {
 template <typename T>
 double Tensor3dTrainer<T>::train_step(const HostBatch& rows, int64_t global_batch,
                                       PhaseTimer& timer) {
+  discard_untaken_comm();
   double loss_sum = 0;
   {
     ScopedPhase phase(timer, Phase::forward);
@@ -51,7 +52,7 @@ double Tensor3dTrainer<T>::train_step(const HostBatch& rows, int64_t global_batc
   }
   {
     ScopedPhase phase(timer, Phase::backward);
-    net_.backward(rows.rows, global_batch);
+    net_.backward(rows.rows, global_batch, &timer);
   }
   {
     ScopedPhase phase(timer, Phase::optimizer);
@@ -63,17 +64,25 @@ double Tensor3dTrainer<T>::train_step(const HostBatch& rows, int64_t global_batc
 }
 
 template <typename T>
-int64_t Tensor3dTrainer<T>::count_correct(const HostBatch& rows, int64_t /*global_rows*/) {
-  net_.forward(rows);
-  int64_t correct = 0;
+Evaluation Tensor3dTrainer<T>::evaluate(const HostBatch& rows, int64_t /*global_rows*/) {
+  discard_untaken_comm();  // this pass's traffic is --inference's iteration
+  // Every rank runs the forward pass, rows or none: the depth all-gathers span the planes.
+  const double loss_sum = net_.forward(rows);
+  // Every rank of a plane holds the same samples: (r, c) = (0, 0) speaks for them.
+  double totals[2] = {0, 0};  // Σ loss, correct predictions
   if (grid_.r() == 0 && grid_.c() == 0) {
+    totals[0] = loss_sum;
     const auto predicted = net_.predictions(rows.rows);
-    for (int64_t r = 0; r < rows.rows; ++r) correct += predicted[r] == rows.labels[r];
+    for (int64_t r = 0; r < rows.rows; ++r) totals[1] += predicted[r] == rows.labels[r];
   }
-  // Evaluation traffic is not part of any training iteration.
+  MPI_Allreduce(MPI_IN_PLACE, totals, 2, MPI_DOUBLE, MPI_SUM, grid_.world());
+  return {static_cast<int64_t>(totals[1]), totals[0]};
+}
+
+template <typename T>
+void Tensor3dTrainer<T>::discard_untaken_comm() {
   grid_.log().take_totals();
   grid_.log().take_blocked_seconds();
-  return static_cast<int64_t>(sum_over_world(static_cast<double>(correct)));
 }
 
 template <typename T>

@@ -2,7 +2,9 @@
 // bin/tensor3d's scheme: AxoNN 3D tensor parallelism (Tensor3dNet on a G_r × G_c × G_d grid)
 // × D data-parallel replicas. Replica p, depth d trains on rows [(p·G_d + d)·B/(D·G_d), ...)
 // of the global batch (every rank of its inner × outer plane loads them); the loss is a mean
-// over the global batch, so the summed gradients are serial's.
+// over the global batch, so the summed gradients are serial's. evaluate runs the same forward
+// pass alone (its collectives are --inference's iteration; between training steps they are
+// dropped); each plane's (r, c) = (0, 0) rank counts its samples' loss and predictions.
 #include <map>
 
 #include "src/driver/comm_volume_report.h"
@@ -25,7 +27,7 @@ class Tensor3dTrainer : public Trainer {
   std::string grid() const override { return grid_.describe(); }
   BatchSlice batch_slice(int64_t global_rows) const override;
   double train_step(const HostBatch& rows, int64_t global_batch, PhaseTimer& timer) override;
-  int64_t count_correct(const HostBatch& rows, int64_t global_rows) override;
+  Evaluation evaluate(const HostBatch& rows, int64_t global_rows) override;
   std::vector<NamedTensor> gather_parameters() override;
   int64_t parameter_count() const override { return parameter_count_; }
   double optimizer_bytes_per_step() const override { return optimizer_.bytes_per_step(); }
@@ -44,6 +46,8 @@ class Tensor3dTrainer : public Trainer {
 
  private:
   double sum_over_world(double local) const;
+  // Drops communication no iteration took (an evaluation's between training steps).
+  void discard_untaken_comm();
 
   Device device_;
   Grid3d grid_;

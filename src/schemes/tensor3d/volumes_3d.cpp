@@ -10,9 +10,10 @@ double Volume3d::ring_bytes() const {
 
 std::vector<Volume3d> tensor3d_layer_volumes(const ModelConfig& model, int64_t global_batch,
                                              const Shape3d& shape, size_t element_bytes,
-                                             bool cache_weights) {
+                                             bool cache_weights, bool inference) {
   const double e = static_cast<double>(element_bytes);
   const double b = static_cast<double>(global_batch) / (int64_t{shape.dp} * shape.depth);
+  const bool train = !inference, recompute = train && model.checkpoint_activations;
   std::vector<Volume3d> out;
   auto add = [&](const std::string& layer, const std::string& kind, int n, double bytes) {
     if (n > 1) out.push_back({layer, kind, n, bytes});
@@ -22,40 +23,53 @@ std::vector<Volume3d> tensor3d_layer_volumes(const ModelConfig& model, int64_t g
   auto flip = [](ShardAxis a) { return a == ShardAxis::inner ? ShardAxis::outer : ShardAxis::inner; };
   double vectors = 0, weights = 0;
   ShardAxis axis = ShardAxis::outer;  // the pixels
-  auto linear = [&](const std::string& name, int64_t in, int64_t outf, bool has_dx) {
+  // in_block: rerun by the recompute; last: the block's last Linear (its gather is reused).
+  auto linear = [&](const std::string& name, int64_t in, int64_t outf, bool has_dx,
+                    bool in_block, bool last) {
     const ShardAxis out_axis = flip(axis);
     const int gi = size_of(axis), go = size_of(out_axis);
     const int64_t out_local = (outf + go - 1) / go;  // the classifier's blocks are padded
     const double block = static_cast<double>(out_local) * static_cast<double>(in / gi);
-    add(name, "allgather:depth", shape.depth, block * e * (cache_weights ? 1 : 2));
-    add(name, std::string("allreduce:") + name_of(axis), gi, b * out_local * e);
-    if (has_dx) add(name, std::string("allreduce:") + name_of(out_axis), go, b * (in / gi) * e);
-    add(name, "reduce_scatter:depth", shape.depth, block * e);
+    const std::string sum_in = std::string("allreduce:") + name_of(axis);
+    add(name, "allgather:depth", shape.depth, block * e * (train && !cache_weights ? 2 : 1));
+    add(name, sum_in, gi, b * out_local * e);
+    if (train && has_dx)
+      add(name, std::string("allreduce:") + name_of(out_axis), go, b * (in / gi) * e);
+    if (train) add(name, "reduce_scatter:depth", shape.depth, block * e);
+    if (recompute && in_block) {
+      const std::string rerun = name + " (recompute)";
+      if (!cache_weights && !last) add(rerun, "allgather:depth", shape.depth, block * e);
+      add(rerun, sum_in, gi, b * out_local * e);
+    }
     weights += block / shape.depth;
     vectors += static_cast<double>(out_local);
     axis = out_axis;
   };
   const int64_t h = model.hidden, f = model.ffn_hidden();
-  linear("embed", model.input_features(), h, false);
+  linear("embed", model.input_features(), h, false, false, false);
   for (int64_t l = 0; l < model.layers; ++l) {
     const std::string name = "block" + std::to_string(l);
     if (model.block == BlockKind::plain) {
-      linear(name + ".fc", h, h, true);
+      linear(name + ".fc", h, h, true, true, true);
       continue;
     }
     const int g = size_of(axis);
-    add(name + ".norm", std::string("allgather:") + name_of(axis), g, 2 * b * g * e);
-    add(name + ".norm", std::string("allreduce:") + name_of(axis), g, 2 * b * e);
+    const std::string group = name_of(axis);
+    add(name + ".norm", "allgather:" + group, g, 2 * b * g * e);
+    if (train) add(name + ".norm", "allreduce:" + group, g, 2 * b * e);
+    if (recompute) add(name + ".norm (recompute)", "allgather:" + group, g, 2 * b * g * e);
     vectors += 2.0 * static_cast<double>(h / g);
-    linear(name + ".fc1", h, f, true);
-    linear(name + ".fc2", f, h, true);
+    linear(name + ".fc1", h, f, true, true, false);
+    linear(name + ".fc2", f, h, true, true, true);
   }
-  linear("classifier", h, model.classes, true);
+  linear("classifier", h, model.classes, true, false, false);
   add("logits", std::string("allgather:") + name_of(axis), size_of(axis),
       b * static_cast<double>((model.classes + size_of(axis) - 1) / size_of(axis)) *
           size_of(axis) * e);
-  add("gradients", "allreduce:depth", shape.depth, vectors * e);
-  add("gradients", "allreduce:data", shape.dp, (vectors + weights) * e);
+  if (train) {
+    add("gradients", "allreduce:depth", shape.depth, vectors * e);
+    add("gradients", "allreduce:data", shape.dp, (vectors + weights) * e);
+  }
   return out;
 }
 

@@ -15,6 +15,13 @@
 // the logits: allgather over the classifier's output group (g) b·⌈10/g⌉·g·e; vector gradients
 // allreduce:depth (their local elements)·e; with D > 1 allreduce:data of every local element.
 // Groups of one rank communicate nothing.
+// With checkpoint_activations every block's forward runs again before its backward (layers
+// "<block>.<part> (recompute)"): its LayerNorm all-gather 2b·g·e and each block Linear's
+// forward all-reduce b·n·e again, and fc1's all-gather:depth block·e again unless
+// --cache-weights (the recompute's gather of the block's last Linear, fc2 or a plain block's
+// fc, serves its backward, which follows at once: that Linear gathers no more than before).
+// Inference (a forward pass alone): one allgather:depth per Linear, the forward all-reduces,
+// the LayerNorm all-gathers and the logits; no dX, dW, LayerNorm backward or gradients.
 #include <cstddef>
 #include <map>
 #include <string>
@@ -33,9 +40,10 @@ struct Volume3d {
   double ring_bytes() const;  // bytes a rank sends on a ring
 };
 
+// One training step's, or with `inference` one forward pass's.
 std::vector<Volume3d> tensor3d_layer_volumes(const ModelConfig& model, int64_t global_batch,
                                              const Shape3d& shape, size_t element_bytes,
-                                             bool cache_weights);
+                                             bool cache_weights, bool inference);
 // Summed per kind (the keys of the result file's /comm groups).
 std::map<std::string, double> tensor3d_volumes(const std::vector<Volume3d>& layers);
 
