@@ -3,7 +3,6 @@
 // global batch it loads, and one training step (forward, backward, gradient synchronisation,
 // optimizer). The driver owns everything else: data order, warm-up, timing, evaluation,
 // verification and output.
-#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -46,13 +45,7 @@ class Trainer {
   virtual double train_step(const HostBatch& rows, int64_t global_batch, PhaseTimer& timer) = 0;
   // Forward only (no optimizer step) over a global evaluation batch of global_rows samples,
   // given this rank's rows.
-  // TRANSITIONAL (until every scheme implements evaluate): each defaults to the other.
-  virtual Evaluation evaluate(const HostBatch& rows, int64_t global_rows) {
-    return {count_correct(rows, global_rows), std::nan("")};
-  }
-  virtual int64_t count_correct(const HostBatch& rows, int64_t global_rows) {
-    return evaluate(rows, global_rows).correct;
-  }
+  virtual Evaluation evaluate(const HostBatch& rows, int64_t global_rows) = 0;
   // The full parameters on rank 0 (empty on other ranks), in the model's tensor order.
   virtual std::vector<NamedTensor> gather_parameters() = 0;
   virtual int64_t parameter_count() const = 0;
