@@ -20,8 +20,14 @@ namespace {
 template <typename T>
 void print_report(const Tensor3dTrainer<T>& trainer, const Options& o, const Shape3d& shape,
                   const Overlap3d& overlap) {
-  const auto layers = tensor3d_layer_volumes(o.model, o.batch, shape, sizeof(T),
-                                             overlap.cache_weights, o.inference);
+  // Mixed precision carries float payloads as 16-bit values, the data group in fp32 with
+  // --fp32-grad-comm.
+  const size_t wire = storage_format(o.precision) != StorageFormat::full ? 2 : sizeof(T);
+  auto layers = tensor3d_layer_volumes(o.model, o.batch, shape, wire, overlap.cache_weights,
+                                       o.inference);
+  if (o.fp32_grad_comm)
+    for (Volume3d& v : layers)
+      if (v.kind.ends_with(":data")) v.bytes *= static_cast<double>(sizeof(T)) / wire;
   std::printf("analytic communication per layer and %s (rank 0):\n",
               o.inference ? "forward pass" : "training step");
   std::printf("  %-28s %-22s %14s %14s\n", "layer", "collective", "size B", "ring sent B");

@@ -1,7 +1,8 @@
 """Checks a bin/pipeline result file against the analytic pipeline volumes.
 
 usage: check_pipeline_result.py FILE
-Per iteration and rank (stage s of replica d, rank = d*P + s), fp64 or fp32 as recorded:
+Per iteration and rank (stage s of replica d, rank = d*P + s), at the recorded precision's
+bytes per element (fp64 8, fp32 4, bf16/fp16 2, the data group 4 with fp32-grad-comm):
   sendrecv:pipe  every activation [rows_d x H] sent forward and its gradient sent back, counted
                  on both ends: 2 * rows_d * H * bytes per neighbour (a middle stage has two,
                  the end stages one, a single stage none);
@@ -43,7 +44,9 @@ def main():
         parameters = int(f.attrs["parameters"])
         config = json.loads(f.attrs["config_json"])
         inference = f.attrs["mode"] == "inference"
-        element = 8 if f.attrs["precision"] == "fp64" else 4
+        # bf16/fp16 payloads travel in 16 bits; "data" in fp32 with fp32-grad-comm.
+        element = {"fp64": 8, "fp32": 4}.get(f.attrs["precision"], 2)
+        data_element = 4 if element == 2 and config.get("fp32-grad-comm") else element
         comm = {k: f["comm"][k]["bytes"][()] for k in f["comm"]}
         bubble = f["timing"]["bubble"][()] if "bubble" in f["timing"] else None
         exposed = f["timing"]["exposed_comm"][()]
@@ -67,7 +70,7 @@ def main():
             directions = 1 if inference else 2  # activations; and their gradients in training
             expected["sendrecv:pipe"][rank] = directions * neighbours * rows * hidden * element
         if d > 1 and not inference:
-            expected["allreduce:data"][rank] = params[s] * element
+            expected["allreduce:data"][rank] = params[s] * data_element
     if set(comm) != set(expected):
         problems.append(f"kinds {sorted(comm)} != {sorted(expected)}")
     else:

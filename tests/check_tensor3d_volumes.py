@@ -64,7 +64,14 @@ def grid_of(attrs):
 
 
 def element_bytes(config):
-    return 8 if config["precision"] == "fp64" else 4
+    """Bytes per element on the wire: bf16/fp16 payloads travel in 16 bits."""
+    return {"fp64": 8, "fp32": 4}.get(config["precision"], 2)
+
+
+def data_element_bytes(config):
+    """The "data" group's: 4 with fp32-grad-comm in a 16-bit run."""
+    e = element_bytes(config)
+    return 4 if e == 2 and config.get("fp32-grad-comm") else e
 
 
 def linears(config):
@@ -142,7 +149,7 @@ def analytic(config, grid, cache_weights=None, mode="train"):
     add(f"allgather:{lin['out_axis']}", b * ceil_div(CLASSES, g) * g * e)
     if train:
         add("allreduce:depth", vectors * e)
-        add("allreduce:data", (vectors + weights) * e)
+        add("allreduce:data", (vectors + weights) * data_element_bytes(config))
     return {kind: (amount, size[kind.split(":")[1]]) for kind, amount in v.items()}
 
 

@@ -94,6 +94,34 @@ run data-fp32 2 bin/data "${tiny[@]}" --precision fp32 &&
     h5check "DDP bf16 --fp32-grad-comm all-reduces 4 bytes per gradient" data-fp32 data-bf16-fp32comm bytes_ratio allreduce 1
   }
 
+# Every scheme's analytic volumes price 16-bit payloads at 2 bytes (the data group at 4 with
+# --fp32-grad-comm): its own table and its checker agree with what was measured.
+small=(--hidden 16 --layers 2 --image-size 6 --batch 8 --iters 3 --warmup 1 --print-every 0
+       --eval-samples 8)
+for variant in "bf16" "fp16 --fp32-grad-comm"; do
+  # shellcheck disable=SC2086
+  set -- --precision $variant
+  tag=${variant// /}
+  run "tensor1d-$tag" 4 bin/tensor1d "${small[@]}" --tp 2 --dp 2 "$@" &&
+    if grep -q DIFFERENT "$tmp/tensor1d-$tag.log"; then
+      not_ok "tensor1d $variant volumes" "$(grep DIFFERENT "$tmp/tensor1d-$tag.log" | tr -s ' ' | tr '\n' ';')"
+    else ok "tensor1d $variant volumes: analytic == measured"; fi
+  run "tensor2d-$tag" 4 bin/tensor2d "${small[@]}" --tp-dims 1,1 --dp 4 "$@" &&
+    run "tensor2d-q2-$tag" 4 bin/tensor2d "${small[@]}" --tp-dims 2,2 "$@" &&
+    for f in "tensor2d-$tag" "tensor2d-q2-$tag"; do
+      if why=$("$python" tests/check_tensor2d_volumes.py "$tmp/$f.h5" 2>&1); then ok "$f volumes: $why"
+      else not_ok "$f volumes" "$why"; fi
+    done
+  run "tensor3d-$tag" 4 bin/tensor3d "${small[@]}" --tp-dims 2,1,1 --dp 2 "$@" &&
+    if why=$("$python" tests/check_tensor3d_volumes.py "$tmp/tensor3d-$tag.h5" 2>&1); then
+      ok "tensor3d $variant volumes: $(tail -n 1 <<<"$why")"
+    else not_ok "tensor3d $variant volumes" "$why"; fi
+  run "pipeline-$tag" 4 bin/pipeline "${small[@]}" --pp 2 --dp 2 "$@" &&
+    if why=$("$python" tests/check_pipeline_result.py "$tmp/pipeline-$tag.h5" 2>&1); then
+      ok "pipeline $variant volumes: $why"
+    else not_ok "pipeline $variant volumes" "$why"; fi
+done
+
 # --- activation checkpointing ----------------------------------------------------------------
 wide=(--hidden 64 --layers 4 --image-size 6 --batch 64 --iters 4 --warmup 1 --print-every 0
       --eval-samples 64)

@@ -194,7 +194,17 @@ std::map<std::string, CommTotals> Tensor1dTrainer<T>::take_comm_totals() {
 template <typename T>
 std::map<std::string, double> Tensor1dTrainer<T>::analytic_bytes(int64_t global_batch,
                                                                  bool inference) const {
-  return tensor1d_comm_bytes(plan_, batch_slice(global_batch).count, sizeof(T), dp_, inference);
+  // Mixed precision carries float payloads as 16-bit values (the data group in fp32 with
+  // --fp32-grad-comm): each group's bytes per element are its wire's.
+  const auto element_bytes = [](const Communicator* c) -> size_t {
+    return c && c->wire_format() != StorageFormat::full ? 2 : sizeof(T);
+  };
+  auto bytes = tensor1d_comm_bytes(plan_, batch_slice(global_batch).count,
+                                   element_bytes(tp_comm_.get()), dp_, inference);
+  if (bytes.count("allreduce:data"))
+    bytes["allreduce:data"] = static_cast<double>(mlps::local_parameter_count(plan_)) *
+                              static_cast<double>(element_bytes(data_comm_.get()));
+  return bytes;
 }
 
 template <typename T>
