@@ -87,7 +87,7 @@ OptionParser::OptionParser(const std::string& program, const std::string& descri
   app.add_option("--print-every", o.print_every, "progress line every N iterations (0: none)")
       ->check(non_negative);
   app.add_option("--eval-samples", o.eval_samples, "test samples evaluated at the end of each "
-                 "epoch (0: the whole test split)")->check(non_negative);
+                 "epoch, and those --inference cycles through (0: the whole test split)")->check(non_negative);
   app.add_flag("--verify", o.verify, "recompute the run serially in fp64 on the CPU and compare "
                "losses and final weights");
 }
