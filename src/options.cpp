@@ -88,8 +88,9 @@ OptionParser::OptionParser(const std::string& program, const std::string& descri
       ->check(non_negative);
   app.add_option("--eval-samples", o.eval_samples, "test samples evaluated at the end of each "
                  "epoch, and those --inference cycles through (0: the whole test split)")->check(non_negative);
-  app.add_flag("--verify", o.verify, "recompute the run serially in fp64 on the CPU and compare "
-               "losses and final weights");
+  app.add_flag("--verify", o.verify, "recompute the run serially in fp64 (and in the run's "
+               "precision) on the CPU and compare losses and final weights (with --inference: "
+               "each batch's loss)");
 }
 
 std::string OptionParser::describe_parse_error(const CLI::ParseError& e) const {
