@@ -58,6 +58,7 @@ double DataParallelBase<T>::forward(const HostBatch& rows) {
 template <typename T>
 double DataParallelBase<T>::train_step(const HostBatch& rows, int64_t global_batch,
                                        PhaseTimer& timer) {
+  discard_untaken_comm();
   double loss_sum = 0;
   {
     ScopedPhase phase(timer, Phase::forward);
@@ -79,6 +80,14 @@ double DataParallelBase<T>::train_step(const HostBatch& rows, int64_t global_bat
 }
 
 template <typename T>
+void DataParallelBase<T>::discard_untaken_comm() {
+  // An evaluation between training steps (ZeRO-3 gathers parameters for it) is no training
+  // iteration's traffic; an --inference batch's is taken by the driver right after evaluate.
+  comm_->log().take_totals();
+  comm_->log().take_blocked_seconds();
+}
+
+template <typename T>
 double DataParallelBase<T>::sum_over_ranks(double local) const {
   double total = 0;
   MPI_Allreduce(&local, &total, 1, MPI_DOUBLE, MPI_SUM, metrics_comm_);
@@ -87,6 +96,7 @@ double DataParallelBase<T>::sum_over_ranks(double local) const {
 
 template <typename T>
 Evaluation DataParallelBase<T>::evaluate(const HostBatch& rows, int64_t /*global_rows*/) {
+  discard_untaken_comm();
   int64_t correct = 0;
   double loss_sum = 0;
   if (rows.rows > 0) {

@@ -49,6 +49,8 @@ class DataParallelBase : public Trainer, protected LayerObserver<T> {
   virtual void after_optimizer_step() {}
   // Local forward pass; returns this rank's summed loss.
   double forward(const HostBatch& rows);
+  // Drops communication no iteration has taken (an evaluation's, between training steps).
+  void discard_untaken_comm();
   // Σ over ranks of a local value (metrics only: not counted as training communication).
   double sum_over_ranks(double local) const;
 
