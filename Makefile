@@ -12,8 +12,14 @@ $(error missing dependencies: $(DETECT_ERRORS) (see the lines above))
 endif
 endif
 
+# The emulated-GPU build goes to its own folders, so the normal build is untouched.
+ifeq ($(CUDA),emulate)
+BUILD := build/emulate
+BIN := bin/emulate
+else
 BUILD := build
 BIN := bin
+endif
 GIT_COMMIT := $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$(shell git diff --quiet HEAD 2>/dev/null || echo -dirty)
 
 OPTFLAGS ?= -O3
@@ -24,19 +30,32 @@ CXXFLAGS ?= $(OPTFLAGS) -g
 CXXFLAGS += -std=c++20 -Wall -Wextra -MMD -MP -fno-math-errno
 LDLIBS := $(HDF5_LIBS) $(OPENBLAS_LIBS) $(ZLIB_LIBS) -lpthread
 
-ifneq ($(WITH_CUDA),)
+ifneq ($(CUDA_EMULATE),)
+  # kernels/cuda/*.cu compiled as C++ against HIP-CPU: kernels/emulate/include maps the CUDA,
+  # cuBLAS and NCCL names used onto HIP-CPU and the stand-ins in kernels/emulate/*.cpp.
+  CPPFLAGS += -DMLPSCALE_WITH_CUDA -DMLPSCALE_CUDA_EMULATE -DMLPSCALE_WITH_NCCL \
+    -Ikernels/emulate/include -isystem $(HIP_CPU_HOME)/include
+  LDLIBS += $(TBB_LIBS)
+  COMPILE_CU = $(CXX) $(CPPFLAGS) $(CXXFLAGS) -x c++ -c $< -o $@
+else ifneq ($(WITH_CUDA),)
   CPPFLAGS += -DMLPSCALE_WITH_CUDA -I$(CUDA_HOME)/include
   LDLIBS += -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) -lcublas -lcudart
   NVCCFLAGS ?= $(OPTFLAGS)
+  CUDA_PTX_ARCH := $(shell printf '%s\n' $(CUDA_ARCHS) | sort -n | tail -n1)
+  # Machine code for each listed architecture, and PTX for the highest, which the driver
+  # compiles at load time for any newer GPU (without it those fail at the first launch).
   NVCCFLAGS += -std=c++20 -I. -DMLPSCALE_WITH_CUDA -MMD -MP -ccbin $(firstword $(shell $(MPICXX) -show)) \
-    -Xcompiler -Wall,-Wextra $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a))
-endif
-ifneq ($(WITH_NCCL),)
-  CPPFLAGS += -DMLPSCALE_WITH_NCCL -I$(NCCL_INCDIR)
-  LDLIBS += -L$(NCCL_LIBDIR) -Wl,-rpath,$(NCCL_LIBDIR) -lnccl
+    -Xcompiler -Wall,-Wextra $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
+    -gencode arch=compute_$(CUDA_PTX_ARCH),code=compute_$(CUDA_PTX_ARCH)
+  COMPILE_CU = $(NVCC) $(NVCCFLAGS) -c $< -o $@
+  ifneq ($(WITH_NCCL),)
+    CPPFLAGS += -DMLPSCALE_WITH_NCCL -I$(NCCL_INCDIR)
+    LDLIBS += -L$(NCCL_LIBDIR) -Wl,-rpath,$(NCCL_LIBDIR) -lnccl
+  endif
 endif
 
-LIB_SRCS := $(wildcard src/*.cpp src/*/*.cpp src/*/*/*.cpp kernels/cpu/*.cpp)
+LIB_SRCS := $(wildcard src/*.cpp src/*/*.cpp src/*/*/*.cpp kernels/cpu/*.cpp) \
+  $(if $(CUDA_EMULATE),$(wildcard kernels/emulate/*.cpp))
 CUDA_SRCS := $(if $(WITH_CUDA),$(wildcard kernels/cuda/*.cu))
 LIB_OBJS := $(LIB_SRCS:%.cpp=$(BUILD)/%.o) $(CUDA_SRCS:%.cu=$(BUILD)/%.o)
 LIB := $(BUILD)/libmlpscale.a
@@ -60,8 +79,9 @@ all: $(PROGRAMS) $(UNIT_TESTS) $(MPI_TESTS)
 
 help:
 	@echo "make            build every executable into bin/ (CUDA=auto|0|1, NCCL=auto|0|1, CUDA_ARCHS='80 90')"
+	@echo "make CUDA=emulate   the CUDA backend run on the CPU (HIP_CPU_HOME=<HIP-CPU checkout>) into bin/emulate/"
 	@echo "make deps       install missing system and Python packages (Debian/Ubuntu as root), else list them"
-	@echo "make test       deps, build, run the unit and command-line tests"
+	@echo "make test       deps, build, run the unit and command-line tests (and the emulated GPU's, with HIP_CPU_HOME)"
 	@echo "make bench      deps, build, run the kernel, floor, collective and data-parallel benchmarks, then plots"
 	@echo "make plots      render every result file under results/ into results/plots (PNG + index.md)"
 	@echo "make clean      remove build/ and bin/"
@@ -79,7 +99,11 @@ bench: deps
 plots: deps
 	@.venv/bin/python analysis/make_plots.py results
 
+# When HIP_CPU_HOME names a HIP-CPU checkout, `make test` also builds and runs the emulated GPU.
 run-tests: all
+ifneq ($(wildcard $(HIP_CPU_HOME)/include/hip/hip_runtime.h),)
+	@$(MAKE) --no-print-directory CUDA=emulate all
+endif
 	@bash tests/run_all.sh
 
 run-bench: all
@@ -129,7 +153,7 @@ $(BUILD)/%.o: %.cpp $(BUILD)/flags.stamp
 
 $(BUILD)/%.o: %.cu $(BUILD)/flags.stamp
 	@mkdir -p $(@D)
-	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+	$(COMPILE_CU)
 
 clean:
 	rm -rf $(BUILD) $(BIN)

@@ -29,7 +29,8 @@ namespace cuda {
 #include "kernel_api.inc"
 // True when the CUDA runtime reports at least one usable GPU; a missing driver means false.
 bool gpu_available();
-// Name of device 0, CUDA runtime and driver versions, for result files.
+// CUDA runtime and driver versions and the name of the GPU current when first called (the
+// rank's bound GPU), for result files.
 const char* runtime_version_string();
 // Events on the kernel stream, for phase timing without synchronising mid-step.
 void* event_create();

@@ -26,7 +26,8 @@ for arg in "$@"; do
 done
 
 SYSTEM_PACKAGES=(mpich libmpich-dev libhdf5-dev libopenblas-dev nlohmann-json3-dev libcli11-dev
-                 zlib1g-dev libgtest-dev libbenchmark-dev dataset-fashion-mnist pkg-config make g++)
+                 zlib1g-dev libgtest-dev libbenchmark-dev dataset-fashion-mnist pkg-config make g++
+                 libtbb-dev)
 PYTHON=${PYTHON:-python3}
 VENV=.venv
 REQUIREMENTS=analysis/requirements.txt

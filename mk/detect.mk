@@ -1,7 +1,8 @@
 # Dependency detection. Every dependency is reported on one line. Paths come from variables
 # (as environment modules set them: CUDA_HOME, NCCL_HOME, HDF5_DIR/HDF5_ROOT, OPENBLAS_DIR/
 # OPENBLAS_ROOT) or compiler wrappers (mpicxx, h5cc) first, pkg-config and system paths last.
-# Required: MPI, HDF5, OpenBLAS. Optional: CUDA with cuBLAS (CUDA=auto|0|1), NCCL (NCCL=auto|0|1).
+# Required: MPI, HDF5, OpenBLAS. Optional: CUDA with cuBLAS (CUDA=auto|0|1), NCCL (NCCL=auto|0|1);
+# CUDA=emulate runs the CUDA backend on the CPU through HIP-CPU (HIP_CPU_HOME) and stand-ins.
 
 CUDA ?= auto
 NCCL ?= auto
@@ -67,10 +68,24 @@ else
   $(call missing,OpenBLAS: not found: no cblas.h (load an OpenBLAS module, set OPENBLAS_DIR=<prefix>, or run 'make deps'))
 endif
 
-# ---- CUDA + cuBLAS (optional)
+# ---- CUDA + cuBLAS (optional), or the emulated GPU (CUDA=emulate: HIP-CPU + TBB, no nvcc)
 ifeq ($(CUDA),0)
   $(call report,CUDA:     forced off (CUDA=0): CPU backend only)
   WITH_CUDA :=
+else ifeq ($(CUDA),emulate)
+  TBB_INCDIR := $(call first_dir,$(patsubst -I%,%,$(call pkg_cflags,tbb)) /usr/include /usr/local/include,tbb/tbb.h)
+  TBB_LIBS ?= $(or $(call pkg_libs,tbb),-ltbb)
+  ifeq ($(HIP_CPU_HOME),)
+    $(call missing,CUDA:     CUDA=emulate needs HIP_CPU_HOME=<a HIP-CPU checkout> (its include/hip/hip_runtime.h))
+  else ifeq ($(wildcard $(HIP_CPU_HOME)/include/hip/hip_runtime.h),)
+    $(call missing,CUDA:     CUDA=emulate: no include/hip/hip_runtime.h under HIP_CPU_HOME=$(HIP_CPU_HOME))
+  else ifeq ($(TBB_INCDIR),)
+    $(call missing,CUDA:     CUDA=emulate: no tbb/tbb.h (HIP-CPU runs blocks on TBB: run 'make deps' or install libtbb-dev))
+  else
+    WITH_CUDA := 1
+    CUDA_EMULATE := 1
+    $(call report,CUDA:     emulated on the CPU by HIP-CPU in $(HIP_CPU_HOME); cuBLAS and NCCL by stand-ins over OpenBLAS and MPI)
+  endif
 else
   NVCC := $(if $(CUDA_HOME),$(wildcard $(CUDA_HOME)/bin/nvcc),$(shell command -v nvcc 2>/dev/null))
   CUDA_HOME := $(if $(CUDA_HOME),$(CUDA_HOME),$(patsubst %/bin/nvcc,%,$(NVCC)))
@@ -93,7 +108,10 @@ else
 endif
 
 # ---- NCCL (optional, only with CUDA)
-ifeq ($(NCCL),0)
+ifneq ($(CUDA_EMULATE),)
+  WITH_NCCL := 1
+  $(call report,NCCL:     the stand-in over MPI (emulated GPU))
+else ifeq ($(NCCL),0)
   $(call report,NCCL:     forced off (NCCL=0))
 else ifeq ($(WITH_CUDA),)
   ifeq ($(NCCL),1)

@@ -63,6 +63,10 @@ class Device {
   int64_t count_nonfinite(const T* x, int64_t n) const {
     return MLPS_ON_BACKEND(count_nonfinite, x, n);
   }
+  template <typename T>
+  void add_nonfinite_count(uint64_t* total, const T* x, int64_t n) const {
+    MLPS_ON_BACKEND(add_nonfinite_count, total, x, n);
+  }
 
   void* allocate(size_t bytes);
   void release(void* p, size_t bytes);

@@ -2,7 +2,9 @@
 # Runs every test suite after the build (`make test` calls it): the GoogleTest binary, the MPI
 # GoogleTest binary under mpiexec with 1, 2, 3 and 4 ranks (each a suite; oversubscribed cores
 # are fine), then the script suites: bin/serial's command line, bin/data's equivalence with
-# serial, bin/bench_comm. Each suite's output stays visible; the last
+# serial, bin/bench_comm; then, when HIP_CPU_HOME names a HIP-CPU checkout, the same GoogleTest
+# suites and every scheme's --device cuda in the emulated-GPU build. Each suite's output stays
+# visible; the last
 # line sums them as "N passed, N failed". Exits non-zero if any test failed or a suite ended
 # without its summary. Extra arguments go to bin/unit_tests (e.g. --gtest_filter=Adam*).
 set -u -o pipefail
@@ -85,6 +87,44 @@ for script in "${SCRIPT_SUITES[@]}"; do
   counts=$(plain | sed -nE 's/.*\b([0-9]+) passed, ([0-9]+) failed.*/\1 \2/p' | tail -n1)
   add_suite "$script" "$rc" "${counts% *}" "${counts#* }"
 done
+
+# The emulated-GPU build (make CUDA=emulate, built by `make test` when HIP-CPU is found): the
+# whole GoogleTest and MPI suites again, now with every CUDA test running on the CPU, then every
+# scheme's --device cuda. There the emulated GPU is always present, so a test skipped for lack
+# of a GPU, or of NCCL, is a failure.
+add_emulated_gtest_suite() {
+  local name=$1 rc=$2 nogpu
+  add_gtest_suite "$name" "$rc"
+  nogpu=$(plain | grep -cE '^(no GPU|ranks share a GPU|built without)')
+  if ((nogpu > 0)); then
+    echo "$name: $nogpu skipped for lack of a GPU or NCCL although the emulated GPU is present: counted as failed"
+    failed=$((failed + nogpu))
+  fi
+}
+if [[ -n ${HIP_CPU_HOME:-} && -f $HIP_CPU_HOME/include/hip/hip_runtime.h ]]; then
+  echo "=== emulated GPU: HIP-CPU found in $HIP_CPU_HOME: the CUDA backend runs on the CPU (bin/emulate)"
+  if [[ -x bin/emulate/unit_tests && -x bin/emulate/mpi_tests ]]; then
+    echo "=== emulated GPU: bin/emulate/unit_tests"
+    bin/emulate/unit_tests 2>&1 | tee "$log"
+    add_emulated_gtest_suite "emulated GPU: unit tests" $?
+    for n in "${MPI_WORLD_SIZES[@]}"; do
+      echo "=== emulated GPU: mpiexec -n $n bin/emulate/mpi_tests"
+      OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 timeout -k 10 300 mpiexec -n "$n" \
+        bin/emulate/mpi_tests 2>&1 | tee "$log"
+      add_emulated_gtest_suite "emulated GPU: MPI tests ($n ranks)" $?
+    done
+  else
+    echo "emulated GPU: bin/emulate/unit_tests or mpi_tests not built: counted as 1 failed"
+    failed=$((failed + 1))
+  fi
+  echo "=== tests/emulated_gpu_tests.sh"
+  bash tests/emulated_gpu_tests.sh bin/emulate 2>&1 | tee "$log"
+  rc=$?
+  counts=$(plain | sed -nE 's/.*\b([0-9]+) passed, ([0-9]+) failed.*/\1 \2/p' | tail -n1)
+  add_suite "tests/emulated_gpu_tests.sh" "$rc" "${counts% *}" "${counts#* }"
+else
+  echo "=== emulated GPU: HIP-CPU not found (HIP_CPU_HOME=${HIP_CPU_HOME:-unset}): the CUDA backend is not run; CUDA tests above are skipped without a GPU"
+fi
 
 echo "=== all suites"
 echo "$passed passed, $failed failed"

@@ -2,6 +2,8 @@
 // inputs. Tolerances are normwise (see ref::all_close): 1e-12 for double, 1e-5 for float.
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -375,6 +377,28 @@ TEST(CpuKernelsMemory, AllocIsAlignedAndCopiesRoundTrip) {
   EXPECT_EQ(back, std::vector<double>(n, 0.0));
   cpu::device_free(a);
   cpu::device_free(b);
+}
+
+// Overlaps a GPU would get wrong are refused by the CPU twin too (kernels/aliasing.h).
+TEST(CpuKernelsAliasing, OverlapsTheGpuCannotHonourAreRefused) {
+  std::vector<double> buf(64, 1.0), stats(8, 1.0), params(8, 1.0);
+  double* d = buf.data();
+  EXPECT_THROW(cpu::copy_on_device(d + 1, d, 16 * sizeof(double)), std::invalid_argument);
+  EXPECT_NO_THROW(cpu::copy_on_device(d, d, 16 * sizeof(double)));
+  EXPECT_NO_THROW(cpu::copy_on_device(d + 16, d, 16 * sizeof(double)));
+  // dx on dy, dx on x: refused; separate buffers: fine.
+  EXPECT_THROW(cpu::layernorm_backward<double>(d, params.data(), params.data(), d, d + 32,
+                                               stats.data(), stats.data(), params.data(), 4, 8,
+                                               false),
+               std::invalid_argument);
+  EXPECT_THROW(cpu::layernorm_backward<double>(d + 4, params.data(), params.data(), d + 32, d,
+                                               stats.data(), stats.data(), params.data(), 4, 8,
+                                               false),
+               std::invalid_argument);
+  std::vector<double> dx(32);
+  EXPECT_NO_THROW(cpu::layernorm_backward<double>(dx.data(), params.data(), params.data(), d,
+                                                  d + 32, stats.data(), stats.data(),
+                                                  params.data(), 4, 8, false));
 }
 
 }  // namespace

@@ -6,12 +6,17 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "kernels/kernels.h"
 #include "tests/reference_kernels.h"
+
+#ifdef MLPSCALE_WITH_CUDA
+#include <cuda_runtime.h>  // cudaGetDevice: which GPU the version string must name
+#endif
 
 #ifdef MLPSCALE_WITH_CUDA
 #define MLPS_REQUIRE_GPU(kernel) \
@@ -379,6 +384,33 @@ TEST(CudaKernelsEvents, ElapsedTimeCoversWorkBetweenEvents) {
 #endif
 }
 
+// cudaMemcpy between overlapping ranges is undefined and layernorm_backward's dgamma/dbeta pass
+// reads dy and x after dx is written: both twins refuse such calls (kernels/aliasing.h).
+TEST(CudaKernelsAliasing, OverlapsTheGpuCannotHonourAreRefused) {
+  MLPS_REQUIRE_GPU("copy_on_device/layernorm_backward aliasing checks");
+#ifdef MLPSCALE_WITH_CUDA
+  GpuArray<double> buf(std::vector<double>(64, 1.0));
+  GpuArray<double> stats(std::vector<double>(8, 1.0));
+  GpuArray<double> params(std::vector<double>(8, 1.0));
+  GpuArray<double> dx(std::vector<double>(32, 0.0));
+  double* d = buf.get();
+  EXPECT_THROW(cuda::copy_on_device(d + 1, d, 16 * sizeof(double)), std::invalid_argument);
+  EXPECT_NO_THROW(cuda::copy_on_device(d + 16, d, 16 * sizeof(double)));
+  EXPECT_THROW(cuda::layernorm_backward<double>(d, params.get(), params.get(), d, d + 32,
+                                                stats.get(), stats.get(), params.get(), 4, 8,
+                                                false),
+               std::invalid_argument);
+  EXPECT_THROW(cuda::layernorm_backward<double>(d + 4, params.get(), params.get(), d + 32, d,
+                                                stats.get(), stats.get(), params.get(), 4, 8,
+                                                false),
+               std::invalid_argument);
+  EXPECT_NO_THROW(cuda::layernorm_backward<double>(dx.get(), params.get(), params.get(), d,
+                                                   d + 32, stats.get(), stats.get(),
+                                                   params.get(), 4, 8, false));
+  cuda::synchronize();
+#endif
+}
+
 // Runs in every CUDA build, with or without a GPU: the queries must answer, never crash.
 TEST(CudaRuntime, AvailabilityAndVersionQueriesNeverThrow) {
 #ifdef MLPSCALE_WITH_CUDA
@@ -388,6 +420,12 @@ TEST(CudaRuntime, AvailabilityAndVersionQueriesNeverThrow) {
   const std::string version = cuda::runtime_version_string();
   EXPECT_NE(version.find("CUDA runtime"), std::string::npos) << version;
   EXPECT_EQ(version.find("no device") == std::string::npos, available) << version;
+  if (available) {  // names the GPU this thread is bound to
+    int device = -1;
+    ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+    EXPECT_NE(version.find("device " + std::to_string(device) + ": "), std::string::npos)
+        << version;
+  }
 #else
   GTEST_SKIP() << "no GPU: CUDA kernel gpu_available/runtime_version_string not checked "
                   "(built without CUDA)";

@@ -195,6 +195,30 @@ TYPED_TEST(CudaNonfiniteTest, CountMatchesCpu) {
 #endif
 }
 
+// The loss scaler's per-step check: several tensors' counts added into one device total, read
+// back once, equal the sum of the CPU twin's counts (and the CPU twin's own total).
+TYPED_TEST(CudaNonfiniteTest, CountsAddIntoOneTotal) {
+  MLPS_REQUIRE_GPU("add_nonfinite_count");
+#ifdef MLPSCALE_WITH_CUDA
+  using T = TypeParam;
+  const T inf = std::numeric_limits<T>::infinity();
+  const std::vector<T> a = {T(1), inf, T(2), -inf, std::numeric_limits<T>::quiet_NaN()};
+  std::vector<T> b(300001, T(0.5));
+  b[7] = inf;
+  b[300000] = -inf;
+  GpuArray<T> a_d(a), b_d(b);
+  GpuArray<uint64_t> total({0});
+  cuda::add_nonfinite_count(total.get(), a_d.get(), static_cast<int64_t>(a.size()));
+  cuda::add_nonfinite_count(total.get(), b_d.get(), static_cast<int64_t>(b.size()));
+  cuda::add_nonfinite_count(total.get(), b_d.get(), 0);
+  EXPECT_EQ(total.host().front(), 5u);
+  uint64_t cpu_total = 0;
+  cpu::add_nonfinite_count(&cpu_total, a.data(), static_cast<int64_t>(a.size()));
+  cpu::add_nonfinite_count(&cpu_total, b.data(), static_cast<int64_t>(b.size()));
+  EXPECT_EQ(cpu_total, 5u);
+#endif
+}
+
 template <typename T>
 class CudaAdamGradScaleTest : public ::testing::Test {};
 TYPED_TEST_SUITE(CudaAdamGradScaleTest, CountTypes);

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <new>
 
+#include "kernels/aliasing.h"
 #include "kernels/kernels.h"
 
 namespace mlps::cpu {
@@ -32,7 +33,9 @@ void copy_to_host(void* host_dst, const void* src, size_t bytes) {
 }
 
 void copy_on_device(void* dst, const void* src, size_t bytes) {
-  if (bytes && dst != src) std::memmove(dst, src, bytes);
+  if (bytes == 0 || dst == src) return;
+  detail::require_disjoint(dst, src, bytes, "copy_on_device", "source and destination");
+  std::memcpy(dst, src, bytes);
 }
 
 void fill_zero(void* p, size_t bytes) {

@@ -61,6 +61,11 @@ int64_t count_nonfinite(const T* x, int64_t n) {
   return count;
 }
 
+template <typename T>
+void add_nonfinite_count(uint64_t* total, const T* x, int64_t n) {
+  *total += static_cast<uint64_t>(count_nonfinite(x, n));
+}
+
 void pack_16bit(uint16_t* dst, const float* src, int64_t n, StorageFormat format) {
   check_16bit(format, "pack_16bit");
   check_count(n, "pack_16bit");
@@ -81,5 +86,7 @@ void unpack_16bit(float* dst, const uint16_t* src, int64_t n, StorageFormat form
 
 template int64_t count_nonfinite<float>(const float*, int64_t);
 template int64_t count_nonfinite<double>(const double*, int64_t);
+template void add_nonfinite_count<float>(uint64_t*, const float*, int64_t);
+template void add_nonfinite_count<double>(uint64_t*, const double*, int64_t);
 
 }  // namespace mlps::cpu

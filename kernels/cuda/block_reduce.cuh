@@ -2,6 +2,8 @@
 // Reductions inside one thread block, in double whatever the storage type, so the CUDA kernels
 // accumulate like their CPU twins. Every thread of the block must call them (they synchronise);
 // blockDim.x must be a multiple of 32 and at most 1024.
+#include <cuda_runtime.h>
+
 #include <cstdint>
 
 namespace mlps::cuda::detail {

@@ -2,6 +2,7 @@
 // reduction accumulated in double (no atomics, so results are reproducible).
 #include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/cuda_context.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/kernels.h"
 
 namespace mlps::cuda {
@@ -61,7 +62,7 @@ template <typename T>
 void bias_add(T* y, const T* bias, int64_t rows, int64_t cols) {
   const int64_t n = rows * cols;
   if (n == 0) return;
-  bias_add_kernel<<<detail::grid_blocks(n, kThreads), kThreads, 0, detail::stream()>>>(
+  MLPS_LAUNCH(bias_add_kernel, detail::grid_blocks(n, kThreads), kThreads, 0, detail::stream(),
       y, bias, n, cols);
   MLPS_CUDA_CHECK_LAUNCH();
 }
@@ -72,22 +73,23 @@ void bias_grad(T* dbias, const T* dy, int64_t rows, int64_t cols, bool accumulat
   const dim3 block(detail::kColumnTile, detail::kRowLanes);
   const auto blocks =
       static_cast<unsigned int>((cols + detail::kColumnTile - 1) / detail::kColumnTile);
-  bias_grad_kernel<<<blocks, block, 0, detail::stream()>>>(dbias, dy, rows, cols, accumulate);
+  MLPS_LAUNCH(bias_grad_kernel, blocks, block, 0, detail::stream(),
+      dbias, dy, rows, cols, accumulate);
   MLPS_CUDA_CHECK_LAUNCH();
 }
 
 template <typename T>
 void relu_forward(T* y, const T* x, int64_t n) {
   if (n == 0) return;
-  relu_forward_kernel<<<detail::grid_blocks(n, kThreads), kThreads, 0, detail::stream()>>>(y, x,
-                                                                                           n);
+  MLPS_LAUNCH(relu_forward_kernel, detail::grid_blocks(n, kThreads), kThreads, 0, detail::stream(),
+      y, x, n);
   MLPS_CUDA_CHECK_LAUNCH();
 }
 
 template <typename T>
 void relu_backward(T* dx, const T* dy, const T* y, int64_t n) {
   if (n == 0) return;
-  relu_backward_kernel<<<detail::grid_blocks(n, kThreads), kThreads, 0, detail::stream()>>>(
+  MLPS_LAUNCH(relu_backward_kernel, detail::grid_blocks(n, kThreads), kThreads, 0, detail::stream(),
       dx, dy, y, n);
   MLPS_CUDA_CHECK_LAUNCH();
 }
@@ -95,7 +97,7 @@ void relu_backward(T* dx, const T* dy, const T* y, int64_t n) {
 template <typename T>
 void residual_add(T* y, const T* a, const T* b, int64_t n) {
   if (n == 0) return;
-  residual_add_kernel<<<detail::grid_blocks(n, kThreads), kThreads, 0, detail::stream()>>>(
+  MLPS_LAUNCH(residual_add_kernel, detail::grid_blocks(n, kThreads), kThreads, 0, detail::stream(),
       y, a, b, n);
   MLPS_CUDA_CHECK_LAUNCH();
 }

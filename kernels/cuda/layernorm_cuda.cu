@@ -3,6 +3,8 @@
 // rows, xhat recomputed from the saved mean and rstd.
 #include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/cuda_context.h"
+#include "kernels/cuda/launch.h"
+#include "kernels/aliasing.h"
 #include "kernels/kernels.h"
 
 namespace mlps::cuda {
@@ -105,7 +107,7 @@ void layernorm_forward(T* y, T* mean, T* rstd, const T* x, const T* gamma, const
                        int64_t rows, int64_t cols, double eps) {
   if (rows == 0 || cols == 0) return;
   const int threads = detail::row_block_threads(cols);
-  layernorm_forward_kernel<<<detail::grid_blocks(rows, 1), threads, 0, detail::stream()>>>(
+  MLPS_LAUNCH(layernorm_forward_kernel, detail::grid_blocks(rows, 1), threads, 0, detail::stream(),
       y, mean, rstd, x, gamma, beta, rows, cols, eps);
   MLPS_CUDA_CHECK_LAUNCH();
 }
@@ -115,16 +117,20 @@ void layernorm_backward(T* dx, T* dgamma, T* dbeta, const T* dy, const T* x, con
                         const T* rstd, const T* gamma, int64_t rows, int64_t cols,
                         bool accumulate) {
   if (cols == 0) return;
+  const size_t bytes = sizeof(T) * static_cast<size_t>(rows * cols);
+  // The dgamma/dbeta pass reads dy and x after dx is written.
+  mlps::detail::require_disjoint(dx, dy, bytes, "layernorm_backward", "dx and dy");
+  mlps::detail::require_disjoint(dx, x, bytes, "layernorm_backward", "dx and x");
   if (rows > 0) {
     const int threads = detail::row_block_threads(cols);
-    layernorm_dx_kernel<<<detail::grid_blocks(rows, 1), threads, 0, detail::stream()>>>(
+    MLPS_LAUNCH(layernorm_dx_kernel, detail::grid_blocks(rows, 1), threads, 0, detail::stream(),
         dx, dy, x, mean, rstd, gamma, rows, cols);
     MLPS_CUDA_CHECK_LAUNCH();
   }
   const dim3 block(detail::kColumnTile, detail::kRowLanes);
   const auto blocks =
       static_cast<unsigned int>((cols + detail::kColumnTile - 1) / detail::kColumnTile);
-  layernorm_param_grad_kernel<<<blocks, block, 0, detail::stream()>>>(
+  MLPS_LAUNCH(layernorm_param_grad_kernel, blocks, block, 0, detail::stream(),
       dgamma, dbeta, dy, x, mean, rstd, rows, cols, accumulate);
   MLPS_CUDA_CHECK_LAUNCH();
 }

@@ -1,5 +1,6 @@
 // Memory of the CUDA backend. Everything is ordered on the kernel stream; copies that touch
 // host memory wait for completion, so the caller may reuse or read its buffer on return.
+#include "kernels/aliasing.h"
 #include "kernels/cuda/cuda_context.h"
 #include "kernels/kernels.h"
 
@@ -33,6 +34,8 @@ void copy_to_host(void* host_dst, const void* src, size_t bytes) {
 
 void copy_on_device(void* dst, const void* src, size_t bytes) {
   if (bytes == 0 || dst == src) return;
+  // cudaMemcpy between overlapping ranges is undefined (the CPU twin checks the same).
+  mlps::detail::require_disjoint(dst, src, bytes, "copy_on_device", "source and destination");
   MLPS_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, detail::stream()));
 }
 

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "kernels/cuda/cuda_context.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/kernels.h"
 
 namespace mlps::cuda {
@@ -50,15 +51,15 @@ void adam_update(T* param, const T* grad, T* m, T* v, int64_t n, const AdamStep&
                          static_cast<T>(step.eps),
                          static_cast<T>(step.grad_scale),
                          step.grad_scale != 1.0};
-  adam_kernel<<<detail::grid_blocks(n, kThreads), kThreads, 0, detail::stream()>>>(param, grad, m,
-                                                                                   v, n, s);
+  MLPS_LAUNCH(adam_kernel, detail::grid_blocks(n, kThreads), kThreads, 0, detail::stream(),
+      param, grad, m, v, n, s);
   MLPS_CUDA_CHECK_LAUNCH();
 }
 
 template <typename T>
 void sgd_update(T* param, const T* grad, int64_t n, double lr) {
   if (n == 0) return;
-  sgd_kernel<<<detail::grid_blocks(n, kThreads), kThreads, 0, detail::stream()>>>(
+  MLPS_LAUNCH(sgd_kernel, detail::grid_blocks(n, kThreads), kThreads, 0, detail::stream(),
       param, grad, n, static_cast<T>(lr));
   MLPS_CUDA_CHECK_LAUNCH();
 }

@@ -20,10 +20,13 @@ std::string describe_runtime() {
   text += ", driver ";
   text += cudaDriverGetVersion(&driver) == cudaSuccess && driver > 0 ? version_text(driver)
                                                                       : "none";
+  // The GPU this rank is bound to (cudaSetDevice before the first call), not always device 0.
+  int device = 0;
   cudaDeviceProp prop{};
-  const cudaError_t status = cudaGetDeviceProperties(&prop, 0);
+  cudaError_t status = cudaGetDevice(&device);
+  if (status == cudaSuccess) status = cudaGetDeviceProperties(&prop, device);
   if (status == cudaSuccess) {
-    text += ", device 0: ";
+    text += ", device " + std::to_string(device) + ": ";
     text += prop.name;
   } else {
     text += ", no device (";

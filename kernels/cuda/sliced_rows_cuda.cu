@@ -3,6 +3,7 @@
 // reductions without atomics, the sub-matrix copy as cudaMemcpy2DAsync.
 #include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/cuda_context.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/sliced_rows.h"
 
 namespace mlps::cuda {
@@ -142,8 +143,9 @@ __global__ void backward_apply_kernel(T* dx, const T* dy, const T* x, const T* m
 template <typename T>
 void row_moments(T* moments, const T* x, int64_t rows, int64_t cols) {
   if (rows == 0 || cols == 0) return;
-  row_moments_kernel<<<detail::grid_blocks(rows, 1), detail::row_block_threads(cols), 0,
-                       detail::stream()>>>(moments, x, rows, cols);
+  MLPS_LAUNCH(row_moments_kernel,
+      detail::grid_blocks(rows, 1), detail::row_block_threads(cols), 0, detail::stream(),
+      moments, x, rows, cols);
   MLPS_CUDA_CHECK_LAUNCH();
 }
 
@@ -151,9 +153,9 @@ template <typename T>
 void combine_row_moments(T* mean, T* rstd, const T* moments, int64_t parts, int64_t rows,
                          int64_t cols_per_part, double eps) {
   if (rows == 0 || parts == 0 || cols_per_part == 0) return;
-  combine_row_moments_kernel<<<detail::grid_blocks(rows, kThreads), kThreads, 0,
-                               detail::stream()>>>(mean, rstd, moments, parts, rows,
-                                                   cols_per_part, eps);
+  MLPS_LAUNCH(combine_row_moments_kernel,
+      detail::grid_blocks(rows, kThreads), kThreads, 0, detail::stream(),
+      mean, rstd, moments, parts, rows, cols_per_part, eps);
   MLPS_CUDA_CHECK_LAUNCH();
 }
 
@@ -162,7 +164,8 @@ void layernorm_apply(T* y, const T* x, const T* mean, const T* rstd, const T* ga
                      const T* beta, int64_t rows, int64_t cols) {
   const int64_t n = rows * cols;
   if (n == 0) return;
-  layernorm_apply_kernel<<<detail::grid_blocks(n, kThreads), kThreads, 0, detail::stream()>>>(
+  MLPS_LAUNCH(layernorm_apply_kernel,
+      detail::grid_blocks(n, kThreads), kThreads, 0, detail::stream(),
       y, x, mean, rstd, gamma, beta, n, cols);
   MLPS_CUDA_CHECK_LAUNCH();
 }
@@ -173,15 +176,16 @@ void layernorm_backward_partial(T* sums, T* dgamma, T* dbeta, const T* dy, const
                                 int64_t cols, bool accumulate) {
   if (cols == 0) return;
   if (rows > 0) {
-    backward_row_sums_kernel<<<detail::grid_blocks(rows, 1), detail::row_block_threads(cols), 0,
-                               detail::stream()>>>(sums, dy, x, mean, rstd, gamma, rows, cols);
+    MLPS_LAUNCH(backward_row_sums_kernel,
+        detail::grid_blocks(rows, 1), detail::row_block_threads(cols), 0, detail::stream(),
+        sums, dy, x, mean, rstd, gamma, rows, cols);
     MLPS_CUDA_CHECK_LAUNCH();
   }
   const dim3 block(detail::kColumnTile, detail::kRowLanes);
   const auto blocks =
       static_cast<unsigned int>((cols + detail::kColumnTile - 1) / detail::kColumnTile);
-  param_grad_kernel<<<blocks, block, 0, detail::stream()>>>(dgamma, dbeta, dy, x, mean, rstd,
-                                                            rows, cols, accumulate);
+  MLPS_LAUNCH(param_grad_kernel, blocks, block, 0, detail::stream(),
+      dgamma, dbeta, dy, x, mean, rstd, rows, cols, accumulate);
   MLPS_CUDA_CHECK_LAUNCH();
 }
 
@@ -191,7 +195,8 @@ void layernorm_backward_apply(T* dx, const T* dy, const T* x, const T* mean, con
                               int64_t total_cols) {
   const int64_t n = rows * cols;
   if (n == 0 || total_cols == 0) return;
-  backward_apply_kernel<<<detail::grid_blocks(n, kThreads), kThreads, 0, detail::stream()>>>(
+  MLPS_LAUNCH(backward_apply_kernel,
+      detail::grid_blocks(n, kThreads), kThreads, 0, detail::stream(),
       dx, dy, x, mean, rstd, gamma, sums, n, cols, 1.0 / static_cast<double>(total_cols));
   MLPS_CUDA_CHECK_LAUNCH();
 }

@@ -4,6 +4,7 @@
 
 #include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/cuda_context.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/kernels.h"
 
 namespace mlps::cuda {
@@ -53,7 +54,8 @@ void softmax_xent_forward(T* probs, T* row_loss, const T* logits, const int32_t*
                           int64_t rows, int64_t classes) {
   if (rows == 0 || classes == 0) return;
   const int threads = detail::row_block_threads(classes);
-  softmax_xent_forward_kernel<<<detail::grid_blocks(rows, 1), threads, 0, detail::stream()>>>(
+  MLPS_LAUNCH(softmax_xent_forward_kernel,
+      detail::grid_blocks(rows, 1), threads, 0, detail::stream(),
       probs, row_loss, logits, labels, rows, classes);
   MLPS_CUDA_CHECK_LAUNCH();
 }
@@ -64,8 +66,9 @@ void softmax_xent_backward(T* dlogits, const T* probs, const int32_t* labels, in
   const int64_t n = rows * classes;
   if (n == 0) return;
   constexpr int kThreads = 256;
-  softmax_xent_backward_kernel<<<detail::grid_blocks(n, kThreads), kThreads, 0,
-                                 detail::stream()>>>(dlogits, probs, labels, n, classes, scale);
+  MLPS_LAUNCH(softmax_xent_backward_kernel,
+      detail::grid_blocks(n, kThreads), kThreads, 0, detail::stream(),
+      dlogits, probs, labels, n, classes, scale);
   MLPS_CUDA_CHECK_LAUNCH();
 }
 

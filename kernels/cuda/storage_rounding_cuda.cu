@@ -10,6 +10,7 @@
 
 #include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/cuda_context.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/kernels.h"
 
 namespace mlps::cuda {
@@ -94,10 +95,9 @@ template <typename Format>
 void launch_round(float* x, int64_t rows, int64_t cols, int64_t ld) {
   const int64_t n = rows * cols;
   const unsigned int blocks = detail::grid_blocks(n, kThreads);
-  if (ld == cols || rows == 1)
-    round_kernel<Format, false><<<blocks, kThreads, 0, detail::stream()>>>(x, n, cols, ld);
-  else
-    round_kernel<Format, true><<<blocks, kThreads, 0, detail::stream()>>>(x, n, cols, ld);
+  const auto kernel =
+      ld == cols || rows == 1 ? round_kernel<Format, false> : round_kernel<Format, true>;
+  MLPS_LAUNCH(kernel, blocks, kThreads, 0, detail::stream(), x, n, cols, ld);
   MLPS_CUDA_CHECK_LAUNCH();
 }
 
@@ -112,19 +112,28 @@ void round_to_storage(float* x, int64_t rows, int64_t cols, int64_t ld, StorageF
 }
 
 template <typename T>
+void add_nonfinite_count(uint64_t* total, const T* x, int64_t n) {
+  check_count(n, "add_nonfinite_count");
+  if (n == 0) return;
+  static_assert(sizeof(uint64_t) == sizeof(unsigned long long));
+  const auto blocks =
+      static_cast<unsigned int>(std::min<int64_t>(kCountBlocks, (n + kThreads - 1) / kThreads));
+  MLPS_LAUNCH(count_nonfinite_kernel<T>, blocks, kThreads, 0, detail::stream(),
+      reinterpret_cast<unsigned long long*>(total), x, n);
+  MLPS_CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
 int64_t count_nonfinite(const T* x, int64_t n) {
   check_count(n, "count_nonfinite");
   if (n == 0) return 0;
   const cudaStream_t stream = detail::stream();
-  unsigned long long* total = nullptr;
+  uint64_t* total = nullptr;
   MLPS_CUDA_CHECK(cudaMallocAsync(&total, sizeof(*total), stream));
-  unsigned long long host = 0;
+  uint64_t host = 0;
   try {
     MLPS_CUDA_CHECK(cudaMemsetAsync(total, 0, sizeof(*total), stream));
-    const auto blocks = static_cast<unsigned int>(
-        std::min<int64_t>(kCountBlocks, (n + kThreads - 1) / kThreads));
-    count_nonfinite_kernel<T><<<blocks, kThreads, 0, stream>>>(total, x, n);
-    MLPS_CUDA_CHECK_LAUNCH();
+    add_nonfinite_count(total, x, n);
     MLPS_CUDA_CHECK(cudaMemcpyAsync(&host, total, sizeof(host), cudaMemcpyDeviceToHost, stream));
     MLPS_CUDA_CHECK(cudaFreeAsync(total, stream));
     total = nullptr;
@@ -142,9 +151,9 @@ void pack_16bit(uint16_t* dst, const float* src, int64_t n, StorageFormat format
   if (n == 0) return;
   const unsigned int blocks = detail::grid_blocks(n, kThreads);
   if (format == StorageFormat::bf16)
-    pack_kernel<Bf16><<<blocks, kThreads, 0, detail::stream()>>>(dst, src, n);
+    MLPS_LAUNCH(pack_kernel<Bf16>, blocks, kThreads, 0, detail::stream(), dst, src, n);
   else
-    pack_kernel<Fp16><<<blocks, kThreads, 0, detail::stream()>>>(dst, src, n);
+    MLPS_LAUNCH(pack_kernel<Fp16>, blocks, kThreads, 0, detail::stream(), dst, src, n);
   MLPS_CUDA_CHECK_LAUNCH();
 }
 
@@ -154,13 +163,15 @@ void unpack_16bit(float* dst, const uint16_t* src, int64_t n, StorageFormat form
   if (n == 0) return;
   const unsigned int blocks = detail::grid_blocks(n, kThreads);
   if (format == StorageFormat::bf16)
-    unpack_kernel<Bf16><<<blocks, kThreads, 0, detail::stream()>>>(dst, src, n);
+    MLPS_LAUNCH(unpack_kernel<Bf16>, blocks, kThreads, 0, detail::stream(), dst, src, n);
   else
-    unpack_kernel<Fp16><<<blocks, kThreads, 0, detail::stream()>>>(dst, src, n);
+    MLPS_LAUNCH(unpack_kernel<Fp16>, blocks, kThreads, 0, detail::stream(), dst, src, n);
   MLPS_CUDA_CHECK_LAUNCH();
 }
 
 template int64_t count_nonfinite<float>(const float*, int64_t);
 template int64_t count_nonfinite<double>(const double*, int64_t);
+template void add_nonfinite_count<float>(uint64_t*, const float*, int64_t);
+template void add_nonfinite_count<double>(uint64_t*, const double*, int64_t);
 
 }  // namespace mlps::cuda

@@ -42,8 +42,18 @@ void CommLog::record(CommKind kind, const std::string& group, int group_size, do
   ++totals.calls;
 }
 
-std::map<std::string, CommTotals> CommLog::take_totals() { return std::exchange(totals_, {}); }
+void CommLog::settle_deferred() {
+  for (auto& settle : std::exchange(deferred_, {})) settle(*this);
+}
 
-double CommLog::take_blocked_seconds() { return std::exchange(blocked_seconds_, 0.0); }
+std::map<std::string, CommTotals> CommLog::take_totals() {
+  settle_deferred();
+  return std::exchange(totals_, {});
+}
+
+double CommLog::take_blocked_seconds() {
+  settle_deferred();
+  return std::exchange(blocked_seconds_, 0.0);
+}
 
 }  // namespace mlps

@@ -4,8 +4,10 @@
 // communication). Sizes as nccl-tests counts them: all-reduce and broadcast the buffer, all-gather
 // the gathered output, reduce-scatter the full input, send/recv the message.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace mlps {
 
@@ -33,13 +35,18 @@ class CommLog {
   void record(CommKind kind, const std::string& group, int group_size, double bytes,
               double seconds);
   void add_blocked(double seconds) { blocked_seconds_ += seconds; }
+  // A record whose figures are known only later (GPU events still pending): `settle` is called
+  // with this log before the totals are next taken, so a wait() need not block the host.
+  void defer(std::function<void(CommLog&)> settle) { deferred_.push_back(std::move(settle)); }
   // This iteration's totals per comm_key and blocked time; clears them for the next one.
   std::map<std::string, CommTotals> take_totals();
   double take_blocked_seconds();
 
  private:
+  void settle_deferred();
   std::map<std::string, CommTotals> totals_;
   double blocked_seconds_ = 0;
+  std::vector<std::function<void(CommLog&)>> deferred_;
 };
 
 }  // namespace mlps

@@ -38,35 +38,40 @@ void check_rank(int rank, int size, const char* what) {
                                 " is not a rank of a communicator of " + std::to_string(size));
 }
 
-cudaEvent_t new_event() {
-  cudaEvent_t event = nullptr;
-  MLPS_CUDA_CHECK(cudaEventCreate(&event));
-  return event;
-}
+// One CUDA event, destroyed with its owner (never throwing: that runs from destructors).
+class GpuEvent {
+ public:
+  GpuEvent() { MLPS_CUDA_CHECK(cudaEventCreate(&event_)); }
+  ~GpuEvent() {
+    if (event_ && cudaEventDestroy(event_) != cudaSuccess) (void)cudaGetLastError();
+  }
+  GpuEvent(const GpuEvent&) = delete;
+  GpuEvent& operator=(const GpuEvent&) = delete;
+  cudaEvent_t get() const { return event_; }
+  void record(cudaStream_t stream) const { MLPS_CUDA_CHECK(cudaEventRecord(event_, stream)); }
+  void wait_on_host() const { MLPS_CUDA_CHECK(cudaEventSynchronize(event_)); }
 
-// Never throws: it runs from destructors.
-void destroy_event(cudaEvent_t event) {
-  if (event && cudaEventDestroy(event) != cudaSuccess) (void)cudaGetLastError();
-}
+ private:
+  cudaEvent_t event_ = nullptr;
+};
 
-double elapsed_seconds(cudaEvent_t from, cudaEvent_t to) {
+double elapsed_seconds(const GpuEvent& from, const GpuEvent& to) {
   float ms = 0.0f;
-  MLPS_CUDA_CHECK(cudaEventElapsedTime(&ms, from, to));
+  MLPS_CUDA_CHECK(cudaEventElapsedTime(&ms, from.get(), to.get()));
   return static_cast<double>(ms) * 1e-3;
 }
 
 }  // namespace
 
+// The events of one launch: `ready` on the kernel stream (the data exists), `start` and `done`
+// on the communicator's stream around the NCCL calls, so start → done is the operation's own
+// time, not the time it queued behind earlier operations. `bytes` is the launch's total (a
+// group of sends and receives together).
 struct NcclCommunicator::Launch {
-  cudaEvent_t start = nullptr;  // on the kernel stream: the data is ready
-  cudaEvent_t done = nullptr;   // on the communicator's stream
-  Launch() : start(new_event()), done(new_event()) {}
-  ~Launch() {
-    destroy_event(start);
-    destroy_event(done);
-  }
-  Launch(const Launch&) = delete;
-  Launch& operator=(const Launch&) = delete;
+  GpuEvent ready;
+  GpuEvent start;
+  GpuEvent done;
+  double bytes = 0;
 };
 
 NcclCommunicator::Wire::~Wire() {
@@ -104,10 +109,12 @@ class NcclCommunicator::Request : public CommRequest {
 
   void set_launch(std::shared_ptr<Launch> launch) { launch_ = std::move(launch); }
 
-  // Orders the kernel stream after the operation. The host waits for the operation too, only
-  // to read its time: the interface has no later point at which to collect it. The exposed time
-  // is the GPU's: how long the kernel stream, having reached this wait, stalls for the
-  // communication.
+  // Orders the kernel stream after the operation, without blocking the host: the operation's
+  // time and the stall it causes are read from GPU events when the log's totals are next taken
+  // (the end of the step). Exposed time is the GPU's: from the kernel stream reaching this wait
+  // to the operation's end. A group's time is shared by its sends and receives in proportion
+  // to their bytes, so the group is counted once. `resumed` marks the kernel stream past the
+  // wait, so the launch's events outlive every use of them.
   void wait() override {
     if (!owner_) return;
     if (!launch_) owner_->flush_point_to_point();
@@ -116,27 +123,25 @@ class NcclCommunicator::Request : public CommRequest {
     owner_ = nullptr;
     std::erase(owner.live_, this);
     const cudaStream_t kernels = cuda::detail::stream();
-    cudaEvent_t reached = new_event();
-    try {
-      MLPS_CUDA_CHECK(cudaEventRecord(reached, kernels));
-      MLPS_CUDA_CHECK(cudaStreamWaitEvent(kernels, launch_->done, 0));
-      if (wire_) {  // back to float on the kernel stream, after the operation
-        if (wire_->unpack_dst)
-          cuda::unpack_16bit(wire_->unpack_dst, wire_->data + wire_->unpack_offset,
-                             wire_->unpack_count, wire_->format);
-        wire_.reset();  // freed in stream order, after the unpack
-      }
-      MLPS_CUDA_CHECK(cudaEventSynchronize(launch_->done));
-      MLPS_CUDA_CHECK(cudaEventSynchronize(reached));
-      const double seconds = elapsed_seconds(launch_->start, launch_->done);
-      const double exposed = std::max(0.0, elapsed_seconds(reached, launch_->done));
-      owner.log().record(kind_, owner.name(), owner.size(), bytes_, seconds);
-      owner.log().add_blocked(exposed);
-    } catch (...) {
-      destroy_event(reached);
-      throw;
+    auto reached = std::make_shared<GpuEvent>();
+    auto resumed = std::make_shared<GpuEvent>();
+    reached->record(kernels);
+    MLPS_CUDA_CHECK(cudaStreamWaitEvent(kernels, launch_->done.get(), 0));
+    resumed->record(kernels);
+    if (wire_) {  // back to float on the kernel stream, after the operation
+      if (wire_->unpack_dst)
+        cuda::unpack_16bit(wire_->unpack_dst, wire_->data + wire_->unpack_offset,
+                           wire_->unpack_count, wire_->format);
+      wire_.reset();  // freed in stream order, after the unpack
     }
-    destroy_event(reached);
+    owner.log().defer([launch = launch_, reached, resumed, kind = kind_, bytes = bytes_,
+                       group = owner.name(), size = owner.size()](CommLog& log) {
+      launch->done.wait_on_host();
+      resumed->wait_on_host();
+      const double share = launch->bytes > 0 ? bytes / launch->bytes : 1.0;
+      log.record(kind, group, size, bytes, elapsed_seconds(launch->start, launch->done) * share);
+      log.add_blocked(std::max(0.0, elapsed_seconds(*reached, launch->done)));
+    });
   }
 
  private:
@@ -152,10 +157,18 @@ NcclCommunicator::NcclCommunicator(MPI_Comm comm, std::string name,
     : Communicator(std::move(name), std::move(log)) {
   MPI_Comm_rank(comm, &rank_);
   MPI_Comm_size(comm, &size_);
-  ncclUniqueId id{};
-  if (rank_ == 0) MLPS_NCCL_CHECK(ncclGetUniqueId(&id));
-  MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, comm);
-  MLPS_NCCL_CHECK(ncclCommInitRank(&comm_, size_, id, rank_));
+  // Rank 0's id travels with its status, so that a failed ncclGetUniqueId stops every rank
+  // instead of leaving the others waiting in the broadcast.
+  struct {
+    ncclUniqueId id;
+    int status;
+  } bootstrap{};
+  if (rank_ == 0) bootstrap.status = ncclGetUniqueId(&bootstrap.id);
+  MPI_Bcast(&bootstrap, sizeof(bootstrap), MPI_BYTE, 0, comm);
+  if (bootstrap.status != ncclSuccess)
+    throw_nccl_error(static_cast<ncclResult_t>(bootstrap.status), nullptr,
+                     "ncclGetUniqueId (on rank 0 of this communicator)", __FILE__, __LINE__);
+  MLPS_NCCL_CHECK(ncclCommInitRank(&comm_, size_, bootstrap.id, rank_));
   try {
     MLPS_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   } catch (...) {
@@ -178,10 +191,12 @@ NcclCommunicator::~NcclCommunicator() {
 }
 
 std::shared_ptr<NcclCommunicator::Launch> NcclCommunicator::launch(
-    const std::vector<std::function<ncclResult_t()>>& calls) {
+    const std::vector<std::function<ncclResult_t()>>& calls, double bytes) {
   auto events = std::make_shared<Launch>();
-  MLPS_CUDA_CHECK(cudaEventRecord(events->start, cuda::detail::stream()));
-  MLPS_CUDA_CHECK(cudaStreamWaitEvent(stream_, events->start, 0));
+  events->bytes = bytes;
+  events->ready.record(cuda::detail::stream());
+  MLPS_CUDA_CHECK(cudaStreamWaitEvent(stream_, events->ready.get(), 0));
+  events->start.record(stream_);
   if (calls.size() == 1) {
     MLPS_NCCL_CHECK(calls.front()());
   } else {
@@ -195,7 +210,7 @@ std::shared_ptr<NcclCommunicator::Launch> NcclCommunicator::launch(
     }
     MLPS_NCCL_CHECK(ncclGroupEnd());
   }
-  MLPS_CUDA_CHECK(cudaEventRecord(events->done, stream_));
+  events->done.record(stream_);
   return events;
 }
 
@@ -203,7 +218,7 @@ void NcclCommunicator::flush_point_to_point() {
   if (held_calls_.empty()) return;
   const auto calls = std::exchange(held_calls_, {});
   const auto requests = std::exchange(held_requests_, {});
-  const auto events = launch(calls);
+  const auto events = launch(calls, std::exchange(held_bytes_, 0.0));
   for (Request* request : requests) request->set_launch(events);
 }
 
@@ -212,7 +227,7 @@ PendingComm NcclCommunicator::collective(CommKind kind, double bytes,
                                          std::unique_ptr<Wire> wire) {
   flush_point_to_point();  // issue order is the posting order
   auto request = std::make_unique<Request>(*this, kind, bytes, std::move(wire));
-  request->set_launch(launch({std::move(call)}));
+  request->set_launch(launch({std::move(call)}, bytes));
   return request;
 }
 
@@ -221,6 +236,7 @@ PendingComm NcclCommunicator::point_to_point(double bytes, std::function<ncclRes
   auto request = std::make_unique<Request>(*this, CommKind::send_recv, bytes, std::move(wire));
   held_calls_.push_back(std::move(call));
   held_requests_.push_back(request.get());
+  held_bytes_ += bytes;
   return request;
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // The NCCL backend of the Comm seam (only in builds with NCCL). Bootstrapped over MPI (rank 0's
 // unique id by MPI_Bcast); operations run on the communicator's own stream, ordered after the
-// work already on the kernel stream, and wait() orders the kernel stream after them.
+// work already on the kernel stream, and wait() orders the kernel stream after them without
+// blocking the host (times are read from GPU events when the log's totals are taken).
 //
 // Sends and receives are held back and launched together in one NCCL group at the next wait()
 // or collective, so that the usual exchange (send to one peer, receive from another, wait)
@@ -50,7 +51,7 @@ class NcclCommunicator : public Communicator {
  private:
   class Request;
   friend class Request;
-  struct Launch;  // the start and done events of one launch on the stream
+  struct Launch;  // the events of one launch on the stream
   // The 16-bit device buffer of one operation on a 16-bit wire and what wait() unpacks from it.
   struct Wire {
     uint16_t* data = nullptr;
@@ -71,7 +72,8 @@ class NcclCommunicator : public Communicator {
   std::unique_ptr<Wire> stage_wire(int64_t count) const;
 
   // Launches calls (several: as one NCCL group) on the stream after the kernel stream's work.
-  std::shared_ptr<Launch> launch(const std::vector<std::function<ncclResult_t()>>& calls);
+  std::shared_ptr<Launch> launch(const std::vector<std::function<ncclResult_t()>>& calls,
+                                 double bytes);
   PendingComm collective(CommKind kind, double bytes, std::function<ncclResult_t()> call,
                          std::unique_ptr<Wire> wire = nullptr);
   PendingComm point_to_point(double bytes, std::function<ncclResult_t()> call,
@@ -85,6 +87,7 @@ class NcclCommunicator : public Communicator {
   std::vector<Request*> live_;  // requests not yet waited
   std::vector<std::function<ncclResult_t()>> held_calls_;  // sends/receives not yet launched
   std::vector<Request*> held_requests_;
+  double held_bytes_ = 0;
 };
 
 }  // namespace mlps

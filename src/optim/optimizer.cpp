@@ -12,6 +12,7 @@ Optimizer<T>::Optimizer(Device& device, const OptimizerConfig& config, MPI_Comm 
   if (mixed_ && device.storage_format() == StorageFormat::fp16) {
     scaler_.emplace();
     device_.set_loss_scale(scaler_->scale());
+    nonfinite_total_ = Buffer<uint64_t>(device_, 1);
   }
 }
 
@@ -32,11 +33,12 @@ void Optimizer<T>::add(T* value, const T* grad, int64_t count) {
   slots_.push_back(std::move(slot));
 }
 
+// Every tensor's count goes into one total on the device, read back once: one wait per step.
 template <typename T>
-bool Optimizer<T>::gradients_finite_everywhere() const {
-  int nonfinite = 0;
-  for (const auto& s : slots_)
-    if (device_.count_nonfinite(s.grad, s.count) > 0) nonfinite = 1;
+bool Optimizer<T>::gradients_finite_everywhere() {
+  nonfinite_total_.zero();
+  for (const auto& s : slots_) device_.add_nonfinite_count(nonfinite_total_.data(), s.grad, s.count);
+  int nonfinite = nonfinite_total_.download().front() > 0 ? 1 : 0;
   int anywhere = 0;
   MPI_Allreduce(&nonfinite, &anywhere, 1, MPI_INT, MPI_MAX, consensus_);
   return anywhere == 0;

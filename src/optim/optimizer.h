@@ -55,12 +55,13 @@ class Optimizer {
     Buffer<T> m, v;  // Adam moments (empty for SGD)
     Buffer<T> master;  // mixed precision: the fp32 weights value is rounded from
   };
-  bool gradients_finite_everywhere() const;
+  bool gradients_finite_everywhere();
   Device& device_;
   OptimizerConfig config_;
   MPI_Comm consensus_;
   bool mixed_ = false;
   std::optional<LossScaler> scaler_;
+  Buffer<uint64_t> nonfinite_total_;  // fp16: the step's count of inf/NaN gradient values
   std::vector<Slot> slots_;
   int64_t steps_ = 0;
 };

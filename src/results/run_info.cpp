@@ -58,7 +58,9 @@ std::string cuda_version() {
 }
 
 std::string nccl_version() {
-#ifdef MLPSCALE_WITH_NCCL
+#if defined(MLPSCALE_CUDA_EMULATE)
+  return "stand-in over MPI (emulated GPU build)";
+#elif defined(MLPSCALE_WITH_NCCL)
   int code = 0;
   if (ncclGetVersion(&code) != ncclSuccess) return "unknown";
   // Codes below 10000 are from NCCL ≤ 2.8, which used major*1000 + minor*100 + patch.

@@ -5,7 +5,10 @@
 #include <mpi.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <memory>
+#include <stdexcept>
+#include <string>
 
 #include "src/comm/comm_log.h"
 #include "src/comm/make_communicator.h"
@@ -238,6 +241,25 @@ TEST_F(GpuCommTest, NcclMatchesExactAnswers) {
   testing::check_every_operation<double>(device, *comm, *log);
 #endif
 }
+
+#ifdef MLPSCALE_CUDA_EMULATE
+// A failed ncclGetUniqueId on rank 0 must stop every rank with an error, not leave the others
+// waiting for the id (the NCCL stand-in fails on request; real NCCL cannot be made to).
+TEST_F(GpuCommTest, FailedUniqueIdOnRankZeroStopsEveryRank) {
+  ASSERT_TRUE(bind_gpus());
+  Device device(DeviceKind::cuda);
+  auto log = std::make_shared<CommLog>();
+  if (world_rank() == 0) setenv("MLPS_NCCL_STANDIN_FAIL", "ncclGetUniqueId", 1);
+  bool threw = false;
+  try {
+    auto comm = make_communicator(CommBackend::nccl, device, MPI_COMM_WORLD, "world", log);
+  } catch (const std::runtime_error& e) {
+    threw = std::string(e.what()).find("ncclGetUniqueId") != std::string::npos;
+  }
+  unsetenv("MLPS_NCCL_STANDIN_FAIL");
+  EXPECT_TRUE(threw) << "rank " << world_rank() << " went on without a unique id";
+}
+#endif
 
 }  // namespace
 }  // namespace mlps

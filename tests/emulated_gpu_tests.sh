@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# The CUDA backend of every executable, run on the CPU by the emulated-GPU build (bin/emulate,
+# `make CUDA=emulate`): `--device cuda --verify` must print PASS against serial for serial,
+# data (ZeRO 0-3), pipeline (GPipe, 1F1B), tensor1d, tensor2d and tensor3d at 1-4 ranks, in
+# fp64 and fp32 over MPI (--comm mpi) and over the NCCL stand-in (--comm nccl), and once each
+# in bf16 and fp16 with --checkpoint-activations. Each run must also have used what it was
+# asked for: the result file records device cuda and the communicator backend (none for
+# bin/serial).
+# Usage: bash tests/emulated_gpu_tests.sh [BIN_DIR] (default bin/emulate).
+# Ends with "N passed, N failed".
+set -u -o pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+
+bin=${1:-bin/emulate}
+python=$PWD/.venv/bin/python3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export OPENBLAS_NUM_THREADS=1
+passed=0
+failed=0
+ok() { echo "ok - $1"; passed=$((passed + 1)); }
+not_ok() { echo "not ok - $1: $2"; failed=$((failed + 1)); }
+
+if [[ ! -x $bin/serial ]]; then
+  not_ok "emulated build" "$bin/serial not found (make CUDA=emulate HIP_CPU_HOME=...)"
+  echo "$passed passed, $failed failed"
+  exit 1
+fi
+
+tiny=(--hidden 24 --layers 2 --image-size 6 --ffn-mult 2 --batch 12 --iters 4 --warmup 1
+      --print-every 0 --eval-samples 24)
+n=0
+
+# $1 ranks, $2 comm backend (mpi|nccl, or none for bin/serial), $3 executable, then its options.
+check() {
+  local ranks=$1 comm=$2 exe=$3
+  shift 3
+  n=$((n + 1))
+  local name="$exe -n $ranks --comm $comm $*" out=$tmp/run-$n.h5 log=$tmp/log-$n status=0
+  local comm_option=(--comm "$comm")
+  [[ $comm == none ]] && comm_option=()
+  timeout 300 mpiexec -n "$ranks" "$bin/$exe" "${tiny[@]}" --device cuda "${comm_option[@]}" \
+    "$@" --verify --out "$out" >"$log" 2>&1 || status=$?
+  if ((status != 0)); then
+    not_ok "$name" "exit status $status ($(tail -n 2 "$log" | tr '\n' ' '))"
+    return
+  fi
+  if ! grep -q "verify: PASS" "$log"; then
+    not_ok "$name" "$(grep 'verify:' "$log" | tail -n 1)"
+    return
+  fi
+  local used
+  used=$("$python" -c 'import h5py, sys
+f = h5py.File(sys.argv[1], "r")
+print(f.attrs["device"], f.attrs["comm"])' "$out" 2>&1)
+  if [[ $used != "cuda $comm" ]]; then
+    not_ok "$name" "result file says device/comm '$used', not 'cuda $comm'"
+    return
+  fi
+  ok "$name ($(grep -o 'relative error [^ ]* at [^,]*' "$log"))"
+}
+
+# The serial reference has no communicator.
+for precision in fp64 fp32; do
+  check 1 none serial --precision "$precision"
+done
+for precision in bf16 fp16; do
+  check 1 none serial --precision "$precision" --checkpoint-activations
+done
+
+for comm in mpi nccl; do
+  for precision in fp64 fp32; do
+    check 2 "$comm" data --zero 0 --precision "$precision"
+    check 3 "$comm" data --zero 1 --precision "$precision"
+    check 4 "$comm" data --zero 2 --precision "$precision"
+    check 2 "$comm" data --zero 3 --precision "$precision"
+    check 2 "$comm" pipeline --pp 2 --schedule gpipe --precision "$precision"
+    check 4 "$comm" pipeline --pp 2 --dp 2 --schedule 1f1b --micro-batches 3 \
+      --precision "$precision"
+    check 2 "$comm" tensor1d --tp 2 --precision "$precision"
+    check 4 "$comm" tensor2d --tp-dims 2,2 --precision "$precision"
+    check 4 "$comm" tensor3d --tp-dims 2,1,2 --precision "$precision"
+  done
+  for precision in bf16 fp16; do
+    check 2 "$comm" data --zero 3 --precision "$precision" --checkpoint-activations
+    check 3 "$comm" pipeline --pp 3 --schedule 1f1b --micro-batches 3 --layers 3 \
+      --precision "$precision" --checkpoint-activations
+    check 4 "$comm" tensor1d --tp 2 --dp 2 --precision "$precision" --checkpoint-activations
+    check 4 "$comm" tensor2d --tp-dims 2,2 --precision "$precision" --checkpoint-activations
+    check 4 "$comm" tensor3d --tp-dims 2,2,1 --precision "$precision" --checkpoint-activations
+  done
+done
+check 1 nccl data --zero 0 --precision fp64
+
+echo "$passed passed, $failed failed"
+((failed == 0))
