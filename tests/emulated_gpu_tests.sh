@@ -5,7 +5,7 @@
 # fp64 and fp32 over MPI (--comm mpi) and over the NCCL stand-in (--comm nccl), and once each
 # in bf16 and fp16 with --checkpoint-activations. Each run must also have used what it was
 # asked for: the result file records device cuda and the communicator backend (none for
-# bin/serial).
+# bin/serial). bin/bench_comm checks every collective on device buffers over both backends.
 # Usage: bash tests/emulated_gpu_tests.sh [BIN_DIR] (default bin/emulate).
 # Ends with "N passed, N failed".
 set -u -o pipefail
@@ -91,6 +91,19 @@ for comm in mpi nccl; do
   done
 done
 check 1 nccl data --zero 0 --precision fp64
+
+# bin/bench_comm on device buffers: every collective's result checked element by element.
+for comm in mpi nccl; do
+  log=$tmp/bench-comm-$comm
+  name="bench_comm -n 3 --device cuda --comm $comm"
+  if timeout 300 mpiexec -n 3 "$bin/bench_comm" --device cuda --comm "$comm" -b 8 -e 64K -f 8 \
+       -n 2 -w 1 --out "$tmp/comm-$comm.h5" >"$log" 2>&1 &&
+     grep -q "Out of bounds values : 0 OK" "$log"; then
+    ok "$name: 0 wrong elements"
+  else
+    not_ok "$name" "$(tail -n 2 "$log" | tr '\n' ' ')"
+  fi
+done
 
 echo "$passed passed, $failed failed"
 ((failed == 0))
