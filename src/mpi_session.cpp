@@ -1,22 +1,59 @@
 #include "src/mpi_session.h"
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <exception>
 
 #include "src/errors.h"
 
 namespace mlps {
+namespace {
+
+// What a stop signal prints: "<program>: stopped by SIGTERM". A signal handler can only reach
+// process-wide state, so the line's prefix is kept here, filled in once by run().
+char stop_prefix[256] = "mlpscale";
+
+const char* signal_name(int signal) {
+  switch (signal) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
+  }
+  return "a signal";
+}
+
+// Async-signal-safe: one line, then the conventional status 128 + signal. Results are
+// published only when complete (publish_file), so there is nothing to clean up.
+void on_stop_signal(int signal) {
+  const char* parts[] = {stop_prefix, ": stopped by ", signal_name(signal), "\n"};
+  for (const char* part : parts) {
+    size_t length = 0;
+    while (part[length] != '\0') ++length;
+    if (::write(STDERR_FILENO, part, length) < 0) break;
+  }
+  _exit(128 + signal);
+}
+
+}  // namespace
 
 MpiSession::MpiSession(int& argc, char**& argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  // After MPI_Init, which may install handlers of its own (UCX prints a backtrace).
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  for (const int signal : {SIGINT, SIGTERM, SIGHUP}) sigaction(signal, &action, nullptr);
 }
 
 MpiSession::~MpiSession() { MPI_Finalize(); }
 
 int MpiSession::run(const std::string& program, const std::function<int()>& body) const {
   const std::string who = size_ > 1 ? program + " (rank " + std::to_string(rank_) + ")" : program;
+  std::snprintf(stop_prefix, sizeof(stop_prefix), "%s", who.c_str());
   try {
     return body();
   } catch (const InputError& e) {

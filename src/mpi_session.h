@@ -2,7 +2,8 @@
 // MPI for the lifetime of main(), and the one place where errors become exit codes: an
 // InputError (options, config, data files, grid shapes: found the same way on every rank)
 // prints one line on every rank and every rank exits 2 together; any other failure prints its
-// line and aborts the whole job, so no rank is left waiting in a collective.
+// line and aborts the whole job, so no rank is left waiting in a collective. SIGINT, SIGTERM and
+// SIGHUP print "<program>: stopped by SIGTERM" and exit with the conventional 128 + signal.
 #include <mpi.h>
 
 #include <functional>

@@ -1,13 +1,12 @@
 #include "src/results/hdf5_write.h"
 
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdio>
 #include <exception>
 #include <filesystem>
 #include <stdexcept>
 #include <system_error>
+#include <vector>
+
+#include "src/results/publish_file.h"
 
 namespace mlps::hdf5 {
 
@@ -87,12 +86,24 @@ void write_vector(hid_t parent, const std::string& name, const std::vector<int64
 
 namespace {
 
-// The file itself: created, filled, and closed (closing is where HDF5 flushes it).
-void write_file(const std::string& file_path, const std::function<void(hid_t file)>& fill) {
-  Handle file = checked(H5Fcreate(file_path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT),
-                        H5Fclose, "cannot create " + file_path);
+// The whole file built in memory (HDF5's core driver, no backing store) and returned as its
+// image: HDF5 itself never touches the disk, so a full disk cannot fail inside libhdf5 (which
+// in 1.10 could then crash at exit), and nothing is on disk until the image is published.
+std::vector<char> file_image(const std::function<void(hid_t file)>& fill) {
+  Handle access = checked(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, "cannot make file properties");
+  check(H5Pset_fapl_core(access.get(), size_t{1} << 20, 0), "cannot select the in-memory driver");
+  Handle file = checked(H5Fcreate("mlpscale-result-in-memory", H5F_ACC_TRUNC, H5P_DEFAULT,
+                                  access.get()),
+                        H5Fclose, "cannot create the file in memory");
   fill(file.get());
-  if (!file.close()) fail("cannot close " + file_path);
+  check(H5Fflush(file.get(), H5F_SCOPE_LOCAL), "cannot flush the file in memory");
+  const ssize_t size = H5Fget_file_image(file.get(), nullptr, 0);
+  if (size < 0) fail("cannot size the file image");
+  std::vector<char> image(static_cast<size_t>(size));
+  if (H5Fget_file_image(file.get(), image.data(), image.size()) != size)
+    fail("cannot copy the file image");
+  if (!file.close()) fail("cannot close the file in memory");
+  return image;
 }
 
 }  // namespace
@@ -100,25 +111,18 @@ void write_file(const std::string& file_path, const std::function<void(hid_t fil
 void write_file_atomically(const std::string& path, const std::function<void(hid_t file)>& fill) {
   silence_errors();
   const std::string prefix = "cannot write " + path + ": ";
-
-  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty()) {
-    std::error_code error;
-    std::filesystem::create_directories(parent, error);
-    if (error)
-      throw std::runtime_error(prefix + "cannot create directory " + parent.string() + " (" +
-                               error.message() + ")");
-  }
-
-  const std::string temporary = path + ".tmp." + std::to_string(getpid());
   try {
-    write_file(temporary, fill);
-    if (std::rename(temporary.c_str(), path.c_str()) != 0)
-      throw std::runtime_error("cannot rename " + temporary + " to " + path + " (" +
-                               std::generic_category().message(errno) + ")");
+    const std::vector<char> image = file_image(fill);
+    const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+    if (!parent.empty()) {
+      std::error_code error;
+      std::filesystem::create_directories(parent, error);
+      if (error)
+        throw std::runtime_error("cannot create directory " + parent.string() + " (" +
+                                 error.message() + ")");
+    }
+    publish_file(path, image);
   } catch (const std::exception& error) {
-    std::error_code ignored;
-    std::filesystem::remove(temporary, ignored);
     throw std::runtime_error(prefix + error.what());
   }
 }

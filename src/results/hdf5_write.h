@@ -51,9 +51,9 @@ void write_vector(hid_t parent, const std::string& name, const std::vector<doubl
 void write_vector(hid_t parent, const std::string& name, const std::vector<int64_t>& values,
                   const std::string& where, std::string_view units = {});
 
-// Creates `path`'s parent directories, has `fill` write into a new file "<path>.tmp.<pid>" and
-// renames that into place, so readers never see a partial file; on failure the temporary file is
-// removed and std::runtime_error "cannot write <path>: <what failed>" is thrown.
+// Has `fill` write the file in memory, creates `path`'s parent directories and publishes the
+// image (publish_file): readers never see a partial file, and a process killed at any point
+// leaves none. Failures throw std::runtime_error "cannot write <path>: <what failed>".
 void write_file_atomically(const std::string& path, const std::function<void(hid_t file)>& fill);
 
 }  // namespace mlps::hdf5
