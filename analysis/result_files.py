@@ -134,6 +134,8 @@ def _load_training(path, f):
         if "batch" not in config:
             raise ResultFileError(path, "missing attribute global_batch")
         attrs["global_batch"] = int(config["batch"])
+    if int(attrs["global_batch"]) < 1:
+        raise ResultFileError(path, f"global_batch {attrs['global_batch']} is not positive")
     iterations, ranks = int(attrs["iterations"]), int(attrs["world_size"])
     warmup = int(attrs["warmup_iterations"])
     if ranks < 1 or iterations < 0 or not 0 <= warmup <= iterations:
@@ -142,6 +144,9 @@ def _load_training(path, f):
     if "timing" not in f:
         raise ResultFileError(path, "missing /timing")
     timing = {name: _table(path, f, f"timing/{name}", (iterations, ranks)) for name in f["timing"]}
+    for name, table in timing.items():  # a time is a finite, non-negative number of seconds
+        if not np.all(np.isfinite(table)) or np.any(table < 0):
+            raise ResultFileError(path, f"/timing/{name} holds a NaN, infinite or negative time")
     for phase in REQUIRED_PHASES:
         if phase not in timing:
             raise ResultFileError(path, f"missing /timing/{phase}")

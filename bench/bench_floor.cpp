@@ -3,10 +3,12 @@
 // at the memory bandwidth it measured (device-to-device copy): no implementation of this step on
 // this machine can be much faster. Reads bench_kernels' JSON (--kernels), runs the serial
 // training through the shared driver, and prints the ratio.
+#include <nlohmann/json.hpp>
+
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
-#include <nlohmann/json.hpp>
 
 #include "src/data/dataset.h"
 #include "src/driver/step_statistics.h"
@@ -24,20 +26,22 @@ namespace {
 class KernelRates {
  public:
   explicit KernelRates(const std::string& path) : path_(path) {
+    std::error_code error;
     std::ifstream in(path);
-    if (!in) throw InputError(path + ": cannot read (run bin/bench_kernels --benchmark_out=" + path + " first)");
-    nlohmann::json doc;
+    if (!std::filesystem::is_regular_file(path, error) || !in)
+      throw InputError(path + ": cannot read a file there (run bin/bench_kernels --benchmark_out=" +
+                       path + " first)");
     try {
-      doc = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::exception& e) {
+      const nlohmann::json doc = nlohmann::json::parse(in);
+      // With --benchmark_repetitions the median aggregate is the rate; without, the single run.
+      for (const auto& b : doc.value("benchmarks", nlohmann::json::array())) {
+        const std::string name = b.value("run_name", b.value("name", ""));
+        const bool median = b.value("aggregate_name", "") == "median";
+        if (median) entries_[name] = b;
+        else if (b.value("run_type", "iteration") == "iteration") entries_.emplace(name, b);
+      }
+    } catch (const nlohmann::json::exception& e) {  // syntax, or JSON of another shape
       throw InputError(path + ": not bench_kernels JSON: " + e.what());
-    }
-    // With --benchmark_repetitions the median aggregate is the rate; without, the single run.
-    for (const auto& b : doc.value("benchmarks", nlohmann::json::array())) {
-      const std::string name = b.value("run_name", b.value("name", ""));
-      const bool median = b.value("aggregate_name", "") == "median";
-      if (median) entries_[name] = b;
-      else if (b.value("run_type", "iteration") == "iteration") entries_.emplace(name, b);
     }
   }
   double counter(const std::string& name, const std::string& counter) const {

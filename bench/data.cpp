@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "src/cli_validators.h"
 #include "src/comm/make_communicator.h"
 #include "src/data/dataset.h"
 #include "src/driver/training_driver.h"
@@ -37,7 +38,7 @@ int run(const MpiSession& mpi, int argc, char** argv) {
   app.add_option("--zero", config.zero, "0: DDP; 1: optimizer state sharded; 2: gradients "
                  "sharded too; 3: parameters sharded (FSDP)")->check(CLI::Range(0, 3));
   app.add_option("--bucket-mb", config.bucket_mb, "gradient bucket size in MiB (the first "
-                 "bucket is 1 MiB, as in PyTorch)")->check(CLI::PositiveNumber);
+                 "bucket is 1 MiB, as in PyTorch)")->check(positive_real());
   app.add_flag("--no-overlap", no_overlap, "start gradient communication only after the whole "
                "backward pass (for comparison)");
   if (!parser.parse(argc, argv)) {

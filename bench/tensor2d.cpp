@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "src/cli_validators.h"
 #include "src/data/dataset.h"
 #include "src/driver/training_driver.h"
 #include "src/errors.h"
@@ -54,7 +55,8 @@ int run(const MpiSession& mpi, int argc, char** argv) {
   int dp = 0;
   auto& app = parser.app();
   app.add_option("--tp-dims", tp_dims, "the q,q grid (square; default: the square root of the "
-                 "ranks per replica)");
+                 "ranks per replica)")
+      ->check(non_empty());
   app.add_option("--dp", dp, "data-parallel replicas of the grid (default: ranks / q²)")
       ->check(CLI::Range(1, 1 << 20));
   if (!parser.parse(argc, argv)) {

@@ -6,6 +6,7 @@
 // totals beside the measured ones, and the memory per rank.
 #include <cstdio>
 
+#include "src/cli_validators.h"
 #include "src/data/dataset.h"
 #include "src/driver/training_driver.h"
 #include "src/errors.h"
@@ -68,7 +69,8 @@ int run(const MpiSession& mpi, int argc, char** argv) {
   Overlap3d overlap;
   auto& app = parser.app();
   app.add_option("--tp-dims", tp_dims, "the x,y,z grid: G_r (outer), G_c (inner), G_d (depth) "
-                 "(default: ranks/dp,1,1)");
+                 "(default: ranks/dp,1,1)")
+      ->check(non_empty());
   app.add_option("--dp", dp, "data-parallel replicas of the grid (default: ranks / x·y·z)")
       ->check(CLI::Range(1, 1 << 20));
   app.add_flag("--cache-weights", overlap.cache_weights,

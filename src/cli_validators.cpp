@@ -1,5 +1,6 @@
 #include "src/cli_validators.h"
 
+#include <cmath>
 #include <exception>
 #include <limits>
 #include <optional>
@@ -52,12 +53,23 @@ CLI::Validator integer_between(long long minimum, long long maximum) {
 CLI::Validator positive_real() {
   return CLI::Validator(
       [](std::string& text) -> std::string {
+        // std::stod also reads hexadecimal ("0x10"), "inf" and "nan": none is a decimal number.
+        const bool decimal = text.find_first_of("xXnN") == std::string::npos;
         const std::optional<double> value = whole_number(text, to_real);
-        if (!value) return "'" + text + "' is not a number";
+        if (!value || !decimal || !std::isfinite(*value))
+          return "'" + text + "' is not a finite decimal number";
         if (!(*value > 0)) return "must be positive, not " + text;
         return "";
       },
       "REAL>0");
+}
+
+CLI::Validator non_empty() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        return text.empty() ? "must not be empty (leave the option out for its default)" : "";
+      },
+      "TEXT");
 }
 
 }  // namespace mlps

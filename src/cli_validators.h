@@ -12,7 +12,11 @@ CLI::Validator integer_at_least(long long minimum);
 // "'TEXT' is not an integer".
 CLI::Validator integer_between(long long minimum, long long maximum);
 
-// A real number > 0; otherwise "must be positive, not TEXT" or "'TEXT' is not a number".
+// A finite decimal number > 0; otherwise "must be positive, not TEXT" or "'TEXT' is not a
+// finite decimal number" (inf, nan and hexadecimal are refused).
 CLI::Validator positive_real();
+
+// Any text but the empty one (an empty list such as --tp-dims "" is not the default).
+CLI::Validator non_empty();
 
 }  // namespace mlps

@@ -36,7 +36,7 @@ std::vector<CLI::ConfigItem> JsonConfig::from_config(std::istream& input) const 
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(input);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // syntax, or a number out of range (1e400)
     throw CLI::ConversionError(std::string("config file: not valid JSON: ") + e.what());
   }
   if (!doc.is_object()) throw CLI::ConversionError("config file: must hold one JSON object");

@@ -167,4 +167,31 @@ else
   not_ok "run_table.py on the broken file" "exit status $status, expected 1"
 fi
 
+# Values no run can have: a global batch of 0 and a NaN step time, each one line naming file
+# and field.
+"$python" - "$results/strong/data-2.h5" "$broken" <<'EOF'
+import math, shutil, sys
+import h5py
+good, out = sys.argv[1], sys.argv[2]
+shutil.copy(good, out + "/zero-batch.h5")
+with h5py.File(out + "/zero-batch.h5", "a") as f:
+    f.attrs["global_batch"] = 0
+shutil.copy(good, out + "/nan-step.h5")
+with h5py.File(out + "/nan-step.h5", "a") as f:
+    f["timing/step"][0, 0] = math.nan
+EOF
+for bad in "zero-batch.h5:global_batch 0 is not positive" \
+           "nan-step.h5:/timing/step holds a NaN, infinite or negative time"; do
+  file=${bad%%:*}
+  why=${bad#*:}
+  status=0
+  "$python" analysis/run_table.py "$broken/$file" >/dev/null 2>"$tmp/err" || status=$?
+  if ((status == 1)) && [[ $(grep -c . "$tmp/err") -eq 1 ]] &&
+     grep -qxF "$broken/$file: $why" "$tmp/err"; then
+    ok "run_table.py refuses $file in one line naming the field"
+  else
+    not_ok "run_table.py on $file" "exit status $status, stderr: $(head -c 600 "$tmp/err")"
+  fi
+done
+
 finish

@@ -235,6 +235,9 @@ expect_input_error "bad --block" "--block" --block conv
 expect_input_error "bad --optimizer" "--optimizer" --optimizer rmsprop
 expect_input_error "--lr 0" "--lr" --lr 0
 expect_input_error "non-numeric --lr" "--lr" --lr fast
+expect_input_error "--lr inf" "--lr.*finite decimal" --lr inf
+expect_input_error "--lr nan" "--lr.*finite decimal" --lr nan
+expect_input_error "hexadecimal --lr" "--lr.*finite decimal" --lr 0x10
 expect_input_error "--warmup equal to --iters" "--warmup" --iters 4 --warmup 4
 expect_input_error "--warmup beyond --iters" "--warmup" --iters 3 --warmup 5
 expect_input_error "--epochs 0 --iters 0" "--epochs" --epochs 0 --iters 0
@@ -248,12 +251,14 @@ printf '{"batch": {"value": 8}}\n' >"$tmp/in/object_value.json"
 printf '[{"batch": 8}]\n' >"$tmp/in/array.json"
 printf '{"batch": "eight"}\n' >"$tmp/in/string_batch.json"
 printf '{"batch": 0}\n' >"$tmp/in/zero_batch.json"
+printf '{"hidden": 1e400}\n' >"$tmp/in/overflow.json"
 expect_input_error "config that is not valid JSON" "truncated.json" --config "$tmp/in/truncated.json"
 expect_input_error "config with an unknown key" "unknown_key\.json.*hiden" --config "$tmp/in/unknown_key.json"
 expect_input_error "config with an object value" "batch" --config "$tmp/in/object_value.json"
 expect_input_error "config that is not an object" "array.json" --config "$tmp/in/array.json"
 expect_input_error "config with a non-numeric value" "batch" --config "$tmp/in/string_batch.json"
 expect_input_error "config with an out-of-range value" "batch" --config "$tmp/in/zero_batch.json"
+expect_input_error "config with a number JSON cannot hold" "overflow.json" --config "$tmp/in/overflow.json"
 expect_input_error "missing config file" "no_such.json" --config "$tmp/in/no_such.json"
 
 # --- data --------------------------------------------------------------------------------------
@@ -264,6 +269,22 @@ gzip -c "$tmp/in/truncated_gz/train-images-idx3-ubyte" >"$tmp/in/full.gz"
 head -c $(($(wc -c <"$tmp/in/full.gz") / 2)) "$tmp/in/full.gz" \
   >"$tmp/in/truncated_gz/train-images-idx3-ubyte.gz"
 rm "$tmp/in/truncated_gz/train-images-idx3-ubyte" "$tmp/in/full.gz"
+# A .gz whose 8-byte trailer (CRC-32 and length) is cut off, and one with a wrong CRC: the data
+# itself is whole in both.
+write_idx_dir "$tmp/in/no_trailer_gz" 8 4 8
+gzip -c "$tmp/in/no_trailer_gz/train-images-idx3-ubyte" >"$tmp/in/full.gz"
+head -c $(($(wc -c <"$tmp/in/full.gz") - 8)) "$tmp/in/full.gz" \
+  >"$tmp/in/no_trailer_gz/train-images-idx3-ubyte.gz"
+write_idx_dir "$tmp/in/bad_crc_gz" 8 4 8
+{ head -c $(($(wc -c <"$tmp/in/full.gz") - 8)) "$tmp/in/full.gz"; printf '\x00\x00\x00\x00'
+  tail -c 4 "$tmp/in/full.gz"; } >"$tmp/in/bad_crc_gz/train-images-idx3-ubyte.gz"
+rm "$tmp/in/no_trailer_gz/train-images-idx3-ubyte" "$tmp/in/bad_crc_gz/train-images-idx3-ubyte" \
+  "$tmp/in/full.gz"
+# A test split of 0 images.
+write_idx_dir "$tmp/in/empty_test" 8 0 8
+# An uncompressed file longer than its header says.
+write_idx_dir "$tmp/in/long_idx" 8 4 8
+printf 'x' >>"$tmp/in/long_idx/train-images-idx3-ubyte"
 expect_input_error "--data bogus" "bogus" --data bogus
 expect_input_error "--data idx: without a directory" "--data" --data idx:
 expect_input_error "--data idx: missing directory" "$tmp/in/no_such_dir" --data "idx:$tmp/in/no_such_dir"
@@ -273,6 +294,14 @@ expect_input_error "IDX images file with a wrong magic number" "magic.*train-ima
 expect_input_error "truncated gzip IDX file" \
   "(truncated|end of file).*train-images-idx3-ubyte\.gz|train-images-idx3-ubyte\.gz.*(truncated|end of file)" \
   --data "idx:$tmp/in/truncated_gz"
+expect_input_error "gzip IDX file without its trailer" "train-images-idx3-ubyte\.gz" \
+  --data "idx:$tmp/in/no_trailer_gz"
+expect_input_error "gzip IDX file with a wrong CRC" "train-images-idx3-ubyte\.gz" \
+  --data "idx:$tmp/in/bad_crc_gz"
+expect_input_error "IDX file longer than its header" "more bytes than its header" \
+  --data "idx:$tmp/in/long_idx"
+expect_input_error "IDX test split of 0 images" "t10k-images-idx3-ubyte holds no images" \
+  --data "idx:$tmp/in/empty_test"
 expect_input_error "--batch beyond an 8-sample training split" "--batch 16.* 8 " --data "idx:$tmp/in/idx8" --batch 16
 
 # --- several ranks -----------------------------------------------------------------------------
@@ -354,5 +383,77 @@ shopt -u nullglob
 grep -q '^results: results/serial-.*\.h5$' "$tmp/stdout" || problem "no 'results: results/serial-...' line"
 report "default result path results/serial-*.h5"
 ((${#defaults[@]} == 1)) && check_result "default result path" "${defaults[0]}" 4 config.hidden=16
+
+# --- stops and failures while the result is written: nothing partial, nothing temporary ---------
+files_in() { (cd "$1" && find . -mindepth 1 | tr '\n' ' '); }
+
+# --out naming an existing directory is refused before training.
+mkdir -p "$tmp/outdir"
+tiny_args
+run_in_empty_dir "$serial" "${args[@]}" --out "$tmp/outdir"
+((rc == 2)) || problem "exit status $rc, expected 2"
+grep -q 'is a directory' "$tmp/stderr" || problem "stderr: $(first_line "$tmp/stderr")"
+(($(line_count "$tmp/stderr") == 1)) || problem "$(line_count "$tmp/stderr") stderr lines"
+[[ -z $(files_in "$tmp/outdir") ]] || problem "written into the directory: $(files_in "$tmp/outdir")"
+report "--out naming an existing directory"
+
+# bin/bench_floor reads bench_kernels' JSON: a directory there is one line, exit 2.
+run_in_empty_dir "$repo/bin/bench_floor" --kernels "$tmp/outdir" --hidden 16 --layers 1 \
+  --image-size 8 --iters 4 --warmup 1
+((rc == 2)) || problem "exit status $rc, expected 2"
+(($(line_count "$tmp/stderr") == 1)) || problem "$(line_count "$tmp/stderr") stderr lines: $(head -c 300 "$tmp/stderr" | tr '\n' '|')"
+grep -q "cannot read a file there" "$tmp/stderr" || problem "stderr: $(first_line "$tmp/stderr")"
+report "bench_floor --kernels naming a directory"
+
+# SIGKILL while the finished image waits to be linked into place (held there for 20 s on
+# purpose): the unnamed file is open (/proc/PID/fd shows it deleted), and killing the writer then
+# leaves no file at all in the result directory.
+rm -rf "$tmp/killed" && mkdir "$tmp/killed"
+tiny_args
+MLPSCALE_TEST_PUBLISH_DELAY_MS=20000 "$serial" "${args[@]}" --out "$tmp/killed/k.h5" \
+  >"$tmp/stdout" 2>"$tmp/stderr" &
+writer=$!
+held=0
+for _ in $(seq 1 300); do
+  if ls -l "/proc/$writer/fd" 2>/dev/null | grep -q "$tmp/killed/.*(deleted)"; then held=1; break; fi
+  sleep 0.1
+done
+kill -KILL "$writer" 2>/dev/null
+wait "$writer" 2>/dev/null
+((held)) || problem "the writer never held an unnamed file in $tmp/killed"
+[[ -z $(files_in "$tmp/killed") ]] || problem "left behind: $(files_in "$tmp/killed")"
+report "SIGKILL during the result write leaves nothing"
+
+# SIGTERM mid-run: one line, the conventional status 128 + 15, no file.
+rm -rf "$tmp/stopped" && mkdir "$tmp/stopped"
+tiny_args --iters 1000000
+"$serial" "${args[@]}" --out "$tmp/stopped/s.h5" >"$tmp/stdout" 2>"$tmp/stderr" &
+writer=$!
+sleep 2
+kill -TERM "$writer"
+wait "$writer"
+rc=$?
+((rc == 143)) || problem "exit status $rc, expected 143"
+[[ $(cat "$tmp/stderr") == "serial: stopped by SIGTERM" ]] ||
+  problem "stderr: $(head -c 300 "$tmp/stderr" | tr '\n' '|')"
+[[ -z $(files_in "$tmp/stopped") ]] || problem "left behind: $(files_in "$tmp/stopped")"
+report "SIGTERM mid-run"
+
+# A full disk at the write (a 64 KiB tmpfs, which needs root): one line, no crash, nothing left.
+full=$tmp/full
+mkdir -p "$full"
+if ((EUID == 0)) && mount -t tmpfs -o size=64k mlpscale-full "$full" 2>/dev/null; then
+  head -c 60000 /dev/zero >"$full/filler" 2>/dev/null
+  tiny_args
+  run_in_empty_dir "$serial" "${args[@]}" --out "$full/f.h5"
+  ((rc == 1)) || problem "exit status $rc, expected 1"
+  (($(line_count "$tmp/stderr") == 1)) || problem "$(line_count "$tmp/stderr") stderr lines: $(head -c 300 "$tmp/stderr" | tr '\n' '|')"
+  grep -q 'No space left on device' "$tmp/stderr" || problem "stderr: $(first_line "$tmp/stderr")"
+  [[ $(files_in "$full") == "./filler " ]] || problem "left behind: $(files_in "$full")"
+  report "a full disk at the result write"
+  umount "$full"
+else
+  skip "a full disk at the result write" "mounting a small tmpfs needs root"
+fi
 
 finish

@@ -107,6 +107,10 @@ expect_refusal "--zero 4" 2 "--zero" --zero 4
 expect_refusal "--comm nccl on the cpu backend" 2 "nccl" --comm nccl --device cpu
 # Checked before training, so an hour of work is never lost to an unwritable result path.
 expect_refusal "--out in an unwritable place" 2 "--out /proc/mlpscale/x.h5" --out /proc/mlpscale/x.h5
+mkdir -p "$tmp/existing-dir"
+expect_refusal "--out naming an existing directory" 2 "is a directory" --out "$tmp/existing-dir"
+expect_refusal "--bucket-mb nan" 2 "--bucket-mb" --bucket-mb nan
+expect_refusal "--bucket-mb inf" 2 "--bucket-mb" --bucket-mb inf
 
 echo "$passed passed, $failed failed"
 ((failed == 0))

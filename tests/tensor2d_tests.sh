@@ -297,6 +297,7 @@ expect_refusal() {
   fi
 }
 expect_refusal "--tp-dims 2,3" 4 "must be square" --tp-dims 2,3
+expect_refusal "--tp-dims ''" 4 "--tp-dims" --tp-dims ""
 expect_refusal "--tp-dims 3,3 on 4 ranks" 4 "--tp-dims 3,3" --tp-dims 3,3
 expect_refusal "--dp 3 with a 2x2 grid on 8 ranks" 8 "--dp 3" --tp-dims 2,2 --dp 3
 # Uneven splits are fine, empty parts are not.

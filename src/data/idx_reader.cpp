@@ -85,6 +85,22 @@ class GzReader {
     return data;
   }
 
+  // After the payload the file must end: one more read reaches the end of a .gz stream, where
+  // zlib checks its trailer (CRC-32 and length), so a cut or corrupt trailer is an error here;
+  // bytes beyond what the header declares mean the header is wrong.
+  void expect_end() {
+    uint8_t extra = 0;
+    if (read(&extra, 1) != 0)
+      throw InputError("data file " + path_ + " holds more bytes than its header declares");
+    // zlib reports a stream cut before its trailer as Z_BUF_ERROR, which gzread itself does not
+    // treat as an error.
+    int code = Z_OK;
+    const char* message = gzerror(file_, &code);
+    if (code != Z_OK)
+      throw InputError("cannot read data file " + path_ + ": " + message +
+                       " (the gzip trailer is missing or damaged)");
+  }
+
   void check_magic(uint32_t found, uint32_t expected, const char* what) {
     if (found != expected) {
       throw InputError("wrong magic number in " + std::string(what) + " file " + path_ +
@@ -122,6 +138,7 @@ IdxImages read_idx_images(const std::string& path) {
   images.rows = static_cast<int>(dims[1]);
   images.cols = static_cast<int>(dims[2]);
   images.pixels = file.read_payload(uint64_t{dims[0]} * dims[1] * dims[2]);
+  file.expect_end();
   return images;
 }
 
@@ -130,6 +147,7 @@ std::vector<uint8_t> read_idx_labels(const std::string& path) {
   file.check_magic(file.read_header(1)[0], kLabelsMagic, "label");
   const uint32_t count = file.read_header(1)[0];
   std::vector<uint8_t> labels = file.read_payload(count);
+  file.expect_end();
   const auto bad = std::find_if(labels.begin(), labels.end(),
                                 [](uint8_t label) { return label >= kNumClasses; });
   if (bad != labels.end()) {
@@ -160,6 +178,10 @@ IdxSplit read_idx_split(const std::string& dir, Split split) {
                      std::to_string(data.images.count) + " images, " + files.labels + " has " +
                      std::to_string(data.labels.size()) + " labels");
   }
+  // An empty split cannot be trained on or evaluated (an accuracy over 0 samples is no number).
+  if (data.images.count == 0)
+    throw InputError("data file " + files.images + " holds no images (its " +
+                     (split == Split::train ? "training" : "test") + " split is empty)");
   return data;
 }
 

@@ -41,6 +41,9 @@ void check_output_writable(const RunContext& context, const std::string& path) {
     const std::string probe = path + ".probe." + std::to_string(getpid());
     if (error) {
       problem = "--out " + path + ": cannot create " + parent.string() + " (" + error.message() + ")";
+    } else if (fs::is_directory(path, error)) {
+      problem = "--out " + path + " is a directory: name the result file (e.g. " +
+                (fs::path(path) / "run.h5").string() + ")";
     } else if (!std::ofstream(probe)) {
       problem = "--out " + path + ": cannot write in " + (parent.empty() ? "." : parent.string());
     }
