@@ -17,6 +17,8 @@
 #include "src/comm/make_communicator.h"
 #include "src/comm/process_placement.h"
 #include "src/device.h"
+#include "src/driver/run_context.h"
+#include "src/driver/training_driver.h"
 #include "src/errors.h"
 #include "src/mpi_session.h"
 #include "src/results/comm_bench_writer.h"
@@ -50,6 +52,14 @@ int run(int argc, char** argv, const MpiSession& mpi) {
   setup.hosts = host_names(MPI_COMM_WORLD);
   setup.ranks = mpi.size();
   const bool root = mpi.rank() == 0;
+  const std::string out = o.out.empty() ? "results/bench/comm-" +
+                                              std::string(to_string(setup.backend)) + "-" +
+                                              std::to_string(setup.ranks) + ".h5"
+                                        : o.out;
+  // Before the sweep, so that a bad --out costs no benchmark time.
+  check_output_path(RunContext{"bench_comm", setup.command_line, MPI_COMM_WORLD, mpi.rank(),
+                               mpi.size()},
+                    out);
 
   if (root) print_run_header(setup, o);
   print_ranks(placement, setup.device, gpu);
@@ -62,10 +72,6 @@ int run(int argc, char** argv, const MpiSession& mpi) {
   }
 
   const CommBenchSummary summary = summarize(record);
-  const std::string out = o.out.empty() ? "results/bench/comm-" +
-                                              std::string(to_string(setup.backend)) + "-" +
-                                              std::to_string(setup.ranks) + ".h5"
-                                        : o.out;
   if (root) {
     print_summary(summary, record);
     write_result_file(out, setup, o, summary, record);

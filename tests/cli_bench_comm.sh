@@ -239,4 +239,15 @@ expect_input_error "unknown collective" "--op" --op alltoall
 expect_input_error "step factor below 2" "stepfactor" -f 1
 expect_input_error "--comm nccl on the cpu backend" "nccl" --comm nccl --device cpu
 
+# A bad --out is refused before the sweep: a directory, and a place nobody can write.
+mkdir -p "$tmp/outdir"
+for bad in "$tmp/outdir" /proc/mlpscale/x.h5; do
+  run_bench 2 -n 1 -w 0 -b 8 -e 8 --out "$bad"
+  ((rc == 2)) || problem "exit status $rc, expected 2"
+  (($(grep -c '' "$tmp/stderr") == 2)) || problem "stderr: $(first_lines "$tmp/stderr")"
+  grep -q -- "--out $bad" "$tmp/stderr" || problem "stderr: $(first_lines "$tmp/stderr")"
+  [[ -s $tmp/stdout ]] && problem "the sweep ran: $(first_lines "$tmp/stdout")"
+  report "--out $bad refused before the sweep"
+done
+
 finish
