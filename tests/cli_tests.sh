@@ -405,6 +405,18 @@ run_in_empty_dir "$repo/bin/bench_floor" --kernels "$tmp/outdir" --hidden 16 --l
 grep -q "cannot read a file there" "$tmp/stderr" || problem "stderr: $(first_line "$tmp/stderr")"
 report "bench_floor --kernels naming a directory"
 
+# bin/bench_kernels checks the Google Benchmark flags that library would accept and mishandle.
+for bad in "--benchmark_filter=[:not a regular expression" \
+           "--benchmark_repetitions=-3:must be a positive integer"; do
+  run_in_empty_dir "$repo/bin/bench_kernels" "${bad%%:*}" --hidden 8 --layers 1 --image-size 4 \
+    --batch 2
+  ((rc == 2)) || problem "exit status $rc, expected 2"
+  (($(line_count "$tmp/stderr") == 1)) || problem "$(line_count "$tmp/stderr") stderr lines: $(head -c 300 "$tmp/stderr" | tr '\n' '|')"
+  grep -q -- "${bad#*:}" "$tmp/stderr" || problem "stderr: $(first_line "$tmp/stderr")"
+  [[ -s $tmp/stdout ]] && problem "benchmarks ran: $(head -c 200 "$tmp/stdout" | tr '\n' '|')"
+  report "bench_kernels ${bad%%:*}"
+done
+
 # SIGKILL while the finished image waits to be linked into place (held there for 20 s on
 # purpose): the unnamed file is open (/proc/PID/fd shows it deleted), and killing the writer then
 # leaves no file at all in the result directory.

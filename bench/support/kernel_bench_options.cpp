@@ -1,10 +1,50 @@
 #include "bench/support/kernel_bench_options.h"
 
+#include <regex.h>
+
 #include <CLI/CLI.hpp>
 #include <charconv>
+#include <exception>
 #include <iostream>
+#include <optional>
+#include <string>
 
 namespace mlps::kernel_bench {
+
+namespace {
+
+// Google Benchmark reports a bad regular expression and carries on (exit 0, nothing run), and
+// meets a negative repetition count with a banner and a crash: both are checked here first.
+std::string pass_through_problem(const std::string& arg) {
+  const auto value_of = [&](const std::string& flag) -> std::optional<std::string> {
+    if (arg.rfind(flag + "=", 0) != 0) return std::nullopt;
+    return arg.substr(flag.size() + 1);
+  };
+  if (const auto regex = value_of("--benchmark_filter")) {
+    regex_t compiled;  // Google Benchmark's own matcher: POSIX extended expressions
+    const int status = regcomp(&compiled, regex->c_str(), REG_EXTENDED | REG_NOSUB);
+    if (status != 0) {
+      char message[256];
+      regerror(status, &compiled, message, sizeof(message));
+      return "--benchmark_filter: '" + *regex + "' is not a regular expression (" + message + ")";
+    }
+    regfree(&compiled);
+  }
+  if (const auto count = value_of("--benchmark_repetitions")) {
+    size_t used = 0;
+    long long n = 0;
+    try {
+      n = std::stoll(*count, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != count->size() || n < 1)
+      return "--benchmark_repetitions must be a positive integer, not '" + *count + "'";
+  }
+  return "";
+}
+
+}  // namespace
 
 std::variant<std::vector<std::string>, int> parse_kernel_bench_options(int argc, char** argv,
                                                                         KernelBenchOptions& options) {
@@ -51,6 +91,10 @@ std::variant<std::vector<std::string>, int> parse_kernel_bench_options(int argc,
   for (const auto& arg : app.remaining()) {
     if (arg.rfind("--benchmark_", 0) != 0 && arg.rfind("--v=", 0) != 0) {
       std::cerr << "bench_kernels: unknown option '" << arg << "' (see --help)\n";
+      return 2;
+    }
+    if (const std::string why = pass_through_problem(arg); !why.empty()) {
+      std::cerr << "bench_kernels: " << why << "\n";
       return 2;
     }
     rest.push_back(arg);
