@@ -186,7 +186,10 @@ NcclCommunicator::~NcclCommunicator() {
       std::erase(live_, request);
     }
   }
-  (void)ncclCommDestroy(comm_);  // a destructor has nowhere to report a failure
+  // Every event recorded on the stream has happened before it goes: the log may still read
+  // them. A destructor has nowhere to report a failure.
+  if (stream_ && cudaStreamSynchronize(stream_) != cudaSuccess) (void)cudaGetLastError();
+  (void)ncclCommDestroy(comm_);
   if (stream_ && cudaStreamDestroy(stream_) != cudaSuccess) (void)cudaGetLastError();
 }
 
