@@ -137,6 +137,34 @@ expect_refusal "zero node count" "nodes entry must be a positive integer" \
 expect_refusal "invalid JSON" "not valid JSON" "{$base,"
 expect_refusal "unknown site" "jobs/site/nosuch.env not found" \
   "{$base, \"schemes\": [{\"executable\": \"serial\"}]}" --site nosuch
+# Grid values become file, log and job names: no path separators, no shell metacharacters.
+expect_refusal "grid value with a path separator" "may hold only" \
+  "{$base, \"schemes\": [{\"executable\": \"pipeline\", \"grids\": [{\"pp\": 1, \"schedule\": \"../x\"}]}]}"
+expect_refusal "grid value with shell metacharacters" "may hold only" \
+  "{$base, \"schemes\": [{\"executable\": \"pipeline\", \"grids\": [{\"pp\": 1, \"schedule\": \"1f1b;id\"}]}]}"
+expect_refusal "JSON nested 100000 deep" "nested too deeply" \
+  "$(python3 -c 'print("[" * 100000 + "]" * 100000)')"
+# Not a dry run: the results directory is checked before anything runs.
+printf '%s\n' "{$base, \"schemes\": [{\"executable\": \"serial\"}]}" >"$tmp/one.json"
+status=0
+timeout 30 jobs/sweep "$tmp/one.json" --launcher mpiexec --results /proc/mlpscale \
+  >"$tmp/out" 2>"$tmp/err" || status=$?
+if ((status == 2)) && [[ $(grep -c . "$tmp/err") -eq 1 ]] && grep -q -- "--results" "$tmp/err"; then
+  ok "unusable --results is refused: $(cat "$tmp/err")"
+else
+  not_ok "unusable --results" "exit status $status: $(tr '\n' '|' <"$tmp/err")"
+fi
+# The local site has one node: a point on 2 nodes is skipped with the reason.
+printf '%s\n' '{"nodes": [1, 2], "tasks_per_node": [1], "scaling": {"weak": {"batch_per_rank": 8}},
+  "schemes": [{"executable": "data"}]}' >"$tmp/two-nodes.json"
+status=0
+jobs/sweep "$tmp/two-nodes.json" --site local --dry-run >"$tmp/out" 2>&1 || status=$?
+if ((status == 0)) && grep -q "skip .*2 nodes exceed the site's 1" "$tmp/out" &&
+   [[ $(grep -c 'sbatch ' "$tmp/out") -eq 1 ]]; then
+  ok "points on more nodes than the site has are skipped"
+else
+  not_ok "points beyond the site's nodes" "exit status $status: $(tr '\n' '|' <"$tmp/out")"
+fi
 
 # --dry-run: one sbatch line per point that fits, a reason per point that does not, no files.
 status=0
@@ -180,7 +208,8 @@ else
   not_ok "site template" "exit status $status: $(head -c 600 "$tmp/gpu.out" | tr '\n' '|')"
 fi
 
-# Grids of the schemes still to come are checked the same way (a dry run needs no binary).
+# Grids of the schemes still to come are checked the same way (a dry run needs no binary), on
+# the template site, which has as many nodes as asked for (the local one has one).
 cat >"$tmp/grids.json" <<'EOF'
 {"nodes": [1, 2], "tasks_per_node": [4], "scaling": {"strong": {"batch": 16}},
  "schemes": [{"executable": "pipeline", "grids": [{"pp": 3}, {"pp": 2}]},
@@ -190,7 +219,7 @@ cat >"$tmp/grids.json" <<'EOF'
                                                   {"tp-dims": "2,2,1", "dp": 1}]}]}
 EOF
 status=0
-jobs/sweep "$tmp/grids.json" --dry-run >"$tmp/grids.out" 2>&1 || status=$?
+jobs/sweep "$tmp/grids.json" --site template --dry-run >"$tmp/grids.out" 2>&1 || status=$?
 expected_skips=(
   "strong-pipeline-pp3-1x4: --pp 3 does not divide the 4 ranks"
   "strong-tensor1d-tp3-2x4: --tp 3 does not divide the 8 ranks"
