@@ -5,6 +5,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <utility>
 
 namespace mlps {
 namespace {
@@ -38,6 +39,21 @@ CLI::Validator integer_in(long long minimum, long long maximum, std::string rang
       "INT>=" + std::to_string(minimum));
 }
 
+// A finite decimal number accepted by `in_range`, whose failure message is `range`.
+CLI::Validator finite_real(bool (*in_range)(double), std::string range, std::string name) {
+  return CLI::Validator(
+      [in_range, range](std::string& text) -> std::string {
+        // std::stod also reads hexadecimal ("0x10"), "inf" and "nan": none is a decimal number.
+        const bool decimal = text.find_first_of("xXnN") == std::string::npos;
+        const std::optional<double> value = whole_number(text, to_real);
+        if (!value || !decimal || !std::isfinite(*value))
+          return "'" + text + "' is not a finite decimal number";
+        if (!in_range(*value)) return "must be " + range + ", not " + text;
+        return "";
+      },
+      std::move(name));
+}
+
 }  // namespace
 
 CLI::Validator integer_at_least(long long minimum) {
@@ -51,17 +67,11 @@ CLI::Validator integer_between(long long minimum, long long maximum) {
 }
 
 CLI::Validator positive_real() {
-  return CLI::Validator(
-      [](std::string& text) -> std::string {
-        // std::stod also reads hexadecimal ("0x10"), "inf" and "nan": none is a decimal number.
-        const bool decimal = text.find_first_of("xXnN") == std::string::npos;
-        const std::optional<double> value = whole_number(text, to_real);
-        if (!value || !decimal || !std::isfinite(*value))
-          return "'" + text + "' is not a finite decimal number";
-        if (!(*value > 0)) return "must be positive, not " + text;
-        return "";
-      },
-      "REAL>0");
+  return finite_real([](double v) { return v > 0; }, "positive", "REAL>0");
+}
+
+CLI::Validator non_negative_real() {
+  return finite_real([](double v) { return v >= 0; }, "at least 0", "REAL>=0");
 }
 
 CLI::Validator non_empty() {

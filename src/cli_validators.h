@@ -15,6 +15,8 @@ CLI::Validator integer_between(long long minimum, long long maximum);
 // A finite decimal number > 0; otherwise "must be positive, not TEXT" or "'TEXT' is not a
 // finite decimal number" (inf, nan and hexadecimal are refused).
 CLI::Validator positive_real();
+// The same for a finite decimal number >= 0 ("must be at least 0, not TEXT").
+CLI::Validator non_negative_real();
 
 // Any text but the empty one (an empty list such as --tp-dims "" is not the default).
 CLI::Validator non_empty();

@@ -1,5 +1,6 @@
 #include "src/options.h"
 
+#include <cstdlib>
 #include <limits>
 
 #include "src/cli_validators.h"
@@ -88,6 +89,16 @@ OptionParser::OptionParser(const std::string& program, const std::string& descri
       ->check(non_negative);
   app.add_option("--eval-samples", o.eval_samples, "test samples evaluated at the end of each "
                  "epoch, and those --inference cycles through (0: the whole test split)")->check(non_negative);
+  // The environment sets the default, so a whole sweep or job script can have one.
+  if (const char* env = std::getenv("MLPSCALE_TIMEOUT"); env && *env) {
+    std::string text = env;
+    if (!non_negative_real()(text).empty())
+      throw InputError("MLPSCALE_TIMEOUT=" + std::string(env) + " is not a number of seconds");
+    o.timeout = std::stod(text);
+  }
+  app.add_option("--timeout", o.timeout, "seconds without a completed step or evaluation batch "
+                 "after which a rank prints its last communication calls and ends the job "
+                 "(0: never; default $MLPSCALE_TIMEOUT or 0)")->check(non_negative_real());
   app.add_flag("--verify", o.verify, "recompute the run serially in fp64 (and in the run's "
                "precision) on the CPU and compare losses and final weights (with --inference: "
                "each batch's loss)");

@@ -37,6 +37,9 @@ struct Options {
   int64_t print_every = 20;
   int64_t eval_samples = 0;  // 0: the whole test split
   bool verify = false;
+  // --timeout: seconds without a completed step or evaluation batch before a rank reports its
+  // last communication calls and ends the job (0: never); default MLPSCALE_TIMEOUT.
+  double timeout = 0;
 
   std::string resolved_json;  // every option's final value, for the result file
 };

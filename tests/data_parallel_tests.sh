@@ -112,5 +112,37 @@ expect_refusal "--out naming an existing directory" 2 "is a directory" --out "$t
 expect_refusal "--bucket-mb nan" 2 "--bucket-mb" --bucket-mb nan
 expect_refusal "--bucket-mb inf" 2 "--bucket-mb" --bucket-mb inf
 
+# --timeout: one of 3 ranks is stopped (SIGSTOP) mid-run; the others must report their last
+# communication calls and the job must end within the limit + 10 s with status 124.
+limit=4
+start=$(date +%s)
+timeout 60 mpiexec -n 3 bin/data "${tiny[@]}" --iters 1000000 --timeout "$limit" \
+  --out "$tmp/hang.h5" >"$tmp/out" 2>"$tmp/err" &
+launcher=$!
+victim=""
+for _ in $(seq 1 100); do
+  victim=$(pgrep -f -n "^bin/data ${tiny[0]}.*--timeout $limit") && break
+  sleep 0.1
+done
+sleep 2
+[[ -n $victim ]] && kill -STOP "$victim"
+stopped_at=$(date +%s)
+status=0
+wait "$launcher" || status=$?
+took=$(($(date +%s) - stopped_at))
+reports=$(grep -c "no progress for .* (--timeout $limit); its last communication calls" "$tmp/err")
+if [[ -z $victim ]]; then
+  not_ok "--timeout with a stopped rank" "no rank to stop was found"
+elif ((status == 124 && took <= limit + 10 && reports >= 1)) &&
+     grep -q "allreduce *on world" "$tmp/err" && [[ ! -e $tmp/hang.h5 ]]; then
+  ok "--timeout $limit: a stopped rank is reported by $reports of the others after $took s (exit 124)"
+else
+  not_ok "--timeout with a stopped rank" \
+    "exit status $status after $took s, $reports reports: $(head -c 600 "$tmp/err" | tr '\n' '|')"
+fi
+pkill -KILL -f "bin/data ${tiny[0]}.*--timeout $limit" 2>/dev/null
+expect_refusal "--timeout -1" 2 "--timeout" --timeout -1
+MLPSCALE_TIMEOUT=soon expect_refusal "MLPSCALE_TIMEOUT=soon" 2 "MLPSCALE_TIMEOUT"
+
 echo "$passed passed, $failed failed"
 ((failed == 0))

@@ -1,5 +1,6 @@
 #include "src/comm/comm_log.h"
 
+#include <chrono>
 #include <utility>
 
 namespace mlps {
@@ -40,6 +41,31 @@ void CommLog::record(CommKind kind, const std::string& group, int group_size, do
   totals.bytes += bytes;
   totals.seconds += seconds;
   ++totals.calls;
+}
+
+double CommLog::steady_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+int64_t CommLog::posted(CommKind kind, const std::string& group, double bytes) {
+  const std::lock_guard lock(calls_mutex_);
+  calls_.emplace_back(next_call_, CommCall{kind, group, bytes, steady_seconds(), -1});
+  if (calls_.size() > kRecentCalls) calls_.pop_front();
+  return next_call_++;
+}
+
+void CommLog::finished(int64_t call) {
+  const std::lock_guard lock(calls_mutex_);
+  for (auto& [id, record] : calls_)
+    if (id == call) record.finished = steady_seconds();
+}
+
+std::vector<CommCall> CommLog::recent_calls() const {
+  const std::lock_guard lock(calls_mutex_);
+  std::vector<CommCall> out;
+  for (const auto& entry : calls_) out.push_back(entry.second);
+  return out;
 }
 
 void CommLog::settle_deferred() {

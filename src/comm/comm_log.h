@@ -4,9 +4,12 @@
 // communication). Sizes as nccl-tests counts them: all-reduce and broadcast the buffer, all-gather
 // the gathered output, reduce-scatter the full input, send/recv the message.
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mlps {
@@ -30,8 +33,25 @@ struct CommTotals {
 // world's communicator (group "world" or ""), else "kind:group" ("allreduce:inner").
 std::string comm_key(CommKind kind, const std::string& group);
 
+// One communication call as a hang report lists it; times in seconds of a steady clock.
+struct CommCall {
+  CommKind kind = CommKind::all_reduce;
+  std::string group;
+  double bytes = 0;
+  double posted = 0;
+  double finished = -1;  // < 0: still in flight
+};
+
 class CommLog {
  public:
+  // The rank's recent calls (the last kRecentCalls), for the report of a rank that stops making
+  // progress (HangWatchdog). Thread-safe: the watchdog reads them from its own thread.
+  static constexpr size_t kRecentCalls = 16;
+  int64_t posted(CommKind kind, const std::string& group, double bytes);
+  void finished(int64_t call);
+  std::vector<CommCall> recent_calls() const;
+  static double steady_seconds();
+
   void record(CommKind kind, const std::string& group, int group_size, double bytes,
               double seconds);
   void add_blocked(double seconds) { blocked_seconds_ += seconds; }
@@ -47,6 +67,9 @@ class CommLog {
   std::map<std::string, CommTotals> totals_;
   double blocked_seconds_ = 0;
   std::vector<std::function<void(CommLog&)>> deferred_;
+  mutable std::mutex calls_mutex_;
+  std::deque<std::pair<int64_t, CommCall>> calls_;
+  int64_t next_call_ = 0;
 };
 
 }  // namespace mlps

@@ -85,6 +85,7 @@ class Communicator {
   virtual void progress() {}
 
   CommLog& log() { return *log_; }
+  const CommLog& log() const { return *log_; }
 
   // Applies to operations posted afterwards; those in flight keep the format they began with.
   void set_wire_format(StorageFormat format) { wire_format_ = format; }

@@ -67,7 +67,8 @@ bool overlaps(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
 class MpiCommunicator::Request : public CommRequest {
  public:
   Request(MpiCommunicator& owner, CommKind kind, double bytes)
-      : owner_(&owner), kind_(kind), bytes_(bytes), start_seconds_(MPI_Wtime()) {
+      : owner_(&owner), kind_(kind), bytes_(bytes), start_seconds_(MPI_Wtime()),
+        call_(owner.log().posted(kind, owner.name(), bytes)) {
     owner.live_.push_back(this);
   }
   // A request dropped without wait() still has MPI working on its buffers: complete it.
@@ -122,6 +123,7 @@ class MpiCommunicator::Request : public CommRequest {
     const double wait_start = MPI_Wtime();
     owner.progress();
     check(MPI_Wait(&request_, MPI_STATUS_IGNORE), "MPI_Wait");
+    owner.log().finished(call_);
     if (unpack_count_ > 0)
       owner.unpack_from_wire(copy_dst_, reinterpret_cast<const uint16_t*>(host_.get()),
                              unpack_count_, unpack_format_);
@@ -137,6 +139,7 @@ class MpiCommunicator::Request : public CommRequest {
   CommKind kind_;
   double bytes_;
   double start_seconds_;
+  int64_t call_;  // in the log's recent calls
   MPI_Request request_ = MPI_REQUEST_NULL;
   std::unique_ptr<std::byte[]> host_;
   void* copy_dst_ = nullptr;

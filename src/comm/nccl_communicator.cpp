@@ -92,7 +92,8 @@ std::unique_ptr<NcclCommunicator::Wire> NcclCommunicator::stage_wire(int64_t cou
 class NcclCommunicator::Request : public CommRequest {
  public:
   Request(NcclCommunicator& owner, CommKind kind, double bytes, std::unique_ptr<Wire> wire)
-      : owner_(&owner), kind_(kind), bytes_(bytes), wire_(std::move(wire)) {
+      : owner_(&owner), kind_(kind), bytes_(bytes), wire_(std::move(wire)),
+        call_(owner.log().posted(kind, owner.name(), bytes)) {
     owner.live_.push_back(this);
   }
   ~Request() override {
@@ -128,6 +129,7 @@ class NcclCommunicator::Request : public CommRequest {
     reached->record(kernels);
     MLPS_CUDA_CHECK(cudaStreamWaitEvent(kernels, launch_->done.get(), 0));
     resumed->record(kernels);
+    owner.log().finished(call_);  // as far as the host knows: the GPU may still run it
     if (wire_) {  // back to float on the kernel stream, after the operation
       if (wire_->unpack_dst)
         cuda::unpack_16bit(wire_->unpack_dst, wire_->data + wire_->unpack_offset,
@@ -149,6 +151,7 @@ class NcclCommunicator::Request : public CommRequest {
   CommKind kind_;
   double bytes_;
   std::unique_ptr<Wire> wire_;  // the 16-bit staging of a 16-bit wire, else null
+  int64_t call_;                // in the log's recent calls
   std::shared_ptr<Launch> launch_;  // null while a send/receive is held back
 };
 

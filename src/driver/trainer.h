@@ -56,6 +56,8 @@ class Trainer {
   // This iteration's communication per collective kind, and the time this rank was blocked
   // waiting for communication (the exposed part); both restart for the next iteration.
   virtual std::map<std::string, CommTotals> take_comm_totals() { return {}; }
+  // The rank's communication log (its recent calls, for --timeout's report); null without one.
+  virtual const CommLog* comm_log() const { return nullptr; }
   // Timings a scheme adds to /timing (e.g. a pipeline's "bubble"): the same names on every
   // rank, and per iteration one value per name, in seconds.
   virtual std::vector<std::string> extra_timing_names() const { return {}; }

@@ -7,9 +7,12 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <string>
 
 #include "src/data/shuffle.h"
 #include "src/driver/console_report.h"
+#include "src/driver/hang_watchdog.h"
 #include "src/driver/inference_driver.h"
 #include "src/driver/iteration_recorder.h"
 #include "src/driver/run_attributes.h"
@@ -100,6 +103,13 @@ int run_training(const RunContext& context, const Options& o, const TrainingSche
   RunRecord record;
   int64_t skipped_steps = 0;
   std::vector<int64_t> order;
+  // --timeout watches the training loop, where every rank waits on its peers.
+  std::optional<HangWatchdog> watchdog;
+  watchdog.emplace(o.timeout,
+                   context.size > 1
+                       ? context.program + " (rank " + std::to_string(context.rank) + ")"
+                       : context.program,
+                   trainer.comm_log());
   for (int64_t it = 0; it < schedule.iterations; ++it) {
     timer.begin_iteration();
     HostBatch batch;
@@ -117,17 +127,20 @@ int run_training(const RunContext& context, const Options& o, const TrainingSche
     // fp16 loss scaling halves the scale exactly when it skips a step.
     if (trainer.device().loss_scale() < loss_scale) ++skipped_steps;
     const std::vector<double> seconds = record_iteration(timer, trainer, recorder);
+    watchdog->progress();
     record.loss.push_back(loss);
     if (context.is_root() && o.print_every > 0 &&
         ((it + 1) % o.print_every == 0 || it + 1 == schedule.iterations || !std::isfinite(loss)))
       print_progress(it, schedule, loss, seconds[0]);
     if (schedule.ends_epoch(it)) {
       const double accuracy = evaluate(o, trainer, dataset, eval_samples);
+      watchdog->progress();
       record.test_accuracy.push_back(accuracy);
       if (context.is_root()) print_evaluation(schedule.epoch_of(it), accuracy, eval_samples);
     }
   }
 
+  watchdog.reset();
   recorder.gather_into(context, record);
   record.peak_bytes = gather_peak_bytes(context, trainer.device().peak_bytes());
   const std::string hosts = host_names(context.comm);

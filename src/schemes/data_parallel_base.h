@@ -35,6 +35,7 @@ class DataParallelBase : public Trainer, protected LayerObserver<T> {
   const Device& device() const override { return device_; }
   std::map<std::string, CommTotals> take_comm_totals() override { return comm_->log().take_totals(); }
   double take_blocked_comm_seconds() override { return comm_->log().take_blocked_seconds(); }
+  const CommLog* comm_log() const override { return &comm_->log(); }
   std::string comm_backend() const override { return comm_->backend(); }
 
  protected:

@@ -69,6 +69,7 @@ class PipelineTrainer : public Trainer {
   double optimizer_bytes_per_step() const override { return optimizer_.bytes_per_step(); }
   const Device& device() const override { return device_; }
   std::map<std::string, CommTotals> take_comm_totals() override { return log_->take_totals(); }
+  const CommLog* comm_log() const override { return log_.get(); }
   // Blocked in sends and the gradient all-reduce; receive waits count as bubble instead, so
   // that /timing/exposed_comm and /timing/bubble are disjoint.
   double take_blocked_comm_seconds() override;

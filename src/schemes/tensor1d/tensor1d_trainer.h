@@ -48,6 +48,7 @@ class Tensor1dTrainer : public Trainer {
   const Device& device() const override { return device_; }
   std::map<std::string, CommTotals> take_comm_totals() override;
   double take_blocked_comm_seconds() override { return log_->take_blocked_seconds(); }
+  const CommLog* comm_log() const override { return log_.get(); }
   std::string comm_backend() const override;
 
   // Parameter elements this rank holds (its shards and the replicated tensors).

@@ -44,6 +44,7 @@ class Grid2d {
   Communicator& col_comm() { return *col_comm_; }
   Communicator* data_comm() { return data_comm_.get(); }  // null when dp == 1
   CommLog& log() { return *log_; }
+  const CommLog& log() const { return *log_; }
   std::string backend() const { return row_comm_->backend(); }  // "mpi" or "nccl"
   MPI_Comm world() const { return world_; }
   std::string describe() const;  // "tp-dims=q,q,dp=D"

@@ -57,6 +57,7 @@ class Grid3d {
   Communicator& data() { return *data_; }
   Communicator& axis(ShardAxis a) { return a == ShardAxis::inner ? *inner_ : *outer_; }
   CommLog& log() { return *log_; }
+  const CommLog& log() const { return *log_; }
   std::string backend() const { return inner_->backend(); }
   MPI_Comm world() const { return world_; }
   std::string describe() const;  // "tp-dims=x,y,z,dp=D"

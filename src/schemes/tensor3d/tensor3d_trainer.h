@@ -34,6 +34,7 @@ class Tensor3dTrainer : public Trainer {
   const Device& device() const override { return device_; }
   std::map<std::string, CommTotals> take_comm_totals() override;
   double take_blocked_comm_seconds() override { return grid_.log().take_blocked_seconds(); }
+  const CommLog* comm_log() const override { return &grid_.log(); }
   std::string comm_backend() const override { return grid_.backend(); }
 
   // Bytes per collective kind over the training iterations so far (smallest and largest).

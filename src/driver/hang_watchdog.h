@@ -1,0 +1,43 @@
+#pragma once
+// --timeout: ends a rank that stops making progress, so that a job whose peer died or was
+// stopped ends with a report instead of hanging until its time limit.
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "src/comm/comm_log.h"
+
+namespace mlps {
+
+// A thread that watches the training loop: when no step or evaluation batch has completed for
+// `limit_seconds`, it prints, in one block on stderr, the rank's last communication calls
+// (kind, group, bytes, done or how long in flight) and exits the process with status 124 (the
+// launcher then ends the other ranks). `limit_seconds` <= 0 starts nothing. The limit must exceed
+// the longest step or evaluation batch.
+class HangWatchdog {
+ public:
+  HangWatchdog(double limit_seconds, std::string who, const CommLog* log);
+  ~HangWatchdog();  // stops the thread
+  HangWatchdog(const HangWatchdog&) = delete;
+  HangWatchdog& operator=(const HangWatchdog&) = delete;
+
+  // A step or evaluation batch has completed.
+  void progress() { last_progress_ = CommLog::steady_seconds(); }
+
+ private:
+  void watch();
+  [[noreturn]] void report_and_exit(double silent_seconds) const;
+
+  double limit_;
+  std::string who_;
+  const CommLog* log_;
+  std::atomic<double> last_progress_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace mlps
