@@ -92,8 +92,11 @@ void publish_file(const std::string& path, std::span<const char> bytes) {
   if (::unlink(path.c_str()) != 0 && errno != ENOENT)
     fail_with_errno("cannot replace the existing " + path, errno);
   const std::string self = "/proc/self/fd/" + std::to_string(fd.get());
-  if (::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, path.c_str(), AT_SYMLINK_FOLLOW) != 0)
-    fail_with_errno("cannot link the written file as " + path, errno);
+  if (::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, path.c_str(), AT_SYMLINK_FOLLOW) == 0) return;
+  // No /proc (some containers) or no permission to link: the bytes are still here.
+  if (errno == ENOENT || errno == EPERM || errno == EACCES)
+    return publish_through_named_temporary(path, bytes);
+  fail_with_errno("cannot link the written file as " + path, errno);
 }
 
 }  // namespace mlps
