@@ -112,8 +112,9 @@ expect_refusal "--out naming an existing directory" 2 "is a directory" --out "$t
 expect_refusal "--bucket-mb nan" 2 "--bucket-mb" --bucket-mb nan
 expect_refusal "--bucket-mb inf" 2 "--bucket-mb" --bucket-mb inf
 
-# --timeout: one of 3 ranks is stopped (SIGSTOP) mid-run; the others must report their last
-# communication calls and the job must end within the limit + 10 s with status 124.
+# --timeout: one of 3 ranks is stopped (SIGSTOP) mid-run; the others report their last
+# communication calls and the job ends within the limit + 10 s with a non-zero status (124 from
+# the reporting rank, or the launcher's own when it ends the rest first).
 limit=4
 start=$(date +%s)
 timeout 60 mpiexec -n 3 bin/data "${tiny[@]}" --iters 1000000 --timeout "$limit" \
@@ -133,9 +134,9 @@ took=$(($(date +%s) - stopped_at))
 reports=$(grep -c "no progress for .* (--timeout $limit); its last communication calls" "$tmp/err")
 if [[ -z $victim ]]; then
   not_ok "--timeout with a stopped rank" "no rank to stop was found"
-elif ((status == 124 && took <= limit + 10 && reports >= 1)) &&
+elif ((status != 0 && took <= limit + 10 && reports >= 1)) &&
      grep -q "allreduce *on world" "$tmp/err" && [[ ! -e $tmp/hang.h5 ]]; then
-  ok "--timeout $limit: a stopped rank is reported by $reports of the others after $took s (exit 124)"
+  ok "--timeout $limit: a stopped rank is reported by $reports of the 2 others after $took s (exit $status)"
 else
   not_ok "--timeout with a stopped rank" \
     "exit status $status after $took s, $reports reports: $(head -c 600 "$tmp/err" | tr '\n' '|')"

@@ -54,8 +54,10 @@ void HangWatchdog::report_and_exit(double silent_seconds) const {
   report += who_ + ": ending the job (exit status 124)\n";
   std::fputs(report.c_str(), stderr);
   std::fflush(stderr);
-  // Not MPI_Abort: the main thread is inside MPI, and this one may not call it. The launcher
-  // ends the other ranks when this one exits.
+  // The other waiting ranks notice within a check or two: a moment's grace lets them report
+  // too before the launcher, seeing this rank exit, ends them.
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  // Not MPI_Abort: the main thread is inside MPI, and this one may not call it.
   _exit(124);
 }
 
