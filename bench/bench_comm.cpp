@@ -7,6 +7,7 @@
 // with its exact-answer check, and the table/HDF5 output.
 #include <mpi.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 
@@ -20,12 +21,35 @@
 #include "src/driver/run_context.h"
 #include "src/driver/training_driver.h"
 #include "src/errors.h"
+#include "src/memory/memory_check.h"
 #include "src/mpi_session.h"
 #include "src/results/comm_bench_writer.h"
 #include "src/results/run_info.h"
 
 namespace mlps::comm_bench {
 namespace {
+
+// The largest sweep's buffers against the memory each rank has, before any is allocated.
+void check_sweeps_fit(const CommBenchOptions& o, const CommBenchSetup& setup,
+                      const RankPlacement& placement, int ranks) {
+  SweepMemory largest;
+  for (const CollectiveEngine& engine : collective_engines()) {
+    if (o.op != "all" && o.op != engine.name) continue;
+    const SweepMemory m = sweep_memory(engine, setup.min_bytes, setup.max_bytes, o, ranks);
+    largest.device = std::max(largest.device, m.device);
+    largest.host = std::max(largest.host, m.host);
+  }
+  const std::string what = "the largest size's buffers; lower --maxbytes";
+  if (setup.device == DeviceKind::cuda) {
+    check_memory_fits(MPI_COMM_WORLD, largest.device, "on the GPU, " + what,
+                      available_memory_per_rank(DeviceKind::cuda, placement));
+    check_memory_fits(MPI_COMM_WORLD, largest.host, "on the host, " + what,
+                      available_memory_per_rank(DeviceKind::cpu, placement));
+  } else {
+    check_memory_fits(MPI_COMM_WORLD, largest.device + largest.host, what,
+                      available_memory_per_rank(DeviceKind::cpu, placement));
+  }
+}
 
 int run(int argc, char** argv, const MpiSession& mpi) {
   CommBenchOptions o;
@@ -45,6 +69,7 @@ int run(int argc, char** argv, const MpiSession& mpi) {
     throw InputError("--minbytes " + o.min_bytes + " is larger than --maxbytes " +
                      (o.max_bytes.empty() ? std::to_string(setup.max_bytes) : o.max_bytes));
   const int gpu = bind_gpu(placement, setup.device);
+  check_sweeps_fit(o, setup, placement, mpi.size());  // on the bound GPU
   setup.backend = resolve_comm_backend(o.comm, setup.device, placement, MPI_COMM_WORLD);
   Device device(setup.device);
   auto comm = make_communicator(setup.backend, device, MPI_COMM_WORLD, "world",

@@ -13,9 +13,12 @@
 
 #include "bench/support/elementwise_benchmarks.h"
 #include "bench/support/gemm_benchmarks.h"
+#include "bench/support/kernel_bench_memory.h"
 #include "bench/support/kernel_bench_options.h"
 #include "bench/support/kernel_bench_registry.h"
 #include "src/device.h"
+#include "src/memory/available_memory.h"
+#include "src/memory/memory_need.h"
 #include "src/model_config.h"
 
 namespace mlps::kernel_bench {
@@ -35,6 +38,19 @@ std::string cuda_unavailable_reason() {
 #else
   return "this build has no CUDA backend (rebuild with CUDA=1)";
 #endif
+}
+
+// Empty when the largest benchmark's inputs fit on every backend to run, else why not.
+std::string memory_problem(const KernelBenchOptions& options, const std::vector<DeviceKind>& kinds) {
+  for (DeviceKind kind : kinds) {
+    const double need = largest_benchmark_bytes(options, square_gemm_size(kind));
+    const AvailableMemory have = available_memory_per_rank(kind, RankPlacement{});
+    if (have.bytes > 0 && need > have.bytes)
+      return std::string(to_string(kind)) + ": the largest benchmark needs about " +
+             human_bytes(need) + " (its fp64 inputs) but there is " + human_bytes(have.bytes) +
+             " " + have.where + "; use a smaller --hidden, --ffn-mult, --image-size or --batch";
+  }
+  return "";
 }
 
 int run(int argc, char** argv) {
@@ -66,6 +82,11 @@ int run(int argc, char** argv) {
     } else {
       std::cerr << "cuda: not available (" << why << "), GPU benchmarks skipped\n";
     }
+  }
+
+  if (const std::string problem = memory_problem(options, kinds); !problem.empty()) {
+    std::cerr << "bench_kernels: " << problem << "\n";
+    return 2;
   }
 
   const ModelConfig& m = options.model;

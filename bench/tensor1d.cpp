@@ -1,15 +1,13 @@
 // bin/tensor1d: Megatron-LM tensor parallelism (column-parallel then row-parallel Linear, one
 // all-reduce per pair in each direction) over --tp ranks, × --dp data-parallel replicas.
 #include <cstdio>
-#include <memory>
+#include <optional>
 
-#include "src/comm/make_communicator.h"
-#include "src/data/dataset.h"
+#include "src/driver/comm_volume_report.h"
+#include "src/driver/scheme_main.h"
 #include "src/driver/training_driver.h"
 #include "src/errors.h"
-#include "src/mpi_session.h"
-#include "src/results/run_info.h"
-#include "src/driver/comm_volume_report.h"
+#include "src/memory/scheme_memory.h"
 #include "src/schemes/tensor1d/tensor1d_trainer.h"
 
 namespace mlps {
@@ -33,16 +31,16 @@ void resolve_grid(int world, int& tp, int& dp) {
 }
 
 template <typename T>
-int train(const RunContext& context, const Options& o, const TrainingSchedule& schedule,
-          const Tensor1dPlan& plan, int dp, CommBackend backend, DeviceKind device,
-          const Dataset& dataset) {
-  Tensor1dTrainer<T> trainer(device, plan, o.optimizer, o.seed, o.batch, dp, backend,
+int train(SchemeStart& s, const Tensor1dPlan& plan, int dp) {
+  const Options& o = s.options;
+  Tensor1dTrainer<T> trainer(s.device, plan, o.optimizer, o.seed, o.batch, dp, s.backend,
                              MPI_COMM_WORLD);
-  const int code = run_training(context, o, schedule, trainer, dataset);
-  if (!context.is_root()) return code;
+  const int code = run_training(s.context, o, s.schedule, trainer, *s.dataset);
+  if (!s.context.is_root()) return code;
   // With --inference the measured volumes are the forward passes' (and no weights are gathered,
   // so there is no replicated-tensor comparison).
-  print_comm_volumes(stdout, "rank 0", trainer.analytic_bytes(schedule.global_batch, o.inference),
+  print_comm_volumes(stdout, "rank 0",
+                     trainer.analytic_bytes(s.schedule.global_batch, o.inference),
                      trainer.measured_bytes());
   if (o.verify && plan.tp > 1 && !o.inference) {
     if (trainer.most_divergent_tensor().empty())
@@ -54,43 +52,37 @@ int train(const RunContext& context, const Options& o, const TrainingSchedule& s
   return code;
 }
 
-int run(const MpiSession& mpi, int argc, char** argv) {
-  OptionParser parser("tensor1d", "Megatron-LM tensor parallelism: column-parallel then "
-                      "row-parallel Linear in every block, x data-parallel replicas.");
-  int tp = 0;
-  int dp = 0;
-  auto& app = parser.app();
-  app.add_option("--tp", tp, "tensor-parallel ranks per replica (default: the ranks over --dp)")
-      ->check(CLI::Range(1, 1 << 20));
-  app.add_option("--dp", dp, "data-parallel replicas (default: the ranks over --tp); rank = "
-                 "replica x tp + tp rank")->check(CLI::Range(1, 1 << 20));
-  if (!parser.parse(argc, argv)) {
-    if (mpi.rank() == 0) std::printf("%s", parser.help_text().c_str());
-    return 0;
-  }
-  const Options& o = parser.options();
-  check_launch_matches_slurm(mpi.size());
-  resolve_grid(mpi.size(), tp, dp);
-  if (o.batch < dp)
-    throw InputError("--batch " + std::to_string(o.batch) + " leaves some of the " +
-                     std::to_string(dp) + " data-parallel replicas without samples");
-  const Tensor1dPlan plan = make_tensor1d_plan(o.model, tp);
-  const RankPlacement placement = discover_placement(MPI_COMM_WORLD);
-  const DeviceKind device = resolve_device(o.device);
-  bind_gpu(placement, device);
-  const CommBackend backend = resolve_comm_backend(o.comm, device, placement, MPI_COMM_WORLD);
-  const auto dataset = open_dataset(o.data, o.seed);
-  const auto schedule = TrainingSchedule::make(o, dataset->size(Split::train));
-  RunContext context{"tensor1d", command_line(argc, argv), MPI_COMM_WORLD, mpi.rank(), mpi.size()};
-  return o.precision == Precision::fp64
-             ? train<double>(context, o, schedule, plan, dp, backend, device, *dataset)
-             : train<float>(context, o, schedule, plan, dp, backend, device, *dataset);
-}
-
 }  // namespace
 }  // namespace mlps
 
 int main(int argc, char** argv) {
-  mlps::MpiSession mpi(argc, argv);
-  return mpi.run("tensor1d", [&] { return mlps::run(mpi, argc, argv); });
+  using namespace mlps;
+  int tp_given = 0, dp_given = 0, dp = 1;
+  std::optional<Tensor1dPlan> plan;
+  SchemeDefinition scheme;
+  scheme.name = "tensor1d";
+  scheme.description = "Megatron-LM tensor parallelism: column-parallel then row-parallel "
+                       "Linear in every block, x data-parallel replicas.";
+  scheme.add_options = [&](CLI::App& app) {
+    app.add_option("--tp", tp_given, "tensor-parallel ranks per replica (default: the ranks "
+                   "over --dp)")->check(CLI::Range(1, 1 << 20));
+    app.add_option("--dp", dp_given, "data-parallel replicas (default: the ranks over --tp); "
+                   "rank = replica x tp + tp rank")->check(CLI::Range(1, 1 << 20));
+  };
+  scheme.check_grid = [&](const Options& o, int ranks) {
+    int tp = tp_given;
+    dp = dp_given;
+    resolve_grid(ranks, tp, dp);
+    if (o.batch < dp)
+      throw InputError("--batch " + std::to_string(o.batch) + " leaves some of the " +
+                       std::to_string(dp) + " data-parallel replicas without samples");
+    plan = make_tensor1d_plan(o.model, tp);
+    return "tp=" + std::to_string(tp) + ",dp=" + std::to_string(dp);
+  };
+  scheme.memory = [&](const Options& o, int, int) { return tensor1d_memory(o, *plan, dp); };
+  scheme.train = [&](SchemeStart& s) {
+    return s.options.precision == Precision::fp64 ? train<double>(s, *plan, dp)
+                                                  : train<float>(s, *plan, dp);
+  };
+  return scheme_main(argc, argv, scheme);
 }

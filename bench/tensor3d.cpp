@@ -7,11 +7,9 @@
 #include <cstdio>
 
 #include "src/cli_validators.h"
-#include "src/data/dataset.h"
+#include "src/driver/scheme_main.h"
 #include "src/driver/training_driver.h"
-#include "src/errors.h"
-#include "src/mpi_session.h"
-#include "src/results/run_info.h"
+#include "src/memory/scheme_memory.h"
 #include "src/schemes/tensor3d/tensor3d_trainer.h"
 #include "src/schemes/tensor3d/volumes_3d.h"
 
@@ -49,61 +47,51 @@ void print_report(const Tensor3dTrainer<T>& trainer, const Options& o, const Sha
 }
 
 template <typename T>
-int train(const MpiSession& mpi, const RunContext& context, const Options& o,
-          const Shape3d& shape, const Overlap3d& overlap, DeviceKind device,
-          CommBackend backend) {
-  const auto dataset = open_dataset(o.data, o.seed);
-  const auto schedule = TrainingSchedule::make(o, dataset->size(Split::train));
-  Tensor3dTrainer<T> trainer(device, o.model, o.optimizer, o.seed, o.batch, shape, overlap,
-                             backend, MPI_COMM_WORLD);
-  const int status = run_training(context, o, schedule, trainer, *dataset);
-  if (mpi.rank() == 0) print_report(trainer, o, shape, overlap);
+int train(SchemeStart& s, const Shape3d& shape, const Overlap3d& overlap) {
+  const Options& o = s.options;
+  Tensor3dTrainer<T> trainer(s.device, o.model, o.optimizer, o.seed, o.batch, shape, overlap,
+                             s.backend, MPI_COMM_WORLD);
+  const int status = run_training(s.context, o, s.schedule, trainer, *s.dataset);
+  if (s.context.is_root()) print_report(trainer, o, shape, overlap);
   return status;
-}
-
-int run(const MpiSession& mpi, int argc, char** argv) {
-  OptionParser parser("tensor3d", "AxoNN 3D tensor parallelism: an x (outer) × y (inner) × z "
-                      "(depth) grid per Linear, optionally x --dp data-parallel replicas.");
-  std::string tp_dims;
-  int dp = 0;
-  Overlap3d overlap;
-  auto& app = parser.app();
-  app.add_option("--tp-dims", tp_dims, "the x,y,z grid: G_r (outer), G_c (inner), G_d (depth) "
-                 "(default: ranks/dp,1,1)")
-      ->check(non_empty());
-  app.add_option("--dp", dp, "data-parallel replicas of the grid (default: ranks / x·y·z)")
-      ->check(CLI::Range(1, 1 << 20));
-  app.add_flag("--cache-weights", overlap.cache_weights,
-               "keep each layer's gathered weights from forward for backward");
-  app.add_flag("--overlap-dx", overlap.overlap_dx,
-               "overlap the dX all-reduce with the dW GEMM");
-  app.add_flag("--defer-dw-reduce", overlap.defer_dw_reduce,
-               "finish each dW reduce-scatter during the next layer's backward");
-  app.add_flag("--prefetch-weights", overlap.prefetch_weights,
-               "all-gather the next layer's weights during this layer's compute");
-  if (!parser.parse(argc, argv)) {
-    if (mpi.rank() == 0) std::printf("%s", parser.help_text().c_str());
-    return 0;
-  }
-  const Options& o = parser.options();
-  check_launch_matches_slurm(mpi.size());
-  const Shape3d shape = resolve_shape_3d(tp_dims, dp, mpi.size());
-  check_shape_divides(o.model, o.batch, shape);
-  const RankPlacement placement = discover_placement(MPI_COMM_WORLD);
-  const DeviceKind device = resolve_device(o.device);
-  bind_gpu(placement, device);
-  const CommBackend backend = resolve_comm_backend(o.comm, device, placement, MPI_COMM_WORLD);
-  RunContext context{"tensor3d", command_line(argc, argv), MPI_COMM_WORLD, mpi.rank(),
-                     mpi.size()};
-  return o.precision == Precision::fp64
-             ? train<double>(mpi, context, o, shape, overlap, device, backend)
-             : train<float>(mpi, context, o, shape, overlap, device, backend);
 }
 
 }  // namespace
 }  // namespace mlps
 
 int main(int argc, char** argv) {
-  mlps::MpiSession mpi(argc, argv);
-  return mpi.run("tensor3d", [&] { return mlps::run(mpi, argc, argv); });
+  using namespace mlps;
+  std::string tp_dims;
+  int dp = 0;
+  Overlap3d overlap;
+  Shape3d shape;
+  SchemeDefinition scheme;
+  scheme.name = "tensor3d";
+  scheme.description = "AxoNN 3D tensor parallelism: an x (outer) × y (inner) × z (depth) grid "
+                       "per Linear, optionally x --dp data-parallel replicas.";
+  scheme.add_options = [&](CLI::App& app) {
+    app.add_option("--tp-dims", tp_dims, "the x,y,z grid: G_r (outer), G_c (inner), G_d (depth) "
+                   "(default: ranks/dp,1,1)")->check(non_empty());
+    app.add_option("--dp", dp, "data-parallel replicas of the grid (default: ranks / x·y·z)")
+        ->check(CLI::Range(1, 1 << 20));
+    app.add_flag("--cache-weights", overlap.cache_weights,
+                 "keep each layer's gathered weights from forward for backward");
+    app.add_flag("--overlap-dx", overlap.overlap_dx,
+                 "overlap the dX all-reduce with the dW GEMM");
+    app.add_flag("--defer-dw-reduce", overlap.defer_dw_reduce,
+                 "finish each dW reduce-scatter during the next layer's backward");
+    app.add_flag("--prefetch-weights", overlap.prefetch_weights,
+                 "all-gather the next layer's weights during this layer's compute");
+  };
+  scheme.check_grid = [&](const Options& o, int ranks) {
+    shape = resolve_shape_3d(tp_dims, dp, ranks);
+    check_shape_divides(o.model, o.batch, shape);
+    return "tp-dims=" + shape.dims() + ",dp=" + std::to_string(shape.dp);
+  };
+  scheme.memory = [&](const Options& o, int, int) { return tensor3d_memory(o, shape, overlap); };
+  scheme.train = [&](SchemeStart& s) {
+    return s.options.precision == Precision::fp64 ? train<double>(s, shape, overlap)
+                                                  : train<float>(s, shape, overlap);
+  };
+  return scheme_main(argc, argv, scheme);
 }

@@ -33,9 +33,18 @@ nlohmann::json typed(const std::string& text) {
 }  // namespace
 
 std::vector<CLI::ConfigItem> JsonConfig::from_config(std::istream& input) const {
+  // Every option fits in a few KiB; reading no more than the limit keeps a huge file (or a
+  // device) from costing every rank its parse before the refusal.
+  constexpr std::streamsize kLimit = 1 << 20;
+  std::string text(static_cast<size_t>(kLimit) + 1, '\0');
+  input.read(text.data(), kLimit + 1);
+  text.resize(static_cast<size_t>(input.gcount()));
+  if (static_cast<std::streamsize>(text.size()) > kLimit)
+    throw CLI::ConversionError("config file: larger than 1 MiB; a configuration holds a few "
+                               "options");
   nlohmann::json doc;
   try {
-    doc = nlohmann::json::parse(input);
+    doc = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {  // syntax, or a number out of range (1e400)
     throw CLI::ConversionError(std::string("config file: not valid JSON: ") + e.what());
   }

@@ -1,5 +1,10 @@
 #include "src/model_config.h"
 
+#include <algorithm>
+#include <cstdio>
+
+#include "src/errors.h"
+
 namespace mlps {
 
 std::vector<LinearShape> linear_shapes(const ModelConfig& c) {
@@ -43,6 +48,29 @@ std::vector<GemmShape> training_step_gemms(const ModelConfig& c, int64_t batch) 
     first = false;
   }
   return gemms;
+}
+
+// Element counts are int64 products (H·F, batch·S², Σ parameters) and byte counts 8 times
+// those; past 2^60 elements they would overflow before the memory check (which names what a
+// smaller but still impossible run needs) could say so. Computed in floating point, so the check
+// itself cannot overflow.
+void check_sizes_countable(const ModelConfig& m, int64_t batch) {
+  const auto d = [](int64_t v) { return static_cast<double>(v); };
+  const double pixels = d(m.image_size) * d(m.image_size), hidden = d(m.hidden);
+  const double ffn = d(m.ffn_mult) * hidden, widest = std::max({pixels, hidden, ffn});
+  const double parameters = (pixels + 1) * hidden + d(m.layers) * (2 * hidden * ffn + 4 * hidden) +
+                            (hidden + 1) * d(m.classes);
+  constexpr double kLimit = 1152921504606846976.0;  // 2^60
+  const double largest = std::max({parameters, d(batch) * widest, pixels * hidden});
+  if (!(largest <= kLimit)) {
+    char count[32];
+    std::snprintf(count, sizeof count, "%.3g", largest);
+    throw InputError("--image-size " + std::to_string(m.image_size) + ", --hidden " +
+                     std::to_string(m.hidden) + ", --ffn-mult " + std::to_string(m.ffn_mult) +
+                     ", --layers " + std::to_string(m.layers) + " and --batch " +
+                     std::to_string(batch) + " make tensors of about " + count +
+                     " elements, more than 2^60: no machine holds them");
+  }
 }
 
 }  // namespace mlps

@@ -34,6 +34,9 @@ struct LinearShape {
 
 std::vector<LinearShape> linear_shapes(const ModelConfig& config);
 int64_t parameter_count(const ModelConfig& config);
+// Throws InputError when the model or a batch of `batch` rows has a tensor (or a total) of
+// more than 2^60 elements: no machine holds it, and int64 byte counts would overflow.
+void check_sizes_countable(const ModelConfig& config, int64_t batch);
 // Model flops per sample, as the summary's TFLOP/s counts them: training 6·parameters (forward
 // 2, backward 4), plus 2·(block parameters) when checkpoint_activations reruns every block's
 // forward; inference 2·parameters.

@@ -99,6 +99,12 @@ OptionParser::OptionParser(const std::string& program, const std::string& descri
   app.add_option("--timeout", o.timeout, "seconds without a completed step or evaluation batch "
                  "after which a rank prints its last communication calls and ends the job "
                  "(0: never; default $MLPSCALE_TIMEOUT or 0)")->check(non_negative_real());
+  app.add_option("--check-grid", o.check_grid, "check these options and the grid for N ranks "
+                 "on one process, print the grid and exit: status 0 if it fits, else 2 with the "
+                 "reason (jobs/sweep asks this)")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  app.add_flag("--skip-memory-check", o.skip_memory_check, "start even when the memory "
+               "accounting says a rank needs more memory than it has (the estimate is printed "
+               "and recorded either way)");
   app.add_flag("--verify", o.verify, "recompute the run serially in fp64 (and in the run's "
                "precision) on the CPU and compare losses and final weights (with --inference: "
                "each batch's loss)");
@@ -154,6 +160,8 @@ void OptionParser::validate() {
                      std::to_string(o.iters) + " iterations to time");
   if (o.data != "synthetic" && o.data.rfind("idx:", 0) != 0)
     throw InputError("--data must be 'synthetic' or 'idx:DIR', not '" + o.data + "'");
+  check_sizes_countable(o.model, o.batch);
 }
+
 
 }  // namespace mlps

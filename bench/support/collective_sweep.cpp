@@ -139,6 +139,16 @@ std::vector<CollectiveShape> sweep_shapes(const CollectiveEngine& engine, int64_
   return shapes;
 }
 
+SweepMemory sweep_memory(const CollectiveEngine& engine, int64_t min_bytes, int64_t max_bytes,
+                         const CommBenchOptions& o, int ranks) {
+  const int64_t element = o.datatype == "double" ? 8 : 4;
+  const CollectiveShape s =
+      sweep_shapes(engine, min_bytes, max_bytes, o.step_factor, element, ranks).back();
+  const auto send = static_cast<double>(s.send_count * element);
+  const auto recv = static_cast<double>(s.recv_count * element);
+  return {send + recv, send + 3 * recv};
+}
+
 CommBenchSweep sweep_collective(Device& device, Communicator& comm, const CollectiveEngine& engine,
                                 int64_t min_bytes, int64_t max_bytes, const CommBenchOptions& o) {
   return o.datatype == "double" ? sweep<double>(device, comm, engine, min_bytes, max_bytes, o)

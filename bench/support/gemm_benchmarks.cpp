@@ -51,7 +51,7 @@ void register_gemm_benchmarks(Backend backend, const KernelBenchOptions& options
     }
     if (!seen) distinct.push_back({s, 1});
   }
-  const int64_t square = backend.device.kind() == DeviceKind::cuda ? 4096 : 2048;
+  const int64_t square = square_gemm_size(backend.device.kind());
   const GemmShape big{"square", false, false, square, square, square};
   bool big_is_model_shape = false;
   for (const auto& [s, uses] : distinct) {

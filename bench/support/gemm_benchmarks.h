@@ -6,6 +6,9 @@
 
 namespace mlps::kernel_bench {
 
+// The square GEMM's side: the backend's compute ceiling at a size that fits any machine.
+inline int64_t square_gemm_size(DeviceKind kind) { return kind == DeviceKind::cuda ? 4096 : 2048; }
+
 // Registers them for element type T (float or double) on `backend`.
 template <typename T>
 void register_gemm_benchmarks(Backend backend, const KernelBenchOptions& options);

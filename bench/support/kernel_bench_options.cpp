@@ -9,6 +9,8 @@
 #include <optional>
 #include <string>
 
+#include "src/errors.h"
+
 namespace mlps::kernel_bench {
 
 namespace {
@@ -87,6 +89,12 @@ std::variant<std::vector<std::string>, int> parse_kernel_bench_options(int argc,
     return 2;
   }
   options.backends_given = backends->count() > 0;
+  try {
+    check_sizes_countable(options.model, options.batch);
+  } catch (const InputError& e) {
+    std::cerr << "bench_kernels: " << e.what() << "\n";
+    return 2;
+  }
   std::vector<std::string> rest;
   for (const auto& arg : app.remaining()) {
     if (arg.rfind("--benchmark_", 0) != 0 && arg.rfind("--v=", 0) != 0) {

@@ -29,4 +29,10 @@ std::string device_uuid(int device) {
   return text;
 }
 
+size_t free_device_memory() {
+  size_t free = 0, total = 0;
+  MLPS_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  return free;
+}
+
 }  // namespace mlps::cuda

@@ -4,6 +4,7 @@
 
 #include "src/comm/comm_log.h"
 #include "src/driver/step_statistics.h"
+#include "src/memory/memory_need.h"
 
 namespace mlps {
 
@@ -33,6 +34,9 @@ void print_settings_header(const RunContext& context, const Options& o,
               (long long)schedule.iterations, (long long)schedule.batches_per_epoch,
               (long long)o.warmup, o.optimizer.kind == OptimizerKind::adam ? "adam" : "sgd",
               o.optimizer.lr, (unsigned long long)o.seed);
+  if (context.largest_estimated_bytes > 0)
+    std::printf("  memory      about %s per rank at the peak (the largest rank's accounting)\n",
+                human_bytes(context.largest_estimated_bytes).c_str());
   std::printf("  output      %s%s\n", out_path.c_str(), o.verify ? " (with --verify)" : "");
   std::fflush(stdout);
 }

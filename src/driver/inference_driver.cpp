@@ -74,6 +74,7 @@ int run_inference(const RunContext& context, const Options& o, Trainer& trainer,
 
   recorder.gather_into(context, record);
   record.peak_bytes = gather_peak_bytes(context, trainer.device().peak_bytes());
+  record.estimated_bytes = gather_peak_bytes(context, static_cast<size_t>(context.estimated_bytes));
   const std::string hosts = host_names(context.comm);
   if (context.is_root()) {
     const double flops = model_flops_per_sample(o.model, true);

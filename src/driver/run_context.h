@@ -12,6 +12,9 @@ struct RunContext {
   MPI_Comm comm = MPI_COMM_WORLD;
   int rank = 0;
   int size = 1;
+  // This rank's memory accounting (scheme_memory.h), bytes: recorded beside the measured peak.
+  double estimated_bytes = 0;
+  double largest_estimated_bytes = 0;  // the largest rank's
   bool is_root() const { return rank == 0; }
 };
 

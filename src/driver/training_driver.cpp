@@ -143,6 +143,7 @@ int run_training(const RunContext& context, const Options& o, const TrainingSche
   watchdog.reset();
   recorder.gather_into(context, record);
   record.peak_bytes = gather_peak_bytes(context, trainer.device().peak_bytes());
+  record.estimated_bytes = gather_peak_bytes(context, static_cast<size_t>(context.estimated_bytes));
   const std::string hosts = host_names(context.comm);
   std::vector<NamedTensor> parameters;
   if (o.verify) parameters = trainer.gather_parameters();

@@ -28,6 +28,9 @@ class ResultFileReader {
     read_comm(record);
     read_train(record);
     record.peak_bytes = read_vector<int64_t>("/memory/peak_bytes", H5T_INTEGER, H5T_NATIVE_INT64);
+    if (H5Lexists(file_.get(), "/memory/estimated_bytes", H5P_DEFAULT) > 0)  // older files: none
+      record.estimated_bytes =
+          read_vector<int64_t>("/memory/estimated_bytes", H5T_INTEGER, H5T_NATIVE_INT64);
     read_verification(record.verification);
     if (!file_.close()) fail("cannot close the file" + hdf5::error_detail());
     validate_run_record(record, path_);

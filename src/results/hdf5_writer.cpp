@@ -68,6 +68,8 @@ void write_train(hid_t file, const RunRecord& record) {
 void write_memory(hid_t file, const RunRecord& record) {
   Handle group = create_group(file, "memory", "/memory");
   write_vector(group.get(), "peak_bytes", record.peak_bytes, "/memory/peak_bytes");
+  if (!record.estimated_bytes.empty())
+    write_vector(group.get(), "estimated_bytes", record.estimated_bytes, "/memory/estimated_bytes");
 }
 
 void write_verification(hid_t file, const Verification& verification) {

@@ -43,6 +43,7 @@ struct RunRecord {
   std::vector<double> test_accuracy;                 // /train/test_accuracy [epochs evaluated]
   std::vector<double> loss_scale;                    // /train/loss_scale [iterations] (1: none)
   std::vector<int64_t> peak_bytes;                   // /memory/peak_bytes [ranks]
+  std::vector<int64_t> estimated_bytes;  // /memory/estimated_bytes [ranks]: the accounting
   Verification verification;                         // /verification attributes
 };
 

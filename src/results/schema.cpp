@@ -40,6 +40,10 @@ class RecordChecker {
     if (static_cast<int64_t>(record_.peak_bytes.size()) != world_size)
       fail("/memory/peak_bytes has " + std::to_string(record_.peak_bytes.size()) +
            " values, expected " + std::to_string(world_size) + " (root attribute world_size)");
+    if (!record_.estimated_bytes.empty() &&
+        static_cast<int64_t>(record_.estimated_bytes.size()) != world_size)
+      fail("/memory/estimated_bytes has " + std::to_string(record_.estimated_bytes.size()) +
+           " values, expected " + std::to_string(world_size) + " (root attribute world_size)");
 
     const auto& verdicts = result_schema::kVerdicts;
     if (std::find(verdicts.begin(), verdicts.end(), record_.verification.verdict) == verdicts.end())

@@ -19,13 +19,17 @@ int comm_size(MPI_Comm comm) {
 
 int64_t checked_rows_per_rank(int64_t global_batch, MPI_Comm comm) {
   const int ranks = comm_size(comm);
-  if (global_batch < ranks)
-    throw InputError("--batch " + std::to_string(global_batch) + " leaves some of the " +
-                     std::to_string(ranks) + " data-parallel ranks without samples");
+  check_batch_covers_ranks(global_batch, ranks);
   return (global_batch + ranks - 1) / ranks;
 }
 
 }  // namespace
+
+void check_batch_covers_ranks(int64_t global_batch, int ranks) {
+  if (global_batch < ranks)
+    throw InputError("--batch " + std::to_string(global_batch) + " leaves some of the " +
+                     std::to_string(ranks) + " data-parallel ranks without samples");
+}
 
 template <typename T>
 DataParallelBase<T>::DataParallelBase(DeviceKind device, const ModelConfig& model,

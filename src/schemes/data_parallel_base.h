@@ -18,6 +18,9 @@ struct DataParallelConfig {
   bool overlap = true;
 };
 
+// InputError unless each of `ranks` data-parallel ranks gets at least one row.
+void check_batch_covers_ranks(int64_t global_batch, int ranks);
+
 // Rows [r·G/N, (r+1)·G/N) of a global batch of G rows for rank r of N.
 BatchSlice even_batch_slice(int64_t global_rows, int rank, int ranks);
 

@@ -5,23 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "src/memory/memory_need.h"
+
 namespace mlps {
-namespace {
-
-// "12.0 KiB", "3.50 MiB": activation memory spans bytes to gigabytes.
-std::string human_bytes(double bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int unit = 0;
-  while (bytes >= 1024.0 && unit < 4) {
-    bytes /= 1024.0;
-    ++unit;
-  }
-  char text[32];
-  std::snprintf(text, sizeof text, "%.*f %s", unit == 0 ? 0 : 2, bytes, units[unit]);
-  return text;
-}
-
-}  // namespace
 
 void print_pipeline_report(const PipelineLayout& layout, int64_t micro_rows,
                            const PipelineRankReport& mine, MPI_Comm world, bool inference) {

@@ -52,6 +52,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device);
 // Memory: the emulated GPU's memory is host memory.
 inline cudaError_t cudaMalloc(void** p, size_t bytes) { return hipMalloc(p, bytes); }
 inline cudaError_t cudaFree(void* p) { return hipFree(p); }
+inline cudaError_t cudaMemGetInfo(size_t* free, size_t* total) { return hipMemGetInfo(free, total); }
 // HIP-CPU's hipMallocAsync sets *p only when the stream reaches the allocation, so the caller
 // would hold a null pointer; CUDA returns it at once, usable by work queued after it. An
 // immediate allocation is valid earlier than stream order needs, so it keeps that contract.

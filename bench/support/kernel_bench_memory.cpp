@@ -1,0 +1,25 @@
+#include "bench/support/kernel_bench_memory.h"
+
+#include <algorithm>
+
+namespace mlps::kernel_bench {
+
+double largest_benchmark_bytes(const KernelBenchOptions& options, int64_t square_gemm) {
+  const auto d = [](int64_t v) { return static_cast<double>(v); };
+  const auto set = [](double tensors, double largest) { return tensors + largest; };
+  const double square = d(square_gemm) * d(square_gemm);
+  double elements = set(3 * square, square);
+  for (const GemmShape& g : training_step_gemms(options.model, options.batch)) {
+    const double a = d(g.m) * d(g.k), b = d(g.k) * d(g.n), c = d(g.m) * d(g.n);
+    elements = std::max(elements, set(a + b + c, std::max({a, b, c})));
+  }
+  double weight = 0;
+  for (const LinearShape& s : linear_shapes(options.model)) weight = std::max(weight, d(s.in) * d(s.out));
+  elements = std::max(elements, set(4 * weight, weight));
+  const double rows_ffn = d(options.batch) * d(options.model.ffn_hidden());
+  elements = std::max(elements, set(3 * rows_ffn, rows_ffn));
+  elements = std::max(elements, set(2 * d(int64_t{256} << 20) / 8, d(int64_t{256} << 20) / 8));
+  return elements * 8;
+}
+
+}  // namespace mlps::kernel_bench

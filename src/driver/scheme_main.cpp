@@ -1,0 +1,49 @@
+#include "src/driver/scheme_main.h"
+
+#include <cstdio>
+
+#include "src/memory/memory_check.h"
+#include "src/mpi_session.h"
+#include "src/results/run_info.h"
+
+namespace mlps {
+namespace {
+
+int start(const MpiSession& mpi, int argc, char** argv, const SchemeDefinition& scheme) {
+  OptionParser parser(scheme.name, scheme.description);
+  scheme.add_options(parser.app());
+  if (!parser.parse(argc, argv)) {
+    if (mpi.rank() == 0) std::printf("%s", parser.help_text().c_str());
+    return 0;
+  }
+  const Options& o = parser.options();
+  if (o.check_grid > 0) {  // a dry run of the grid rules, for jobs/sweep: no ranks needed
+    const std::string grid = scheme.check_grid(o, static_cast<int>(o.check_grid));
+    if (mpi.rank() == 0)
+      std::printf("%s: fits %lld ranks: %s\n", scheme.name.c_str(), (long long)o.check_grid,
+                  grid.c_str());
+    return 0;
+  }
+  check_launch_matches_slurm(mpi.size());
+  scheme.check_grid(o, mpi.size());
+  SchemeStart s{o, RunContext{scheme.name, command_line(argc, argv), MPI_COMM_WORLD, mpi.rank(),
+                              mpi.size()}};
+  s.placement = discover_placement(MPI_COMM_WORLD);
+  s.device = resolve_device(o.device);
+  bind_gpu(s.placement, s.device);
+  s.backend = resolve_comm_backend(o.comm, s.device, s.placement, MPI_COMM_WORLD);
+  check_memory_fits(s.context, scheme.memory(o, mpi.rank(), mpi.size()), s.device, s.placement,
+                    o.skip_memory_check);
+  s.dataset = open_dataset(o.data, o.seed);
+  s.schedule = TrainingSchedule::make(o, s.dataset->size(Split::train));
+  return scheme.train(s);
+}
+
+}  // namespace
+
+int scheme_main(int argc, char** argv, const SchemeDefinition& scheme) {
+  MpiSession mpi(argc, argv);
+  return mpi.run(scheme.name, [&] { return start(mpi, argc, argv, scheme); });
+}
+
+}  // namespace mlps

@@ -1,0 +1,49 @@
+#pragma once
+// The start-up every training executable shares, in one place: MPI and the exit codes, the
+// options (--help, --check-grid), the Slurm launch check, the scheme's grid resolved for the
+// world size, placement, device and GPU binding, the collectives backend, the memory check, the
+// dataset and the schedule. A scheme supplies its flags, its grid rules, its memory accounting
+// and how it trains (building its trainer in the run's precision).
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "src/comm/make_communicator.h"
+#include "src/comm/process_placement.h"
+#include "src/data/dataset.h"
+#include "src/driver/run_context.h"
+#include "src/driver/training_schedule.h"
+#include "src/memory/memory_need.h"
+#include "src/options.h"
+
+namespace mlps {
+
+// What scheme_main has resolved when the scheme's train() is called.
+struct SchemeStart {
+  const Options& options;
+  RunContext context;
+  RankPlacement placement{};
+  DeviceKind device = DeviceKind::cpu;
+  CommBackend backend = CommBackend::mpi;
+  std::unique_ptr<Dataset> dataset{};
+  TrainingSchedule schedule{};
+};
+
+struct SchemeDefinition {
+  std::string name;         // "data": the program name in messages and results
+  std::string description;  // the first line of --help
+  // Adds the scheme's flags to the shared table (bound to the caller's variables).
+  std::function<void(CLI::App&)> add_options = [](CLI::App&) {};
+  // Resolves the grid for `ranks` ranks and checks that the model and batch fit it: an
+  // InputError naming the problem, else the grid as --check-grid prints it.
+  std::function<std::string(const Options&, int ranks)> check_grid;
+  // What world rank `rank` of `ranks` will hold at its peak (src/memory/scheme_memory.h).
+  std::function<MemoryNeed(const Options&, int rank, int ranks)> memory;
+  // Builds the trainer and trains; returns the exit code.
+  std::function<int(SchemeStart&)> train;
+};
+
+// main() of a training executable.
+int scheme_main(int argc, char** argv, const SchemeDefinition& scheme);
+
+}  // namespace mlps

@@ -1,0 +1,71 @@
+#include "src/memory/available_memory.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "kernels/cuda/device_select.h"
+#include "src/memory/memory_need.h"
+
+namespace mlps {
+namespace {
+
+// "MemAvailable:   23068672 kB" from /proc/meminfo, in bytes; 0 if absent.
+double meminfo_available() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  double kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib * 1024;
+  return 0;
+}
+
+// A cgroup v2 file holding one number ("max" means no limit): -1 when absent or unlimited.
+double cgroup_value(const std::string& name) {
+  std::ifstream file("/sys/fs/cgroup/" + name);
+  std::string text;
+  if (!(file >> text) || text == "max") return -1;
+  try {
+    return std::stod(text);
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
+std::string shared_by(int ranks) {
+  return ranks > 1 ? ", shared by " + std::to_string(ranks) + " ranks" : "";
+}
+
+}  // namespace
+
+double available_host_bytes() {
+  double available = meminfo_available();
+  const double limit = cgroup_value("memory.max"), used = cgroup_value("memory.current");
+  if (limit > 0 && used >= 0) {
+    const double room = std::max(0.0, limit - used);
+    available = available > 0 ? std::min(available, room) : room;
+  }
+  return available;
+}
+
+AvailableMemory available_memory_per_rank(DeviceKind device, const RankPlacement& placement) {
+  if (device == DeviceKind::cuda) {
+#ifdef MLPSCALE_WITH_CUDA
+    const int gpus = std::max(1, cuda::device_count());
+    // Ranks are bound to GPU local_rank % gpus (bind_gpu): count those sharing this one.
+    const int sharing = (placement.local_size - placement.local_rank % gpus + gpus - 1) / gpus;
+    const double free = static_cast<double>(cuda::free_device_memory());
+    return {free / sharing,
+            "of GPU memory (" + human_bytes(free) + " free on the GPU of rank " +
+                std::to_string(placement.world_rank) + shared_by(sharing) + ")"};
+#endif
+  }
+  const double available = available_host_bytes();
+  const int sharing = std::max(1, placement.local_size);
+  return {available / sharing, "of host memory (" + human_bytes(available) + " available on " +
+                                   (placement.host.empty() ? "this node" : placement.host) +
+                                   shared_by(sharing) + ")"};
+}
+
+}  // namespace mlps

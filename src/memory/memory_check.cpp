@@ -1,0 +1,46 @@
+#include "src/memory/memory_check.h"
+
+#include <string>
+
+#include "src/errors.h"
+
+namespace mlps {
+
+void check_memory_fits(MPI_Comm comm, double need, const std::string& what,
+                       const AvailableMemory& available) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  // An unknown amount of memory (0: nothing could be read) is no reason to refuse.
+  struct {
+    double ratio;
+    int rank;
+  } local{available.bytes > 0 ? need / available.bytes : 0.0, rank}, worst{};
+  MPI_Allreduce(&local, &worst, 1, MPI_DOUBLE_INT, MPI_MAXLOC, comm);
+  if (worst.ratio <= 1) return;
+  std::string message;
+  if (rank == worst.rank)
+    message = "rank " + std::to_string(rank) + " needs about " + human_bytes(need) + " (" + what +
+              ") but has " + human_bytes(available.bytes) + " " + available.where;
+  int length = static_cast<int>(message.size());
+  MPI_Bcast(&length, 1, MPI_INT, worst.rank, comm);
+  message.resize(static_cast<size_t>(length));
+  MPI_Bcast(message.data(), length, MPI_CHAR, worst.rank, comm);
+  throw InputError(message);
+}
+
+void check_memory_fits(RunContext& context, const MemoryNeed& need, DeviceKind device,
+                       const RankPlacement& placement, bool skip) {
+  context.estimated_bytes = need.total();
+  MPI_Allreduce(&context.estimated_bytes, &context.largest_estimated_bytes, 1, MPI_DOUBLE, MPI_MAX,
+                context.comm);
+  if (skip) return;
+  try {
+    check_memory_fits(context.comm, need.total(), need.breakdown(),
+                      available_memory_per_rank(device, placement));
+  } catch (const InputError& e) {
+    throw InputError(std::string(e.what()) + ": use a smaller --hidden, --layers or --batch, or "
+                     "more ranks (--skip-memory-check to try anyway)");
+  }
+}
+
+}  // namespace mlps

@@ -1,0 +1,64 @@
+#include "src/memory/memory_need.h"
+
+#include <cstdio>
+
+#include "src/options.h"
+
+namespace mlps {
+
+std::string human_bytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int unit = 0;
+  while (bytes >= 1024.0 && unit < 5) {
+    bytes /= 1024.0;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof text, "%.*f %s", unit == 0 ? 0 : 2, bytes, units[unit]);
+  return text;
+}
+
+std::string MemoryNeed::breakdown() const {
+  return "parameters " + human_bytes(parameters) + ", gradients " + human_bytes(gradients) +
+         ", optimizer " + human_bytes(optimizer) + ", activations " + human_bytes(activations) +
+         ", buffers " + human_bytes(buffers);
+}
+
+size_t element_bytes(Precision precision) { return precision == Precision::fp64 ? 8 : 4; }
+
+void add_parameter_state(MemoryNeed& need, double held, double optimized,
+                         const OptimizerConfig& optimizer, Precision precision) {
+  const double e = static_cast<double>(element_bytes(precision));
+  const bool mixed = storage_format(precision) != StorageFormat::full;
+  const double state_per_element =
+      (optimizer.kind == OptimizerKind::adam ? 2.0 : 0.0) + (mixed ? 1.0 : 0.0);
+  need.parameters += held * e;
+  need.gradients += held * e;
+  need.optimizer += optimized * state_per_element * e;
+}
+
+ActivationWidths full_widths(const ModelConfig& model) {
+  return {model.input_features(), model.hidden, model.ffn_hidden()};
+}
+
+double replica_activation_bytes(const ModelConfig& model, int64_t rows,
+                                const ActivationWidths& w, size_t element_bytes) {
+  const auto r = static_cast<double>(rows);
+  const auto layers = static_cast<double>(model.layers);
+  const auto classes = static_cast<double>(model.classes);
+  double elements = r * static_cast<double>(w.inputs)            // inputs
+                    + (layers + 1) * r * static_cast<double>(w.hidden)  // block outputs
+                    + 3 * r * classes + r                        // logits, probs, their gradient; loss
+                    + 2 * r * static_cast<double>(w.hidden);     // ping-pong activation gradients
+  if (model.block == BlockKind::residual_mlp) {
+    // Saved per block: LayerNorm output, mean, rstd and ReLU output; scratch: ∂normed, ∂inner.
+    const double saved = r * static_cast<double>(w.hidden + w.ffn) + 2 * r;
+    const double sets = model.checkpoint_activations ? (model.layers > 0 ? 1 : 0) : layers;
+    elements += sets * saved + layers * r * static_cast<double>(w.hidden + w.ffn);
+  } else {
+    elements += layers * r * static_cast<double>(w.hidden);  // each block's backward scratch
+  }
+  return elements * static_cast<double>(element_bytes) + r * 4;  // + int32 labels
+}
+
+}  // namespace mlps

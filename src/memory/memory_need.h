@@ -1,0 +1,52 @@
+#pragma once
+// What one rank of a run holds at its peak, from the configuration alone: computed before any
+// allocation, so a run that cannot fit is refused in one line (memory_check.h), and recorded
+// beside the measured peak (/memory/estimated_bytes) so the estimate is checked on every run.
+// scheme_memory.h holds each scheme's accounting; this file the pieces they share.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "src/model_config.h"
+#include "src/optim/optimizer.h"
+
+namespace mlps {
+
+enum class Precision;
+
+struct MemoryNeed {
+  double parameters = 0;   // bytes of parameter values held
+  double gradients = 0;    // bytes of their gradients
+  double optimizer = 0;    // Adam moments, and fp32 master weights with 16-bit storage
+  double activations = 0;  // saved activations and backward scratch at this rank's rows
+  double buffers = 0;      // communication, gathered-parameter and staging buffers
+  double total() const { return parameters + gradients + optimizer + activations + buffers; }
+  // "parameters 1.2 GiB, gradients 1.2 GiB, optimizer 2.4 GiB, activations 0.3 GiB, buffers 0"
+  std::string breakdown() const;
+};
+
+// Bytes per stored element: 8 for fp64, else 4 (bf16/fp16 values are kept in fp32 storage
+// rounded to 16 bits: see Device).
+size_t element_bytes(Precision precision);
+
+// Parameter values, gradients and optimizer state for `held` parameter elements of which
+// `optimized` are updated on this rank (fewer under ZeRO), in elements of element_bytes.
+void add_parameter_state(MemoryNeed& need, double held, double optimized,
+                         const OptimizerConfig& optimizer, Precision precision);
+
+// The widths a rank's activations have (full model: S², H, F; sharded schemes: their slices).
+struct ActivationWidths {
+  int64_t inputs = 0, hidden = 0, ffn = 0;
+};
+ActivationWidths full_widths(const ModelConfig& model);
+
+// FcNet's activations and backward scratch for `rows` rows (see FcNet and MlpBlock): inputs
+// and labels, L + 1 block outputs, per block the saved LayerNorm output, moments and ReLU
+// output (one shared set with checkpoint_activations) and the backward scratch, the logits,
+// probabilities and their gradient, and the two ping-pong activation gradients.
+double replica_activation_bytes(const ModelConfig& model, int64_t rows,
+                                const ActivationWidths& widths, size_t element_bytes);
+
+std::string human_bytes(double bytes);
+
+}  // namespace mlps

@@ -1,0 +1,169 @@
+#include "src/memory/scheme_memory.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "src/schemes/pipeline_partition.h"
+#include "src/schemes/pipeline_schedule.h"
+#include "src/schemes/tensor2d/balanced_split.h"
+#include "src/schemes/tensor3d/depth_scratch.h"
+
+namespace mlps {
+namespace {
+
+double as_double(int64_t n) { return static_cast<double>(n); }
+
+int64_t rows_per_rank(int64_t global_batch, int parts) { return largest_part(global_batch, parts); }
+
+}  // namespace
+
+MemoryNeed serial_memory(const Options& o) {
+  MemoryNeed need;
+  const double p = as_double(parameter_count(o.model));
+  add_parameter_state(need, p, p, o.optimizer, o.precision);
+  need.activations = replica_activation_bytes(o.model, o.batch, full_widths(o.model),
+                                              element_bytes(o.precision));
+  return need;
+}
+
+MemoryNeed data_memory(const Options& o, int ranks, const DataParallelConfig& config) {
+  MemoryNeed need;
+  const double e = as_double(static_cast<int64_t>(element_bytes(o.precision)));
+  const double p = as_double(parameter_count(o.model));
+  const double shard = p / ranks;
+  need.activations = replica_activation_bytes(o.model, rows_per_rank(o.batch, ranks),
+                                              full_widths(o.model), element_bytes(o.precision));
+  if (config.zero == 3) {
+    // The rank's shard of values and gradients, and per unit of the model the gathered values
+    // and the gradients being reduce-scattered: the unit computing and its neighbour (prefetch
+    // and the reduction still in flight with overlap).
+    add_parameter_state(need, shard, shard, o.optimizer, o.precision);
+    const std::vector<int64_t> units = unit_parameter_counts(o.model);
+    double peak = 0;
+    for (size_t u = 0; u < units.size(); ++u) {
+      const double here = as_double(units[u]);
+      const double before = u > 0 ? as_double(units[u - 1]) : 0;
+      const double after = u + 1 < units.size() ? as_double(units[u + 1]) : 0;
+      peak = std::max(peak, config.overlap ? 2 * here + before + after : 2 * here);
+    }
+    need.buffers = peak * e;
+    return need;
+  }
+  // Flat values (and gradients, but for ZeRO 2) for the whole model; ZeRO 1 and 2 add this
+  // rank's shard of values and gradients, which the optimizer updates.
+  add_parameter_state(need, p, config.zero == 0 ? p : shard, o.optimizer, o.precision);
+  if (config.zero >= 1) need.buffers = 2 * shard * e;
+  if (config.zero == 2) {
+    // Gradients live per bucket while reduce-scattered: two buckets with overlap, all without.
+    const double bucket = config.bucket_mb * 1024 * 1024;
+    need.gradients = config.overlap ? std::min(p * e, std::max(1024.0 * 1024.0, bucket) + bucket)
+                                    : p * e;
+  }
+  return need;
+}
+
+MemoryNeed pipeline_memory(const Options& o, const PipelineLayout& layout, int stage) {
+  MemoryNeed need;
+  const ModelConfig& m = o.model;
+  const size_t e = element_bytes(o.precision);
+  const std::vector<int64_t> units = unit_parameter_counts(m);
+  const int first = layout.partition.first_unit(stage), end = layout.partition.end_unit(stage);
+  double held = 0;
+  for (int u = first; u < end; ++u) held += as_double(units[u]);
+  add_parameter_state(need, held, held, o.optimizer, o.precision);
+
+  const bool is_first = stage == 0, is_last = stage + 1 == layout.stages;
+  const auto r = as_double(rows_per_rank(o.batch, layout.replicas) / layout.micro_batches);
+  const auto h = as_double(m.hidden), f = as_double(m.ffn_hidden());
+  const auto classes = as_double(m.classes);
+  const bool residual = m.block == BlockKind::residual_mlp;
+  const double blocks = as_double(layout.partition.blocks(stage));
+  const double block_saved = residual ? r * (h + f) + 2 * r : 0;
+  // One micro-batch's slot: its input, each unit's output, the blocks' saved activations, and
+  // the labels and probabilities (last stage) or the output's gradient (the others).
+  double slot = r * (is_first ? as_double(m.input_features()) : h) + (end - first - 1) * r * h +
+                r * (is_last ? classes : h);
+  if (!m.checkpoint_activations) slot += blocks * block_saved;
+  slot += is_last ? r * classes + r : r * h;
+  const int in_flight = max_in_flight(layout.schedule, stage, layout.stages, layout.micro_batches);
+  // Scratch: the activation gradients, each block's backward scratch, the gradients sent back,
+  // the last stage's logit gradient and losses, checkpointing's recompute set.
+  double scratch = 2 * r * h + blocks * r * (residual ? h + f : h);
+  if (!is_first) scratch += 2 * r * h;
+  if (is_last) scratch += r * classes + r * layout.micro_batches;
+  if (m.checkpoint_activations) scratch += block_saved + (is_last ? r * h : 0);
+  need.activations = (in_flight * slot + scratch) * as_double(static_cast<int64_t>(e));
+  return need;
+}
+
+MemoryNeed tensor1d_memory(const Options& o, const Tensor1dPlan& plan, int dp) {
+  MemoryNeed need;
+  const double held = as_double(local_parameter_count(plan));
+  add_parameter_state(need, held, held, o.optimizer, o.precision);
+  const size_t e = element_bytes(o.precision);
+  const int64_t rows = rows_per_rank(o.batch, dp);
+  // Activations between the Linears are whole (H wide); the inner ones are F/T wide.
+  ActivationWidths w = full_widths(o.model);
+  w.ffn = largest_part(w.ffn, plan.tp);
+  // FcNet's per-block backward scratch is one shared ∂inner [rows × F/T] here, and a third
+  // H-wide gradient buffer is added.
+  const bool residual = o.model.block == BlockKind::residual_mlp;
+  const int64_t per_block_scratch = rows * (residual ? w.hidden + w.ffn : w.hidden);
+  const int64_t scratch = (residual ? rows * w.ffn : 0) + rows * w.hidden;
+  need.activations = replica_activation_bytes(o.model, rows, w, e) +
+                     as_double(scratch - o.model.layers * per_block_scratch) *
+                         as_double(static_cast<int64_t>(e));
+  return need;
+}
+
+MemoryNeed tensor2d_memory(const Options& o, const GridShape& shape) {
+  MemoryNeed need;
+  const int q = shape.q;
+  const double held = as_double(parameter_count(o.model)) / (q * q);
+  add_parameter_state(need, held, held, o.optimizer, o.precision);
+  const size_t e = element_bytes(o.precision);
+  const int64_t rows = rows_per_rank(o.batch, shape.dp * q);
+  const ActivationWidths w{largest_part(o.model.input_features(), q),
+                           largest_part(o.model.hidden, q), largest_part(o.model.ffn_hidden(), q)};
+  need.activations = replica_activation_bytes(o.model, rows, w, e);
+  if (q > 1) {
+    // SUMMA's workspace (SummaWorkspace): two activation and weight blocks, and q partial
+    // products of each for the reduce-scatters, sized for the largest Linear.
+    int64_t activation_block = 0, weight_block = 0;
+    for (const LinearShape& s : linear_shapes(o.model)) {
+      activation_block = std::max(activation_block, rows * largest_part(s.in, q));
+      weight_block = std::max(weight_block, largest_part(s.out, q) * largest_part(s.in, q));
+    }
+    need.buffers = as_double((2 + q) * (activation_block + weight_block)) *
+                   as_double(static_cast<int64_t>(e));
+  }
+  return need;
+}
+
+MemoryNeed tensor3d_memory(const Options& o, const Shape3d& shape, const Overlap3d& overlap) {
+  MemoryNeed need;
+  const int ranks = shape.tensor_ranks();
+  const double held = as_double(parameter_count(o.model)) / ranks;
+  add_parameter_state(need, held, held, o.optimizer, o.precision);
+  const size_t e = element_bytes(o.precision);
+  const int64_t rows = rows_per_rank(o.batch, shape.dp * shape.depth);
+  // The embed's output and the residual stream are sharded over the inner axis, the blocks'
+  // F-wide activations over the outer one; plain blocks alternate (count the wider slice).
+  const int narrow = std::min(shape.outer, shape.inner);
+  const bool residual = o.model.block == BlockKind::residual_mlp;
+  const ActivationWidths w{largest_part(o.model.input_features(), shape.outer),
+                           largest_part(o.model.hidden, residual ? shape.inner : narrow),
+                           largest_part(o.model.ffn_hidden(), residual ? shape.outer : narrow)};
+  need.activations = replica_activation_bytes(o.model, rows, w, e);
+  // The two activation gradients between layers are whole rows (H wide), not slices.
+  need.activations += as_double(2 * rows * (o.model.hidden - w.hidden)) *
+                      as_double(static_cast<int64_t>(e));
+  std::vector<int64_t> blocks;
+  for (const LinearShape& s : linear_shapes(o.model))
+    blocks.push_back(largest_part(s.out, narrow) * largest_part(s.in, std::max(shape.outer, shape.inner)));
+  need.buffers = as_double(depth_scratch_elements(blocks, shape.depth, overlap).total()) *
+                 as_double(static_cast<int64_t>(e));
+  return need;
+}
+
+}  // namespace mlps

@@ -1,0 +1,25 @@
+#pragma once
+// Each scheme's accounting of what its rank holds at the peak (memory_need.h), from the options
+// and the grid alone, before anything is allocated. serial, data and pipeline follow their
+// allocations exactly (up to bucket padding); the tensor-parallel schemes count the rank's
+// shard of the parameters (P/T for 1D exactly, P/q² and P/(x·y·z) for 2D and 3D) and the
+// activations at their slice widths, so they are approximate (how close: README, Memory).
+#include "src/memory/memory_need.h"
+#include "src/options.h"
+#include "src/schemes/data_parallel_base.h"
+#include "src/schemes/pipeline_layout.h"
+#include "src/schemes/tensor1d/tensor1d_plan.h"
+#include "src/schemes/tensor2d/grid_2d.h"
+#include "src/schemes/tensor3d/grid_3d.h"
+#include "src/schemes/tensor3d/linear_3d.h"
+
+namespace mlps {
+
+MemoryNeed serial_memory(const Options& o);
+MemoryNeed data_memory(const Options& o, int ranks, const DataParallelConfig& config);
+MemoryNeed pipeline_memory(const Options& o, const PipelineLayout& layout, int stage);
+MemoryNeed tensor1d_memory(const Options& o, const Tensor1dPlan& plan, int dp);
+MemoryNeed tensor2d_memory(const Options& o, const GridShape& shape);
+MemoryNeed tensor3d_memory(const Options& o, const Shape3d& shape, const Overlap3d& overlap);
+
+}  // namespace mlps

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# The memory accounting (src/memory): every executable records its estimate beside the measured
+# peak (/memory/estimated_bytes, /memory/peak_bytes) and refuses, before allocating, a run that
+# cannot fit, in one line per rank naming both figures. serial, data and pipeline account their
+# allocations exactly; the tensor-parallel schemes within +20% / -5% (README, Memory).
+source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
+
+small=(--image-size 12 --hidden 48 --layers 2 --iters 2 --warmup 1 --print-every 0
+       --eval-samples 32)
+
+# estimate_matches NAME LOW HIGH RANKS BINARY ARGS...: every rank's estimate / peak in [LOW, HIGH].
+estimate_matches() {
+  local name=$1 low=$2 high=$3 ranks=$4 binary=$5
+  shift 5
+  local out=$tmp/estimate.h5
+  rm -f "$out"
+  if ! timeout 120 mpiexec -n "$ranks" "bin/$binary" "${small[@]}" "$@" --out "$out" \
+      >"$tmp/run.log" 2>&1; then
+    not_ok "$name" "the run failed: $(tail -n 2 "$tmp/run.log" | tr '\n' '|')"
+    return
+  fi
+  local verdict
+  verdict=$("$python" - "$out" "$low" "$high" <<'PY'
+import sys, h5py
+path, low, high = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+with h5py.File(path, "r") as f:
+    peak = f["/memory/peak_bytes"][:]
+    estimate = f["/memory/estimated_bytes"][:]
+ratios = [e / p for e, p in zip(estimate, peak)]
+bad = [f"rank {r}: {x:.3f}" for r, x in enumerate(ratios) if not low <= x <= high]
+print("ratios " + " ".join(f"{x:.3f}" for x in ratios) + (" OUTSIDE " + ", ".join(bad) if bad else ""))
+PY
+)
+  if [[ $verdict == *OUTSIDE* || -z $verdict ]]; then
+    not_ok "$name" "estimate / measured peak outside [$low, $high]: $verdict"
+  else
+    ok "$name: estimate / measured peak $verdict"
+  fi
+}
+
+exact=(1.0 1.0)  # serial, data and pipeline: byte for byte
+estimate_matches "serial" "${exact[@]}" 1 serial --batch 16
+estimate_matches "serial, checkpointing, bf16" "${exact[@]}" 1 serial --batch 16 --checkpoint-activations --precision bf16
+estimate_matches "serial, plain blocks, fp64, sgd" "${exact[@]}" 1 serial --batch 16 --block plain --precision fp64 --optimizer sgd
+for zero in 0 1 2 3; do
+  estimate_matches "data, 2 ranks, zero $zero" "${exact[@]}" 2 data --batch 16 --zero "$zero"
+done
+estimate_matches "data, 2 ranks, zero 3 without overlap" "${exact[@]}" 2 data --batch 16 --zero 3 --no-overlap
+estimate_matches "pipeline, 2 stages, 1f1b" "${exact[@]}" 2 pipeline --batch 16 --micro-batches 4
+estimate_matches "pipeline, 2 stages, gpipe" "${exact[@]}" 2 pipeline --batch 16 --micro-batches 4 --schedule gpipe
+estimate_matches "tensor1d, T 2" 0.95 1.2 2 tensor1d --batch 16
+estimate_matches "tensor2d, 2 x 2" 0.95 1.2 4 tensor2d --batch 16
+estimate_matches "tensor3d, 2,1,2" 0.95 1.2 4 tensor3d --batch 16 --tp-dims 2,1,2
+estimate_matches "tensor3d, 1,1,4, cached weights" 0.95 1.2 4 tensor3d --batch 16 --tp-dims 1,1,4 --cache-weights
+
+# Sizes no machine holds: refused before allocation, naming the need and what the rank has.
+out=(--out "$tmp/refused.h5")
+expect_refusal "serial --hidden 100000000" 1 "needs about" bin/serial --hidden 100000000 "${out[@]}"
+expect_refusal "data --hidden 30000000 on 2 ranks" 2 "of host memory" bin/data --hidden 30000000 "${out[@]}"
+expect_refusal "pipeline --batch 1000000000 on 2 ranks" 2 "activations" bin/pipeline --batch 1000000000 --micro-batches 1 "${out[@]}"
+expect_refusal "tensor1d --hidden 30000000 on 2 ranks" 2 "needs about" bin/tensor1d --hidden 30000000 "${out[@]}"
+expect_refusal "tensor2d --hidden 30000000 on 4 ranks" 4 "needs about" bin/tensor2d --hidden 30000000 "${out[@]}"
+expect_refusal "tensor3d --hidden 30000000 on 4 ranks" 4 "needs about" bin/tensor3d --hidden 30000000 "${out[@]}"
+expect_refusal "serial --hidden 1000000000000 (int64 products would overflow)" 1 "more than 2^60" bin/serial --hidden 1000000000000 "${out[@]}"
+expect_refusal "bench_comm -b 64G -e 64G" 1 "lower --maxbytes" bin/bench_comm -b 64G -e 64G --out "$tmp/refused.h5"
+expect_refusal "bench_comm -b 8G -e 8G on 2 ranks" 2 "shared by 2 ranks" bin/bench_comm -b 8G -e 8G --out "$tmp/refused.h5"
+expect_refusal "bench_kernels --hidden 1099511627776" 1 "more than 2^60" bin/bench_kernels --hidden 1099511627776
+expect_refusal "bench_kernels --hidden 200000" 1 "the largest benchmark needs about" bin/bench_kernels --hidden 200000 --backends cpu
+
+# The settings header states the estimate, and --skip-memory-check only skips the verdict.
+if bin/serial "${small[@]}" --batch 16 --skip-memory-check --out "$tmp/skip.h5" >"$tmp/skip.log" 2>&1 &&
+    grep -q "memory      about .* per rank at the peak" "$tmp/skip.log" && [[ -s $tmp/skip.h5 ]]; then
+  ok "--skip-memory-check runs, and the header states the estimate"
+else
+  not_ok "--skip-memory-check runs, and the header states the estimate" "$(tail -n 3 "$tmp/skip.log" | tr '\n' '|')"
+fi
+
+# A configuration file is read no further than 1 MiB: a huge one is refused at once.
+head -c 2000000 /dev/zero | tr '\0' ' ' >"$tmp/huge.json"
+echo '{}' >>"$tmp/huge.json"
+expect_refusal "a 2 MB config on 4 ranks" 4 "larger than 1 MiB" bin/serial --config "$tmp/huge.json" "${out[@]}"
+
+finish
