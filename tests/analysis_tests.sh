@@ -6,18 +6,7 @@
 # write every expected figure as a real, non-empty PNG and a summary page listing every run; a
 # file with a field removed must give one line naming the file and the field, never a traceback.
 # Builds nothing: expects bin/serial, bin/data and bin/bench_comm. Ends with "N passed, N failed".
-set -u -o pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
-
-python=$PWD/.venv/bin/python
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-export OPENBLAS_NUM_THREADS=1
-passed=0
-failed=0
-ok() { echo "ok - $1"; passed=$((passed + 1)); }
-not_ok() { echo "not ok - $1: $2"; failed=$((failed + 1)); }
-finish() { echo "$passed passed, $failed failed"; ((failed == 0)); exit; }
+source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
 
 for tool in bin/serial bin/data bin/bench_comm; do
   [[ -x $tool ]] || not_ok "$tool" "not built (run make first)"

@@ -4,46 +4,10 @@
 # documents ("Collective benchmark files"); bad options are exit status 2 with one line per rank.
 # Prints "ok - NAME" / "not ok - NAME: WHY" / "skip - NAME: WHY" per check and ends with
 # "N passed, N failed"; exits non-zero if any check failed. Takes about half a minute on 2 cores.
-set -u -o pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
 
-repo=$PWD
 bench=${BENCH_COMM:-$repo/bin/bench_comm}
-python=$repo/.venv/bin/python3
 mpiexec=${MPIEXEC:-mpiexec}
-export OPENBLAS_NUM_THREADS=1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-passed=0
-failed=0
-skipped=0
-problems=()
-
-report() {
-  local name=$1
-  if ((${#problems[@]} == 0)); then
-    echo "ok - $name"
-    passed=$((passed + 1))
-  else
-    local why
-    why=$(printf '; %s' "${problems[@]}")
-    echo "not ok - $name: ${why:2}"
-    failed=$((failed + 1))
-  fi
-  problems=()
-}
-skip() {
-  echo "skip - $1: $2"
-  skipped=$((skipped + 1))
-}
-problem() { problems+=("$*"); }
-finish() {
-  ((skipped > 0)) && echo "$skipped skipped (not counted as passed)"
-  echo "$passed passed, $failed failed"
-  ((failed == 0))
-  exit
-}
 
 if [[ ! -x $bench ]]; then
   problem "$bench not found (run 'make bin/bench_comm' first)"

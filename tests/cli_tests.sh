@@ -4,47 +4,11 @@
 # that follows results/README.md. Prints "ok - NAME" / "not ok - NAME: WHY" / "skip - NAME: WHY"
 # per check and ends with "N passed, N failed" (tests/run_all.sh parses it); exits non-zero if
 # any check failed. Tiny models keep the whole file to a few seconds.
-set -u -o pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
 
-repo=$PWD
 serial=$repo/bin/serial
-python=$repo/.venv/bin/python3
 fashion_mnist=/usr/share/datasets/fashion-mnist
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/in"
-
-passed=0
-failed=0
-skipped=0
-problems=()
-
-# Records one check from the problems collected since the last one.
-report() {
-  local name=$1
-  if ((${#problems[@]} == 0)); then
-    echo "ok - $name"
-    passed=$((passed + 1))
-  else
-    local why
-    why=$(printf '; %s' "${problems[@]}")
-    echo "not ok - $name: ${why:2}"
-    failed=$((failed + 1))
-  fi
-  problems=()
-}
-skip() {
-  echo "skip - $1: $2"
-  skipped=$((skipped + 1))
-}
-problem() { problems+=("$*"); }
-finish() {
-  ((skipped > 0)) && echo "$skipped skipped (not counted as passed)"
-  echo "$passed passed, $failed failed"
-  ((failed == 0))
-  exit
-}
 
 if [[ ! -x $serial ]]; then
   problem "$serial not found (run 'make bin/serial' first)"
@@ -337,7 +301,6 @@ report "--help lists every option"
 expect_run "tiny run" r.h5
 check_result "tiny run" "$tmp/run/r.h5" 4 config.hidden=16 config.layers=1 attr.precision=fp32 \
   attr.warmup_iterations=1 attr.parameters="$(parameters 8 16 1 mlp)"
-
 
 printf '{"hidden": 16, "layers": 3, "image-size": 8}\n' >"$tmp/in/small.json"
 expect_run "config file with a command-line override" c.h5 --without --hidden \

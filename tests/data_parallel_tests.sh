@@ -4,18 +4,7 @@
 # weights within 1e-10 relative), and each iteration's recorded bytes must equal the analytic
 # volumes (tests/check_comm_volumes.py). Bad grids must fail on every rank with one line each,
 # never hang (every run has a timeout). Ends with "N passed, N failed".
-set -u -o pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
-
-repo=$PWD
-python=$repo/.venv/bin/python3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-export OPENBLAS_NUM_THREADS=1
-passed=0
-failed=0
-ok() { echo "ok - $1"; passed=$((passed + 1)); }
-not_ok() { echo "not ok - $1: $2"; failed=$((failed + 1)); }
+source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
 
 # 4 KiB buckets (512 doubles) so the tiny model spans several buckets.
 bucket_mb=0.00390625
@@ -145,5 +134,4 @@ pkill -KILL -f "bin/data ${tiny[0]}.*--timeout $limit" 2>/dev/null
 expect_refusal "--timeout -1" 2 "--timeout" --timeout -1
 MLPSCALE_TIMEOUT=soon expect_refusal "MLPSCALE_TIMEOUT=soon" 2 "MLPSCALE_TIMEOUT"
 
-echo "$passed passed, $failed failed"
-((failed == 0))
+finish

@@ -8,23 +8,13 @@
 # bin/serial). bin/bench_comm checks every collective on device buffers over both backends.
 # Usage: bash tests/emulated_gpu_tests.sh [BIN_DIR] (default bin/emulate).
 # Ends with "N passed, N failed".
-set -u -o pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
 
 bin=${1:-bin/emulate}
-python=$PWD/.venv/bin/python3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-export OPENBLAS_NUM_THREADS=1
-passed=0
-failed=0
-ok() { echo "ok - $1"; passed=$((passed + 1)); }
-not_ok() { echo "not ok - $1: $2"; failed=$((failed + 1)); }
 
 if [[ ! -x $bin/serial ]]; then
   not_ok "emulated build" "$bin/serial not found (make CUDA=emulate HIP_CPU_HOME=...)"
-  echo "$passed passed, $failed failed"
-  exit 1
+  finish
 fi
 
 tiny=(--hidden 24 --layers 2 --image-size 6 --ffn-mult 2 --batch 12 --iters 4 --warmup 1
@@ -105,5 +95,4 @@ for comm in mpi nccl; do
   fi
 done
 
-echo "$passed passed, $failed failed"
-((failed == 0))
+finish

@@ -4,17 +4,7 @@
 # precision, 16-bit gradient traffic and --fp32-grad-comm), activation checkpointing (loss
 # curves bit-identical in fp32 and fp64, lower peak memory, recompute timed) and --inference
 # (forward passes equal to serial's). Ends with "N passed, N failed".
-set -u -o pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
-
-python=.venv/bin/python3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-export OPENBLAS_NUM_THREADS=1
-passed=0
-failed=0
-ok() { echo "ok - $1"; passed=$((passed + 1)); }
-not_ok() { echo "not ok - $1: $2"; failed=$((failed + 1)); }
+source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
 
 tiny=(--hidden 24 --layers 2 --image-size 6 --ffn-mult 2 --batch 12 --iters 6 --warmup 1
       --print-every 0 --eval-samples 24)
@@ -183,5 +173,4 @@ expect_refusal "--fp32-grad-comm with fp32" "needs --precision bf16 or fp16" --f
 expect_refusal "--inference with a batch larger than the test split" "exceeds the 24 test samples" \
   --inference --batch 48
 
-echo "$passed passed, $failed failed"
-((failed == 0))
+finish

@@ -12,20 +12,10 @@
 # lower peak memory on every rank; --inference (the forward-only stream) must pass --verify
 # against serial forward passes and move exactly the forward activations.
 # PIPELINE=path and SERIAL=path run other builds of the executables.
-set -u -o pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
 
-repo=$PWD
 pipeline=${PIPELINE:-$repo/bin/pipeline}
 serial=${SERIAL:-$repo/bin/serial}
-python=$repo/.venv/bin/python3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-export OPENBLAS_NUM_THREADS=1
-passed=0
-failed=0
-ok() { echo "ok - $1"; passed=$((passed + 1)); }
-not_ok() { echo "not ok - $1: $2"; failed=$((failed + 1)); }
 
 # 24 rows: every M below divides the replica's rows (24, or 12 with D = 2).
 tiny=(--hidden 12 --layers 4 --image-size 5 --ffn-mult 2 --batch 24 --iters 3 --warmup 1
@@ -319,5 +309,4 @@ expect_refusal "--pp 4 with 2 blocks" 4 "--pp 4" --pp 4 --layers 2
 expect_refusal "--pp 3 x --dp 2 on 4 ranks" 4 "--pp 3" --pp 3 --dp 2
 expect_refusal "--schedule zigzag" 2 "--schedule" --schedule zigzag
 
-echo "$passed passed, $failed failed"
-((failed == 0))
+finish

@@ -11,18 +11,8 @@
 # pass --verify against serial forward passes with the forward collectives alone. Bad grids and
 # splits must fail on every rank with one line each, never hang (every run has a timeout).
 # Ends with "N passed, N failed".
-set -u -o pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
 
-repo=$PWD
-python=$repo/.venv/bin/python3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-export OPENBLAS_NUM_THREADS=1
-passed=0
-failed=0
-ok() { echo "ok - $1"; passed=$((passed + 1)); }
-not_ok() { echo "not ok - $1: $2"; failed=$((failed + 1)); }
 have_h5py() { [[ -x $python ]] && "$python" -c 'import h5py' 2>/dev/null; }
 # The verify line's figure: "relative error 3.8e-16 at block1.norm.bias".
 verify_figure() { grep -m 1 -o 'relative error [^ ]* at [^,]*' "$1"; }
@@ -193,5 +183,4 @@ expect_refusal "--tp 2 x --dp 3 on 4 ranks" 4 "--tp 2 x --dp 3 = 6 does not matc
 expect_refusal "--tp 2 on 3 ranks" 3 "--tp 2 does not divide the 3 ranks" --tp 2
 expect_refusal "--batch 3 over 4 replicas" 4 "--batch 3" --tp 1 --dp 4 --batch 3
 
-echo "$passed passed, $failed failed"
-((failed == 0))
+finish

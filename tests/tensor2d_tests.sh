@@ -14,20 +14,10 @@
 # accuracy. Grids that would leave a part of a split empty must fail on every rank with one line
 # each, never hang (every run has a timeout). Ends with "N passed, N failed".
 # TENSOR2D=path tests another build (SERIAL=path: bin/serial).
-set -u -o pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
 
-repo=$PWD
 bin=${TENSOR2D:-bin/tensor2d}
 serial=${SERIAL:-bin/serial}
-python=$repo/.venv/bin/python3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-export OPENBLAS_NUM_THREADS=1
-passed=0
-failed=0
-ok() { echo "ok - $1"; passed=$((passed + 1)); }
-not_ok() { echo "not ok - $1: $2"; failed=$((failed + 1)); }
 have_h5py() { [[ -x $python ]] && "$python" -c 'import h5py' 2>/dev/null; }
 
 # S² = 36, H = 12, F = 24 and B = 12 divide by 2 and 3 (and B/2 by 2 for two replicas); the
@@ -306,5 +296,4 @@ expect_refusal "--image-size 1 on a 2x2 grid" 4 "--image-size 1" --tp-dims 2,2 -
 expect_refusal "--batch 3 over 2 replicas of a 2x2 grid" 8 "--batch 3" --tp-dims 2,2 --dp 2 \
   --batch 3
 
-echo "$passed passed, $failed failed"
-((failed == 0))
+finish

@@ -23,22 +23,12 @@
 # - checkpointing lowers the peak memory on every rank at [2,2,1] (H = 64, batch 64, 4 blocks);
 # - grids the model does not divide fail on every rank with one line each and exit 2.
 # Ends with "N passed, N failed". TENSOR3D=path tests another build.
-set -u -o pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
 
 bin=${TENSOR3D:-bin/tensor3d}
-python=.venv/bin/python
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-export OPENBLAS_NUM_THREADS=1
-passed=0
-failed=0
-ok() { echo "ok - $1"; passed=$((passed + 1)); }
-not_ok() { echo "not ok - $1: $2"; failed=$((failed + 1)); }
 if ! "$python" -c 'import h5py, numpy' 2>/dev/null; then
   not_ok "python" "$python with h5py and numpy is needed for the HDF5 checks"
-  echo "$passed passed, $failed failed"
-  exit 1
+  finish
 fi
 
 # S² = 36, H = 12, F = 24, B = 12 divide by 2 and 4 (B by dp·z = 4); the classifier's 10
@@ -304,5 +294,4 @@ bad "weight block not divisible by z" 4 "depth shards" --tp-dims 1,1,4 --hidden 
   --image-size 3 --ffn-mult 1
 bad "malformed --tp-dims" 2 "expected three positive integers" --tp-dims 2,x
 
-echo "$passed passed, $failed failed"
-[[ $failed == 0 ]]
+finish
