@@ -13,24 +13,6 @@ namespace {
 
 using Pass = PipelineAction::Pass;
 
-int rank_in(MPI_Comm comm) {
-  int rank = 0;
-  MPI_Comm_rank(comm, &rank);
-  return rank;
-}
-
-// A communicator over the world's ranks of the same `color`, ordered by `key`.
-std::unique_ptr<Communicator> split_communicator(CommBackend backend, const Device& device,
-                                                 MPI_Comm world, int color, int key,
-                                                 const std::string& name,
-                                                 std::shared_ptr<CommLog> log) {
-  MPI_Comm part = MPI_COMM_NULL;
-  MPI_Comm_split(world, color, key, &part);
-  auto comm = make_communicator(backend, device, part, name, std::move(log));
-  MPI_Comm_free(&part);
-  return comm;
-}
-
 }  // namespace
 
 template <typename T>
@@ -38,13 +20,12 @@ PipelineTrainer<T>::PipelineTrainer(DeviceKind device, const ModelConfig& model,
                                     const OptimizerConfig& optimizer, uint64_t seed,
                                     int64_t global_batch, const PipelineLayout& layout,
                                     CommBackend backend, MPI_Comm world)
-    : layout_(layout), stage_(layout.stage_of(rank_in(world))),
-      replica_(layout.replica_of(rank_in(world))), device_(device), world_(world),
-      log_(std::make_shared<CommLog>()),
-      pipe_(split_communicator(backend, device_, world, replica_, stage_, "pipe", log_)),
-      data_(layout.replicas > 1
-                ? split_communicator(backend, device_, world, stage_, replica_, "data", log_)
-                : nullptr),
+    : layout_(layout), grid_({{"data", layout.replicas}, {"pipe", layout.stages}}, world),
+      stage_(grid_.coordinate("pipe")), replica_(grid_.coordinate("data")), device_(device),
+      world_(world), log_(std::make_shared<CommLog>()),
+      pipe_(grid_.communicator("pipe", backend, device_, "pipe", log_)),
+      data_(layout.replicas > 1 ? grid_.communicator("data", backend, device_, "data", log_)
+                                : nullptr),
       post_early_(backend == CommBackend::mpi),
       micro_rows_(layout.replica_rows(global_batch, replica_).count / layout.micro_batches),
       stage_model_(device_, model, layout.partition.first_unit(stage_),

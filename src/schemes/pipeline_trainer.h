@@ -44,6 +44,7 @@
 
 #include "src/comm/make_communicator.h"
 #include "src/driver/trainer.h"
+#include "src/grid/process_grid.h"
 #include "src/optim/optimizer.h"
 #include "src/schemes/pipeline_layout.h"
 #include "src/schemes/pipeline_report.h"
@@ -110,6 +111,7 @@ class PipelineTrainer : public Trainer {
   double sum_over_ranks(double local) const;
 
   PipelineLayout layout_;
+  ProcessGrid grid_;  // data, pipe
   int stage_ = 0, replica_ = 0;
   Device device_;
   MPI_Comm world_;

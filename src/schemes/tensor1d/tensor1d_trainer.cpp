@@ -15,12 +15,6 @@ MPI_Datatype mpi_type_of() {
   return sizeof(T) == sizeof(double) ? MPI_DOUBLE : MPI_FLOAT;
 }
 
-int rank_in(MPI_Comm comm) {
-  int rank = 0;
-  MPI_Comm_rank(comm, &rank);
-  return rank;
-}
-
 }  // namespace
 
 template <typename T>
@@ -28,15 +22,11 @@ Tensor1dTrainer<T>::Tensor1dTrainer(DeviceKind device, const Tensor1dPlan& plan,
                                     const OptimizerConfig& optimizer, uint64_t seed,
                                     int64_t global_batch, int dp, CommBackend backend,
                                     MPI_Comm world)
-    : device_(device), plan_(plan), dp_(dp), log_(std::make_shared<CommLog>()),
-      optimizer_(device_, optimizer) {
-  const int rank = rank_in(world);
-  tp_rank_ = rank % plan.tp;
-  dp_rank_ = rank / plan.tp;
-  MPI_Comm_split(world, dp_rank_, tp_rank_, &tp_mpi_);
-  MPI_Comm_split(world, tp_rank_, dp_rank_, &data_mpi_);
-  if (plan.tp > 1) tp_comm_ = make_communicator(backend, device_, tp_mpi_, "tp", log_);
-  if (dp > 1) data_comm_ = make_communicator(backend, device_, data_mpi_, "data", log_);
+    : device_(device), plan_(plan), grid_({{"data", dp}, {"tensor", plan.tp}}, world),
+      tp_rank_(grid_.coordinate("tensor")), dp_rank_(grid_.coordinate("data")), dp_(dp),
+      log_(std::make_shared<CommLog>()), optimizer_(device_, optimizer) {
+  if (plan.tp > 1) tp_comm_ = grid_.communicator("tensor", backend, device_, "tp", log_);
+  if (dp > 1) data_comm_ = grid_.communicator("data", backend, device_, "data", log_);
   const int64_t max_rows = (global_batch + dp - 1) / dp;
   model_ = std::make_unique<Tensor1dModel<T>>(device_, plan_, tp_rank_, tp_comm_.get(), max_rows);
   lay_out_shards(seed);
@@ -53,11 +43,6 @@ Tensor1dTrainer<T>::~Tensor1dTrainer() {
   pending_.clear();
   tp_comm_.reset();
   data_comm_.reset();
-  int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (finalized) return;
-  if (tp_mpi_ != MPI_COMM_NULL) MPI_Comm_free(&tp_mpi_);
-  if (data_mpi_ != MPI_COMM_NULL) MPI_Comm_free(&data_mpi_);
 }
 
 template <typename T>
@@ -133,7 +118,7 @@ void Tensor1dTrainer<T>::start_gradient_all_reduce(int unit) {
 template <typename T>
 double Tensor1dTrainer<T>::sum_over_replicas(double local) const {
   double total = 0;  // every tp rank of a replica holds the same value: sum over "data" only
-  MPI_Allreduce(&local, &total, 1, MPI_DOUBLE, MPI_SUM, data_mpi_);
+  MPI_Allreduce(&local, &total, 1, MPI_DOUBLE, MPI_SUM, grid_.group("data"));
   return total;
 }
 
@@ -171,7 +156,7 @@ Evaluation Tensor1dTrainer<T>::evaluate(const HostBatch& rows, int64_t /*global_
     const auto predicted = model_->predictions(rows.rows);
     for (int64_t r = 0; r < rows.rows; ++r) totals[1] += predicted[r] == rows.labels[r];
   }
-  MPI_Allreduce(MPI_IN_PLACE, totals, 2, MPI_DOUBLE, MPI_SUM, data_mpi_);
+  MPI_Allreduce(MPI_IN_PLACE, totals, 2, MPI_DOUBLE, MPI_SUM, grid_.group("data"));
   return {static_cast<int64_t>(totals[1]), totals[0]};
 }
 
@@ -219,7 +204,7 @@ std::vector<NamedTensor> Tensor1dTrainer<T>::gather_parameters() {
     // part of any training iteration.
     std::vector<T> blocks(tp_rank_ == 0 ? mine.size() * static_cast<size_t>(tp) : 0);
     MPI_Gather(mine.data(), static_cast<int>(s.size()), mpi_type_of<T>(), blocks.data(),
-               static_cast<int>(s.size()), mpi_type_of<T>(), 0, tp_mpi_);
+               static_cast<int>(s.size()), mpi_type_of<T>(), 0, grid_.group("tensor"));
     if (tp_rank_ != 0) continue;
     if (!s.split()) {
       for (size_t i = mine.size(); i < blocks.size(); ++i) {

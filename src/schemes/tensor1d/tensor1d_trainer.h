@@ -19,10 +19,11 @@
 #include <memory>
 
 #include "src/comm/make_communicator.h"
+#include "src/driver/comm_volume_report.h"
 #include "src/driver/trainer.h"
+#include "src/grid/process_grid.h"
 #include "src/model/parameter.h"
 #include "src/optim/optimizer.h"
-#include "src/driver/comm_volume_report.h"
 #include "src/schemes/tensor1d/tensor1d_model.h"
 
 namespace mlps {
@@ -87,8 +88,8 @@ class Tensor1dTrainer : public Trainer {
 
   Device device_;
   Tensor1dPlan plan_;
+  ProcessGrid grid_;  // data, tensor; its MPI groups carry metrics and --verify gathers
   int tp_rank_ = 0, dp_rank_ = 0, dp_ = 1;
-  MPI_Comm tp_mpi_ = MPI_COMM_NULL, data_mpi_ = MPI_COMM_NULL;  // metrics and --verify gathers
   std::shared_ptr<CommLog> log_;
   std::unique_ptr<Communicator> tp_comm_;    // null when T = 1
   std::unique_ptr<Communicator> data_comm_;  // null when D = 1

@@ -21,18 +21,6 @@ int parse_dim(const std::string& text, const std::string& whole) {
   return value;
 }
 
-// An MPI communicator of the world ranks with the same color, ordered by key; freed by the
-// caller after make_communicator has duplicated it.
-std::unique_ptr<Communicator> split(CommBackend backend, const Device& device, MPI_Comm world,
-                                    int color, int key, const std::string& name,
-                                    std::shared_ptr<CommLog> log) {
-  MPI_Comm part = MPI_COMM_NULL;
-  MPI_Comm_split(world, color, key, &part);
-  auto comm = make_communicator(backend, device, part, name, std::move(log));
-  MPI_Comm_free(&part);
-  return comm;
-}
-
 std::string dims(int q) { return std::to_string(q) + "," + std::to_string(q); }
 
 }  // namespace
@@ -98,17 +86,14 @@ void check_grid_fits(const ModelConfig& model, int64_t global_batch, const GridS
 }
 
 Grid2d::Grid2d(const GridShape& shape, CommBackend backend, const Device& device, MPI_Comm world)
-    : shape_(shape), world_(world), log_(std::make_shared<CommLog>()) {
-  int rank = 0;
-  MPI_Comm_rank(world, &rank);
-  const int q = shape.q;
-  replica_ = rank / (q * q);
-  row_ = rank % (q * q) / q;
-  col_ = rank % q;
-  row_comm_ = split(backend, device, world, replica_ * q + row_, col_, "row", log_);
-  col_comm_ = split(backend, device, world, replica_ * q + col_, row_, "col", log_);
-  if (shape.dp > 1)
-    data_comm_ = split(backend, device, world, row_ * q + col_, replica_, "data", log_);
+    : shape_(shape),
+      grid_({{"data", shape.dp}, {"rows", shape.q}, {"cols", shape.q}}, world),
+      replica_(grid_.coordinate("data")), row_(grid_.coordinate("rows")),
+      col_(grid_.coordinate("cols")), log_(std::make_shared<CommLog>()) {
+  // A grid row's ranks differ in their column, and a column's in their row.
+  row_comm_ = grid_.communicator("cols", backend, device, "row", log_);
+  col_comm_ = grid_.communicator("rows", backend, device, "col", log_);
+  if (shape.dp > 1) data_comm_ = grid_.communicator("data", backend, device, "data", log_);
 }
 
 std::string Grid2d::describe() const {

@@ -1,6 +1,6 @@
 #pragma once
-// The process grid of bin/tensor2d: dp replicas of a q × q grid. World rank
-// d·q² + i·q + j is grid row i, grid column j of replica d. Each rank has three communicators
+// The process grid of bin/tensor2d: dp replicas of a q × q grid, the ProcessGrid (data, rows,
+// cols): world rank d·q² + i·q + j is grid row i, grid column j of replica d. Each rank has three communicators
 // (sharing one CommLog): "row" (the q ranks of its grid row, ranked by column j), "col" (the q
 // ranks of its grid column, ranked by row i) and, with dp > 1, "data" (the dp ranks holding the
 // same shard in every replica, ranked by d).
@@ -10,6 +10,7 @@
 #include <string>
 
 #include "src/comm/make_communicator.h"
+#include "src/grid/process_grid.h"
 #include "src/model_config.h"
 
 namespace mlps {
@@ -46,13 +47,13 @@ class Grid2d {
   CommLog& log() { return *log_; }
   const CommLog& log() const { return *log_; }
   std::string backend() const { return row_comm_->backend(); }  // "mpi" or "nccl"
-  MPI_Comm world() const { return world_; }
+  MPI_Comm world() const { return grid_.world(); }
   std::string describe() const;  // "tp-dims=q,q,dp=D"
 
  private:
   GridShape shape_;
+  ProcessGrid grid_;
   int replica_ = 0, row_ = 0, col_ = 0;
-  MPI_Comm world_;
   std::shared_ptr<CommLog> log_;
   std::unique_ptr<Communicator> row_comm_, col_comm_, data_comm_;
 };

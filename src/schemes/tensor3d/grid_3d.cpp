@@ -29,16 +29,6 @@ std::vector<int> parse_dims(const std::string& text) {
   return dims;
 }
 
-std::unique_ptr<Communicator> split(CommBackend backend, const Device& device, MPI_Comm world,
-                                    int color, int key, const std::string& name,
-                                    std::shared_ptr<CommLog> log) {
-  MPI_Comm part = MPI_COMM_NULL;
-  MPI_Comm_split(world, color, key, &part);
-  auto comm = make_communicator(backend, device, part, name, std::move(log));
-  MPI_Comm_free(&part);
-  return comm;
-}
-
 std::string n(int64_t v) { return std::to_string(v); }
 
 }  // namespace
@@ -117,20 +107,17 @@ void check_shape_divides(const ModelConfig& model, int64_t global_batch, const S
 }
 
 Grid3d::Grid3d(const Shape3d& shape, CommBackend backend, const Device& device, MPI_Comm world)
-    : shape_(shape), world_(world), log_(std::make_shared<CommLog>()) {
-  int rank = 0;
-  MPI_Comm_rank(world, &rank);
-  const int tp = shape.tensor_ranks();
-  replica_ = rank / tp;
-  const int intra = rank % tp;
-  c_ = intra % shape.inner;
-  r_ = intra / shape.inner % shape.outer;
-  d_ = intra / (shape.inner * shape.outer);
-  const int R = shape.outer, C = shape.inner, D = shape.depth;
-  inner_ = split(backend, device, world, (replica_ * D + d_) * R + r_, c_, "inner", log_);
-  outer_ = split(backend, device, world, (replica_ * D + d_) * C + c_, r_, "outer", log_);
-  depth_ = split(backend, device, world, (replica_ * R + r_) * C + c_, d_, "depth", log_);
-  data_ = split(backend, device, world, intra, replica_, "data", log_);
+    : shape_(shape),
+      grid_({{"data", shape.dp}, {"depth", shape.depth}, {"outer", shape.outer},
+             {"inner", shape.inner}},
+            world),
+      r_(grid_.coordinate("outer")), c_(grid_.coordinate("inner")),
+      d_(grid_.coordinate("depth")), replica_(grid_.coordinate("data")),
+      log_(std::make_shared<CommLog>()) {
+  inner_ = grid_.communicator("inner", backend, device, "inner", log_);
+  outer_ = grid_.communicator("outer", backend, device, "outer", log_);
+  depth_ = grid_.communicator("depth", backend, device, "depth", log_);
+  data_ = grid_.communicator("data", backend, device, "data", log_);
 }
 
 std::string Grid3d::describe() const {

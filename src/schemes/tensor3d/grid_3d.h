@@ -1,7 +1,7 @@
 #pragma once
 // The process grid of bin/tensor3d (AxoNN 3D × data): --tp-dims x,y,z gives G_r = x (outer),
-// G_c = y (inner), G_d = z (depth); --dp D replicas. World rank = intra + G_r·G_c·G_d·replica,
-// intra = c + G_c·(r + G_r·d). Communicators (one shared CommLog): "inner" (the G_c ranks with
+// G_c = y (inner), G_d = z (depth); --dp D replicas: the ProcessGrid (data, depth, outer,
+// inner), so world rank = intra + G_r·G_c·G_d·replica, intra = c + G_c·(r + G_r·d). Communicators (one shared CommLog): "inner" (the G_c ranks with
 // the same r, d, replica; ranked by c), "outer" (by r), "depth" (by d), "data" (by replica).
 // A group of one rank exists but is never used for a collective.
 #include <mpi.h>
@@ -10,6 +10,7 @@
 #include <string>
 
 #include "src/comm/make_communicator.h"
+#include "src/grid/process_grid.h"
 #include "src/model_config.h"
 
 namespace mlps {
@@ -59,13 +60,13 @@ class Grid3d {
   CommLog& log() { return *log_; }
   const CommLog& log() const { return *log_; }
   std::string backend() const { return inner_->backend(); }
-  MPI_Comm world() const { return world_; }
+  MPI_Comm world() const { return grid_.world(); }
   std::string describe() const;  // "tp-dims=x,y,z,dp=D"
 
  private:
   Shape3d shape_;
+  ProcessGrid grid_;
   int r_ = 0, c_ = 0, d_ = 0, replica_ = 0;
-  MPI_Comm world_;
   std::shared_ptr<CommLog> log_;
   std::unique_ptr<Communicator> inner_, outer_, depth_, data_;
 };

@@ -1,0 +1,57 @@
+#pragma once
+// The one process grid of every scheme: named axes, outermost first, and one rank order for all
+// of them: rank = Σ coordinate(a)·stride(a), the last axis fastest, as picotron's
+// arange(world).view(dp, pp, tp). Each scheme names its axes ("data" always outermost):
+//   bin/data      data
+//   bin/pipeline  data, pipe                      (a replica's stages are consecutive ranks)
+//   bin/tensor1d  data, tensor
+//   bin/tensor2d  data, rows, cols                (q × q)
+//   bin/tensor3d  data, depth, outer, inner       (G_d, G_r, G_c)
+// An axis's group is the ranks that differ only in that axis, ranked by their coordinate on it:
+// one MPI communicator per axis (for metrics and gathers), and communicators of either backend
+// made from it on request.
+#include <mpi.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "src/comm/communicator.h"
+#include "src/comm/make_communicator.h"
+
+namespace mlps {
+
+struct GridAxis {
+  std::string name;
+  int size = 1;
+};
+
+class ProcessGrid {
+ public:
+  // Collective over world. The sizes' product must be world's size (std::logic_error otherwise:
+  // each scheme refuses a bad shape as an InputError before building its grid).
+  ProcessGrid(std::vector<GridAxis> axes, MPI_Comm world);
+  ~ProcessGrid();
+  ProcessGrid(const ProcessGrid&) = delete;
+  ProcessGrid& operator=(const ProcessGrid&) = delete;
+
+  int coordinate(const std::string& axis) const { return coordinates_[index(axis)]; }
+  int size(const std::string& axis) const { return axes_[index(axis)].size; }
+  MPI_Comm world() const { return world_; }
+  // The ranks that differ only in `axis`, ranked by their coordinate on it.
+  MPI_Comm group(const std::string& axis) const { return groups_[index(axis)]; }
+  // A communicator over group(axis), named `name` in the CommLog and the results. Collective
+  // over world (every rank asks for the same axes in the same order).
+  std::unique_ptr<Communicator> communicator(const std::string& axis, CommBackend backend,
+                                             const Device& device, const std::string& name,
+                                             std::shared_ptr<CommLog> log) const;
+
+ private:
+  size_t index(const std::string& axis) const;
+  std::vector<GridAxis> axes_;
+  std::vector<int> coordinates_;
+  std::vector<MPI_Comm> groups_;
+  MPI_Comm world_;
+};
+
+}  // namespace mlps
