@@ -11,23 +11,15 @@
 # Slurm missing: as root on Debian it installs slurm-wlm and munge with apt-get, quietly; if it
 # still cannot run Slurm it prints "skip - local Slurm: <reason>" and counts none of those checks.
 # Ends with "N passed, N failed". MLPSCALE_KEEP_SLURM_TMP=1 keeps the temporary directory.
-set -u -o pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
 
-repo=$PWD
-python=$repo/.venv/bin/python3
 export PATH=$PATH:/usr/sbin:/sbin
-export OPENBLAS_NUM_THREADS=1
 # A Slurm job or a site choice around this test must not leak into the private cluster.
 for name in $(compgen -e SLURM_) MLPSCALE_SITE MLPSCALE_SRUN_MPI MLPSCALE_STUDY MLPSCALE_ROOT; do
   unset "$name"
 done
 
-passed=0
-failed=0
-ok() { echo "ok - $1"; passed=$((passed + 1)); }
-not_ok() { echo "not ok - $1: $2"; failed=$((failed + 1)); }
-
+rmdir "$tmp"  # the harness's: Slurm's daemons need a directory of their own, below
 tmp=$(mktemp -d /tmp/mlpscale-slurm.XXXXXX) || exit 1
 chmod 755 "$tmp"  # munged wants every directory above its socket searchable by all
 daemon_pids=()
@@ -93,7 +85,7 @@ cat >"$tmp/tiny.json" <<EOF
 }
 EOF
 points=14
-skipped=10
+skipped_points=10
 
 # expect_refusal NAME PATTERN JSON [ARGS...]: the sweep must exit 2 with one stderr line
 # matching PATTERN and print no command line.
@@ -171,16 +163,16 @@ status=0
 jobs/sweep "$tmp/tiny.json" --dry-run --results "$tmp/dry" >"$tmp/dry.out" 2>&1 || status=$?
 lines=$(grep -c ' sbatch --parsable ' "$tmp/dry.out")
 skips=$(grep -c '^# skip ' "$tmp/dry.out")
-if ((status != 0 || lines != points || skips != skipped)); then
+if ((status != 0 || lines != points || skips != skipped_points)); then
   not_ok "dry run" "exit status $status, $lines sbatch lines (expected $points), $skips skips" \
-    "(expected $skipped): $(head -c 600 "$tmp/dry.out" | tr '\n' '|')"
+    "(expected $skipped_points): $(head -c 600 "$tmp/dry.out" | tr '\n' '|')"
 elif [[ -e $tmp/dry ]]; then
   not_ok "dry run" "created $tmp/dry"
 else
   ok "dry run prints $lines sbatch lines and $skips skipped points, creates nothing"
 fi
-if grep -q '^# skip strong-data-dp3-1x4: --dp 3 must equal the ranks (4)$' "$tmp/dry.out" &&
-   grep -q '^# skip weak-serial-1x2: serial runs on exactly 1 rank, not 2$' "$tmp/dry.out"; then
+if grep -q -F -x '# skip strong-data-dp3-1x4: --dp 3 does not match the 4 ranks (data parallelism uses all of them)' "$tmp/dry.out" &&
+   grep -q -F -x '# skip weak-serial-1x2: bin/serial runs on exactly one rank, not 2 (use bin/data for several)' "$tmp/dry.out"; then
   ok "skipped points say why (--dp 3 on 4 ranks, serial on 2)"
 else
   not_ok "skip reasons" "$(grep '^# skip' "$tmp/dry.out" | head -n 3 | tr '\n' '|')"
@@ -223,8 +215,8 @@ jobs/sweep "$tmp/grids.json" --site template --dry-run >"$tmp/grids.out" 2>&1 ||
 expected_skips=(
   "strong-pipeline-pp3-1x4: --pp 3 does not divide the 4 ranks"
   "strong-tensor1d-tp3-2x4: --tp 3 does not divide the 8 ranks"
-  "strong-tensor2d-tp-dims2x2-dp1-2x4: --tp-dims 2,2 × --dp 1 = 4 must equal the ranks (8)"
-  "strong-tensor3d-tp-dims2x2x2-1x4: --tp-dims 2,2,2 = 8 does not divide the 4 ranks")
+  "strong-tensor2d-tp-dims2x2-dp1-2x4: --tp-dims 2,2 --dp 1 needs 4 ranks (q·q·dp), not 8"
+  "strong-tensor3d-tp-dims2x2x2-1x4: --tp-dims 2,2,2: 4 ranks are not a multiple of x·y·z = 8")
 missing_skips=()
 for line in "${expected_skips[@]}"; do
   grep -q -F -x "# skip $line" "$tmp/grids.out" || missing_skips+=("$line")
@@ -257,7 +249,7 @@ check_results() {
     "$python" tests/check_sweep_results.py "$1" "$points" >"$tmp/check.out" 2>&1
     count_checks "$tmp/check.out"
   else
-    echo "skip - $2 result files: .venv/bin/python3 with h5py not found (run make deps)"
+    skip "$2 result files" ".venv/bin/python3 with h5py not found (run make deps)"
   fi
 }
 
@@ -384,7 +376,7 @@ job_state() {
 
 reason=$(slurm_unavailable)
 if [[ -n $reason ]]; then
-  echo "skip - local Slurm: $reason"
+  skip "local Slurm" "$reason"
 else
   start_slurm >"$tmp/start.out"
   if [[ -s $tmp/start.out ]]; then
@@ -461,5 +453,4 @@ else
   fi
 fi
 
-echo "$passed passed, $failed failed"
-((failed == 0))
+finish
