@@ -36,10 +36,9 @@ DataParallelBase<T>::DataParallelBase(DeviceKind device, const ModelConfig& mode
                                       const OptimizerConfig& optimizer, int64_t global_batch,
                                       const DataParallelConfig& config, CommBackend backend,
                                       MPI_Comm comm)
-    : device_(device), config_(config), metrics_comm_(comm),
-      comm_(make_communicator(backend, device_, comm, "world", std::make_shared<CommLog>())),
-      model_(device_, model, checked_rows_per_rank(global_batch, comm), ParameterStorage::external),
-      optimizer_(device_, optimizer) {
+    : SchemeTrainer<T>(device, model, optimizer), config_(config), metrics_comm_(comm),
+      comm_(make_communicator(backend, device_, comm, "world", this->log_)),
+      model_(device_, model, checked_rows_per_rank(global_batch, comm), ParameterStorage::external) {
   model_.set_observer(this);
 }
 
@@ -62,7 +61,7 @@ double DataParallelBase<T>::forward(const HostBatch& rows) {
 template <typename T>
 double DataParallelBase<T>::train_step(const HostBatch& rows, int64_t global_batch,
                                        PhaseTimer& timer) {
-  discard_untaken_comm();
+  this->discard_untaken_comm();
   double loss_sum = 0;
   {
     ScopedPhase phase(timer, Phase::forward);
@@ -84,14 +83,6 @@ double DataParallelBase<T>::train_step(const HostBatch& rows, int64_t global_bat
 }
 
 template <typename T>
-void DataParallelBase<T>::discard_untaken_comm() {
-  // An evaluation between training steps (ZeRO-3 gathers parameters for it) is no training
-  // iteration's traffic; an --inference batch's is taken by the driver right after evaluate.
-  comm_->log().take_totals();
-  comm_->log().take_blocked_seconds();
-}
-
-template <typename T>
 double DataParallelBase<T>::sum_over_ranks(double local) const {
   double total = 0;
   MPI_Allreduce(&local, &total, 1, MPI_DOUBLE, MPI_SUM, metrics_comm_);
@@ -100,7 +91,7 @@ double DataParallelBase<T>::sum_over_ranks(double local) const {
 
 template <typename T>
 Evaluation DataParallelBase<T>::evaluate(const HostBatch& rows, int64_t /*global_rows*/) {
-  discard_untaken_comm();
+  this->discard_untaken_comm();
   int64_t correct = 0;
   double loss_sum = 0;
   if (rows.rows > 0) {

@@ -6,9 +6,8 @@
 #include <memory>
 
 #include "src/comm/make_communicator.h"
-#include "src/driver/trainer.h"
 #include "src/model/fc_net.h"
-#include "src/optim/optimizer.h"
+#include "src/schemes/scheme_trainer.h"
 
 namespace mlps {
 
@@ -25,7 +24,7 @@ void check_batch_covers_ranks(int64_t global_batch, int ranks);
 BatchSlice even_batch_slice(int64_t global_rows, int rank, int ranks);
 
 template <typename T>
-class DataParallelBase : public Trainer, protected LayerObserver<T> {
+class DataParallelBase : public SchemeTrainer<T>, protected LayerObserver<T> {
  public:
   std::string scheme() const override { return "data"; }
   std::string grid() const override;
@@ -33,12 +32,6 @@ class DataParallelBase : public Trainer, protected LayerObserver<T> {
   // Forward, backward (gradient synchronisation overlapping it as the stage does), optimizer.
   double train_step(const HostBatch& rows, int64_t global_batch, PhaseTimer& timer) override;
   Evaluation evaluate(const HostBatch& rows, int64_t global_rows) override;
-  int64_t parameter_count() const override { return parameter_count_; }
-  double optimizer_bytes_per_step() const override { return optimizer_.bytes_per_step(); }
-  const Device& device() const override { return device_; }
-  std::map<std::string, CommTotals> take_comm_totals() override { return comm_->log().take_totals(); }
-  double take_blocked_comm_seconds() override { return comm_->log().take_blocked_seconds(); }
-  const CommLog* comm_log() const override { return &comm_->log(); }
   std::string comm_backend() const override { return comm_->backend(); }
 
  protected:
@@ -53,18 +46,15 @@ class DataParallelBase : public Trainer, protected LayerObserver<T> {
   virtual void after_optimizer_step() {}
   // Local forward pass; returns this rank's summed loss.
   double forward(const HostBatch& rows);
-  // Drops communication no iteration has taken (an evaluation's, between training steps).
-  void discard_untaken_comm();
+  using SchemeTrainer<T>::device_;
+  using SchemeTrainer<T>::optimizer_;
   // Σ over ranks of a local value (metrics only: not counted as training communication).
   double sum_over_ranks(double local) const;
 
-  Device device_;
   DataParallelConfig config_;
   MPI_Comm metrics_comm_;
   std::unique_ptr<Communicator> comm_;
   FcNet<T> model_;
-  Optimizer<T> optimizer_;
-  int64_t parameter_count_ = 0;
 
  private:
   std::vector<T> staged_inputs_;

@@ -40,8 +40,7 @@ DataParallelTrainer<T>::DataParallelTrainer(DeviceKind device, const ModelConfig
       params[i].grad = Buffer<T>::view(dev, grads_.data() + t.offset, t.count);
   }
   params.initialise(seed);
-  this->parameter_count_ = params.element_count();
-
+  
   if (config.zero == 0) {
     this->optimizer_.add(values_.data(), grads_.data(), bucketer_->total_elements());
     return;

@@ -45,8 +45,7 @@ FullyShardedTrainer<T>::FullyShardedTrainer(DeviceKind device, const ModelConfig
   shard_values_.upload(host);
   shard_grads_.zero();
   this->optimizer_.add(shard_values_.data(), shard_grads_.data(), shard);
-  this->parameter_count_ = this->model_.parameters().element_count();
-}
+  }
 
 template <typename T>
 void FullyShardedTrainer<T>::start_gather(int unit) {

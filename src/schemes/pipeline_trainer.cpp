@@ -20,9 +20,9 @@ PipelineTrainer<T>::PipelineTrainer(DeviceKind device, const ModelConfig& model,
                                     const OptimizerConfig& optimizer, uint64_t seed,
                                     int64_t global_batch, const PipelineLayout& layout,
                                     CommBackend backend, MPI_Comm world)
-    : layout_(layout), grid_({{"data", layout.replicas}, {"pipe", layout.stages}}, world),
-      stage_(grid_.coordinate("pipe")), replica_(grid_.coordinate("data")), device_(device),
-      world_(world), log_(std::make_shared<CommLog>()),
+    : SchemeTrainer<T>(device, model, optimizer), layout_(layout),
+      grid_({{"data", layout.replicas}, {"pipe", layout.stages}}, world),
+      stage_(grid_.coordinate("pipe")), replica_(grid_.coordinate("data")), world_(world),
       pipe_(grid_.communicator("pipe", backend, device_, "pipe", log_)),
       data_(layout.replicas > 1 ? grid_.communicator("data", backend, device_, "data", log_)
                                 : nullptr),
@@ -30,7 +30,6 @@ PipelineTrainer<T>::PipelineTrainer(DeviceKind device, const ModelConfig& model,
       micro_rows_(layout.replica_rows(global_batch, replica_).count / layout.micro_batches),
       stage_model_(device_, model, layout.partition.first_unit(stage_),
                    layout.partition.end_unit(stage_), micro_rows_, seed),
-      optimizer_(device_, optimizer), parameter_count_(mlps::parameter_count(model)),
       actions_(stage_actions(layout.schedule, stage_, layout.stages, layout.micro_batches)),
       slots_(static_cast<size_t>(layout.micro_batches)) {
   optimizer_.add(stage_model_.values(), stage_model_.grads(), stage_model_.parameter_elements());
@@ -107,8 +106,7 @@ bool PipelineTrainer<T>::next_action_receives(size_t index) const {
 
 template <typename T>
 void PipelineTrainer<T>::start_iteration() {
-  log_->take_totals();
-  log_->take_blocked_seconds();
+  this->discard_untaken_comm();
   exposed_seconds_ = 0;
   bubble_seconds_ = 0;
 }
@@ -305,7 +303,7 @@ Evaluation PipelineTrainer<T>::evaluate(const HostBatch& rows, int64_t /*global_
     if (f.send) f.send->wait();  // micro-batch k − 2 has left this output buffer
     stage_model_.forward_only(f.input.data(), f.output.data(), m, scratch);
     if (last) {
-      device_.softmax_xent_forward<T>(probs.data() + k * n * classes, row_loss.data() + k * n,
+      device_.template softmax_xent_forward<T>(probs.data() + k * n * classes, row_loss.data() + k * n,
                                       f.output.data(), labels.data() + k * n, m, classes);
     } else {
       f.send = pipe_->send_async(f.output.data(), m * out_features, type, stage_ + 1);

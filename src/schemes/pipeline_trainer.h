@@ -43,17 +43,16 @@
 #include <memory>
 
 #include "src/comm/make_communicator.h"
-#include "src/driver/trainer.h"
 #include "src/grid/process_grid.h"
-#include "src/optim/optimizer.h"
 #include "src/schemes/pipeline_layout.h"
 #include "src/schemes/pipeline_report.h"
 #include "src/schemes/pipeline_stage.h"
+#include "src/schemes/scheme_trainer.h"
 
 namespace mlps {
 
 template <typename T>
-class PipelineTrainer : public Trainer {
+class PipelineTrainer : public SchemeTrainer<T> {
  public:
   // layout comes from resolve_pipeline_layout (already checked). Collective over world.
   PipelineTrainer(DeviceKind device, const ModelConfig& model, const OptimizerConfig& optimizer,
@@ -66,11 +65,6 @@ class PipelineTrainer : public Trainer {
   double train_step(const HostBatch& rows, int64_t global_batch, PhaseTimer& timer) override;
   Evaluation evaluate(const HostBatch& rows, int64_t global_rows) override;
   std::vector<NamedTensor> gather_parameters() override;
-  int64_t parameter_count() const override { return parameter_count_; }
-  double optimizer_bytes_per_step() const override { return optimizer_.bytes_per_step(); }
-  const Device& device() const override { return device_; }
-  std::map<std::string, CommTotals> take_comm_totals() override { return log_->take_totals(); }
-  const CommLog* comm_log() const override { return log_.get(); }
   // Blocked in sends and the gradient all-reduce; receive waits count as bubble instead, so
   // that /timing/exposed_comm and /timing/bubble are disjoint.
   double take_blocked_comm_seconds() override;
@@ -110,19 +104,18 @@ class PipelineTrainer : public Trainer {
   void upload_inputs(Slot& slot, const HostBatch& rows, int64_t first, int64_t count);
   double sum_over_ranks(double local) const;
 
+  using SchemeTrainer<T>::device_;
+  using SchemeTrainer<T>::log_;
+  using SchemeTrainer<T>::optimizer_;
   PipelineLayout layout_;
   ProcessGrid grid_;  // data, pipe
   int stage_ = 0, replica_ = 0;
-  Device device_;
   MPI_Comm world_;
-  std::shared_ptr<CommLog> log_;
   std::unique_ptr<Communicator> pipe_;  // this replica's stages
   std::unique_ptr<Communicator> data_;  // this stage across replicas (D > 1)
   bool post_early_ = true;              // MPI; NCCL posts each receive just before its wait
   int64_t micro_rows_ = 0;
   PipelineStage<T> stage_model_;
-  Optimizer<T> optimizer_;
-  int64_t parameter_count_ = 0;
   std::vector<PipelineAction> actions_;
   std::vector<std::unique_ptr<Slot>> slots_;  // per micro-batch of the step in progress
   size_t activation_bytes_ = 0, activation_peak_bytes_ = 0, slot_bytes_ = 0;

@@ -10,8 +10,8 @@ namespace mlps {
 template <typename T>
 SerialTrainer<T>::SerialTrainer(DeviceKind device, const ModelConfig& model,
                                 const OptimizerConfig& optimizer, uint64_t seed, int64_t max_rows)
-    : device_(device), model_(device_, model, max_rows), optimizer_(device_, optimizer, MPI_COMM_SELF),
-      parameter_count_(model_.parameters().element_count()) {
+    : SchemeTrainer<T>(device, model, optimizer, MPI_COMM_SELF),
+      model_(device_, model, max_rows) {
   model_.parameters().initialise(seed);
   for (auto& p : model_.parameters()) optimizer_.add(p->value.data(), p->grad.data(), p->size());
 }

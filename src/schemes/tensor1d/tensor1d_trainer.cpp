@@ -22,9 +22,9 @@ Tensor1dTrainer<T>::Tensor1dTrainer(DeviceKind device, const Tensor1dPlan& plan,
                                     const OptimizerConfig& optimizer, uint64_t seed,
                                     int64_t global_batch, int dp, CommBackend backend,
                                     MPI_Comm world)
-    : device_(device), plan_(plan), grid_({{"data", dp}, {"tensor", plan.tp}}, world),
-      tp_rank_(grid_.coordinate("tensor")), dp_rank_(grid_.coordinate("data")), dp_(dp),
-      log_(std::make_shared<CommLog>()), optimizer_(device_, optimizer) {
+    : SchemeTrainer<T>(device, plan.model, optimizer), plan_(plan),
+      grid_({{"data", dp}, {"tensor", plan.tp}}, world), tp_rank_(grid_.coordinate("tensor")),
+      dp_rank_(grid_.coordinate("data")), dp_(dp) {
   if (plan.tp > 1) tp_comm_ = grid_.communicator("tensor", backend, device_, "tp", log_);
   if (dp > 1) data_comm_ = grid_.communicator("data", backend, device_, "data", log_);
   const int64_t max_rows = (global_batch + dp - 1) / dp;
@@ -51,7 +51,6 @@ void Tensor1dTrainer<T>::lay_out_shards(uint64_t seed) {
   // storage on a scratch device, it allocates no parameter memory and none of this rank's.
   Device scratch(DeviceKind::cpu);
   FcNet<T> reference(scratch, plan_.model, 1, ParameterStorage::external);
-  parameter_count_ = reference.parameters().element_count();
   const int tp = plan_.tp;
   int64_t offset = 0;
   for (int u = 0; u < reference.unit_count(); ++u) {
@@ -125,7 +124,7 @@ double Tensor1dTrainer<T>::sum_over_replicas(double local) const {
 template <typename T>
 double Tensor1dTrainer<T>::train_step(const HostBatch& rows, int64_t global_batch,
                                       PhaseTimer& timer) {
-  discard_untaken_comm();
+  this->discard_untaken_comm();
   model_->set_timer(&timer);
   double loss_sum = 0;
   {
@@ -148,7 +147,7 @@ double Tensor1dTrainer<T>::train_step(const HostBatch& rows, int64_t global_batc
 
 template <typename T>
 Evaluation Tensor1dTrainer<T>::evaluate(const HostBatch& rows, int64_t /*global_rows*/) {
-  discard_untaken_comm();
+  this->discard_untaken_comm();
   double totals[2] = {0, 0};  // Σ loss, correct predictions: the same on every tp rank
   if (rows.rows > 0) {
     staged_inputs_.assign(rows.pixels.begin(), rows.pixels.end());
@@ -158,22 +157,6 @@ Evaluation Tensor1dTrainer<T>::evaluate(const HostBatch& rows, int64_t /*global_
   }
   MPI_Allreduce(MPI_IN_PLACE, totals, 2, MPI_DOUBLE, MPI_SUM, grid_.group("data"));
   return {static_cast<int64_t>(totals[1]), totals[0]};
-}
-
-template <typename T>
-void Tensor1dTrainer<T>::discard_untaken_comm() {
-  log_->take_totals();
-  log_->take_blocked_seconds();
-}
-
-template <typename T>
-std::map<std::string, CommTotals> Tensor1dTrainer<T>::take_comm_totals() {
-  auto totals = log_->take_totals();
-  for (const auto& [kind, t] : totals) {
-    auto [it, fresh] = measured_.try_emplace(kind, ByteRange{t.bytes, t.bytes});
-    if (!fresh) it->second = {std::min(it->second.min, t.bytes), std::max(it->second.max, t.bytes)};
-  }
-  return totals;
 }
 
 template <typename T>

@@ -19,17 +19,15 @@
 #include <memory>
 
 #include "src/comm/make_communicator.h"
-#include "src/driver/comm_volume_report.h"
-#include "src/driver/trainer.h"
 #include "src/grid/process_grid.h"
 #include "src/model/parameter.h"
-#include "src/optim/optimizer.h"
+#include "src/schemes/scheme_trainer.h"
 #include "src/schemes/tensor1d/tensor1d_model.h"
 
 namespace mlps {
 
 template <typename T>
-class Tensor1dTrainer : public Trainer {
+class Tensor1dTrainer : public SchemeTrainer<T> {
  public:
   // Collective over world, whose size must be plan.tp × dp (the caller checks the grid).
   Tensor1dTrainer(DeviceKind device, const Tensor1dPlan& plan, const OptimizerConfig& optimizer,
@@ -44,18 +42,10 @@ class Tensor1dTrainer : public Trainer {
   double train_step(const HostBatch& rows, int64_t global_batch, PhaseTimer& timer) override;
   Evaluation evaluate(const HostBatch& rows, int64_t global_rows) override;
   std::vector<NamedTensor> gather_parameters() override;
-  int64_t parameter_count() const override { return parameter_count_; }
-  double optimizer_bytes_per_step() const override { return optimizer_.bytes_per_step(); }
-  const Device& device() const override { return device_; }
-  std::map<std::string, CommTotals> take_comm_totals() override;
-  double take_blocked_comm_seconds() override { return log_->take_blocked_seconds(); }
-  const CommLog* comm_log() const override { return log_.get(); }
   std::string comm_backend() const override;
 
   // Parameter elements this rank holds (its shards and the replicated tensors).
   int64_t local_parameter_count() const { return values_.size(); }
-  // Bytes per kind each training iteration moved on this rank so far.
-  const std::map<std::string, ByteRange>& measured_bytes() const { return measured_; }
   // The analytic volumes (tensor1d_comm_bytes) for this rank's replica: per training step, or
   // with `inference` per evaluate() of a global batch.
   std::map<std::string, double> analytic_bytes(int64_t global_batch, bool inference = false) const;
@@ -82,25 +72,21 @@ class Tensor1dTrainer : public Trainer {
   };
   void lay_out_shards(uint64_t seed);
   void start_gradient_all_reduce(int unit);
-  // Drops what the log holds from outside an iteration (an evaluation between training steps).
-  void discard_untaken_comm();
   double sum_over_replicas(double local) const;
 
-  Device device_;
+  using SchemeTrainer<T>::device_;
+  using SchemeTrainer<T>::log_;
+  using SchemeTrainer<T>::optimizer_;
   Tensor1dPlan plan_;
   ProcessGrid grid_;  // data, tensor; its MPI groups carry metrics and --verify gathers
   int tp_rank_ = 0, dp_rank_ = 0, dp_ = 1;
-  std::shared_ptr<CommLog> log_;
   std::unique_ptr<Communicator> tp_comm_;    // null when T = 1
   std::unique_ptr<Communicator> data_comm_;  // null when D = 1
   std::unique_ptr<Tensor1dModel<T>> model_;
-  Optimizer<T> optimizer_;
   std::vector<Shard> shards_;
   std::vector<int64_t> unit_first_, unit_count_;  // each unit's range of the flat buffers
   Buffer<T> values_, grads_;
   std::vector<PendingComm> pending_;
-  std::map<std::string, ByteRange> measured_;
-  int64_t parameter_count_ = 0;
   std::vector<T> staged_inputs_;
   double replica_divergence_ = 0;
   std::string most_divergent_tensor_;

@@ -85,15 +85,16 @@ void check_grid_fits(const ModelConfig& model, int64_t global_batch, const GridS
   // F = ffn_mult·H ≥ H, so F fits whenever H does.
 }
 
-Grid2d::Grid2d(const GridShape& shape, CommBackend backend, const Device& device, MPI_Comm world)
+Grid2d::Grid2d(const GridShape& shape, CommBackend backend, const Device& device, MPI_Comm world,
+               std::shared_ptr<CommLog> log)
     : shape_(shape),
       grid_({{"data", shape.dp}, {"rows", shape.q}, {"cols", shape.q}}, world),
       replica_(grid_.coordinate("data")), row_(grid_.coordinate("rows")),
-      col_(grid_.coordinate("cols")), log_(std::make_shared<CommLog>()) {
+      col_(grid_.coordinate("cols")) {
   // A grid row's ranks differ in their column, and a column's in their row.
-  row_comm_ = grid_.communicator("cols", backend, device, "row", log_);
-  col_comm_ = grid_.communicator("rows", backend, device, "col", log_);
-  if (shape.dp > 1) data_comm_ = grid_.communicator("data", backend, device, "data", log_);
+  row_comm_ = grid_.communicator("cols", backend, device, "row", log);
+  col_comm_ = grid_.communicator("rows", backend, device, "col", log);
+  if (shape.dp > 1) data_comm_ = grid_.communicator("data", backend, device, "data", log);
 }
 
 std::string Grid2d::describe() const {

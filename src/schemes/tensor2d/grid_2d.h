@@ -33,8 +33,9 @@ void check_grid_fits(const ModelConfig& model, int64_t global_batch, const GridS
 
 class Grid2d {
  public:
-  // Collective over world.
-  Grid2d(const GridShape& shape, CommBackend backend, const Device& device, MPI_Comm world);
+  // Collective over world. The communicators record into `log`.
+  Grid2d(const GridShape& shape, CommBackend backend, const Device& device, MPI_Comm world,
+         std::shared_ptr<CommLog> log);
 
   int q() const { return shape_.q; }
   int dp() const { return shape_.dp; }
@@ -44,8 +45,6 @@ class Grid2d {
   Communicator& row_comm() { return *row_comm_; }
   Communicator& col_comm() { return *col_comm_; }
   Communicator* data_comm() { return data_comm_.get(); }  // null when dp == 1
-  CommLog& log() { return *log_; }
-  const CommLog& log() const { return *log_; }
   std::string backend() const { return row_comm_->backend(); }  // "mpi" or "nccl"
   MPI_Comm world() const { return grid_.world(); }
   std::string describe() const;  // "tp-dims=q,q,dp=D"
@@ -54,7 +53,6 @@ class Grid2d {
   GridShape shape_;
   ProcessGrid grid_;
   int replica_ = 0, row_ = 0, col_ = 0;
-  std::shared_ptr<CommLog> log_;
   std::unique_ptr<Communicator> row_comm_, col_comm_, data_comm_;
 };
 

@@ -22,11 +22,11 @@ Tensor2dTrainer<T>::Tensor2dTrainer(DeviceKind device, const ModelConfig& model,
                                     const OptimizerConfig& optimizer, uint64_t seed,
                                     int64_t global_batch, const GridShape& shape,
                                     CommBackend backend, MPI_Comm world)
-    : device_(device), grid_(checked(model, global_batch, shape), backend, device_, world),
+    : SchemeTrainer<T>(device, model, optimizer),
+      grid_(checked(model, global_batch, shape), backend, this->device_, world, this->log_),
       optimizer_config_(optimizer),
-      net_(device_, grid_, model, largest_part(global_batch, row_groups(shape)), seed),
-      optimizer_(device_, optimizer), parameter_count_(mlps::parameter_count(model)) {
-  optimizer_.add(net_.values().data(), net_.grads().data(), net_.layout().total());
+      net_(this->device_, grid_, model, largest_part(global_batch, row_groups(shape)), seed) {
+  this->optimizer_.add(net_.values().data(), net_.grads().data(), net_.layout().total());
 }
 
 template <typename T>
@@ -37,65 +37,16 @@ BatchSlice Tensor2dTrainer<T>::batch_slice(int64_t global_rows) const {
 }
 
 template <typename T>
-double Tensor2dTrainer<T>::sum_over_world(double local) const {
-  double total = 0;
-  MPI_Allreduce(&local, &total, 1, MPI_DOUBLE, MPI_SUM, grid_.world());
-  return total;
-}
-
-template <typename T>
 double Tensor2dTrainer<T>::train_step(const HostBatch& rows, int64_t global_batch,
                                       PhaseTimer& timer) {
-  discard_untaken_comm();
-  double loss_sum = 0;
-  {
-    ScopedPhase phase(timer, Phase::forward);
-    loss_sum = net_.forward(rows);
-  }
-  {
-    ScopedPhase phase(timer, Phase::backward);
-    net_.backward(rows.rows, global_batch, &timer);
-  }
-  {
-    ScopedPhase phase(timer, Phase::optimizer);
-    optimizer_.step();
-  }
-  // The q ranks of a grid row hold the same samples' losses: column 0 speaks for them.
-  return sum_over_world(grid_.column() == 0 ? loss_sum : 0.0) /
-         static_cast<double>(global_batch);
+  return this->step_sharded_net(net_, rows, global_batch, timer, speaker(), grid_.world());
 }
 
+// A grid row holds a row group's samples (none when the batch has fewer rows than row groups:
+// its collectives then carry 0 elements on the whole grid row).
 template <typename T>
 Evaluation Tensor2dTrainer<T>::evaluate(const HostBatch& rows, int64_t /*global_rows*/) {
-  discard_untaken_comm();
-  // A grid row holds a row group's samples (none when the batch has fewer rows than row
-  // groups: its collectives then carry 0 elements on the whole grid row).
-  const double loss_sum = net_.forward(rows);
-  double totals[2] = {0, 0};  // Σ loss, correct predictions: the q ranks of a grid row agree,
-  if (grid_.column() == 0) {  // so column 0 speaks for them
-    totals[0] = loss_sum;
-    const auto predicted = net_.predictions(rows.rows);
-    for (int64_t r = 0; r < rows.rows; ++r) totals[1] += predicted[r] == rows.labels[r];
-  }
-  // Plain MPI, as the training loss: not part of the scheme's measured communication.
-  MPI_Allreduce(MPI_IN_PLACE, totals, 2, MPI_DOUBLE, MPI_SUM, grid_.world());
-  return {static_cast<int64_t>(totals[1]), totals[0]};
-}
-
-template <typename T>
-void Tensor2dTrainer<T>::discard_untaken_comm() {
-  grid_.log().take_totals();
-  grid_.log().take_blocked_seconds();
-}
-
-template <typename T>
-std::map<std::string, CommTotals> Tensor2dTrainer<T>::take_comm_totals() {
-  auto totals = grid_.log().take_totals();
-  for (const auto& [kind, t] : totals) {
-    const auto [it, first] = measured_.try_emplace(kind, ByteRange{t.bytes, t.bytes});
-    if (!first) it->second = {std::min(it->second.min, t.bytes), std::max(it->second.max, t.bytes)};
-  }
-  return totals;
+  return this->evaluate_sharded_net(net_, rows, speaker(), grid_.world());
 }
 
 template <typename T>

@@ -9,15 +9,13 @@
 // forward collectives, recorded as the batch's communication in inference mode (each
 // train_step and evaluate starts by dropping what the log holds from before it).
 
-#include "src/driver/trainer.h"
-#include "src/optim/optimizer.h"
-#include "src/driver/comm_volume_report.h"
+#include "src/schemes/scheme_trainer.h"
 #include "src/schemes/tensor2d/tensor2d_net.h"
 
 namespace mlps {
 
 template <typename T>
-class Tensor2dTrainer : public Trainer {
+class Tensor2dTrainer : public SchemeTrainer<T> {
  public:
   // Throws InputError (before allocating anything) when a part of a split would be empty.
   // Collective over world.
@@ -31,16 +29,8 @@ class Tensor2dTrainer : public Trainer {
   double train_step(const HostBatch& rows, int64_t global_batch, PhaseTimer& timer) override;
   Evaluation evaluate(const HostBatch& rows, int64_t global_rows) override;
   std::vector<NamedTensor> gather_parameters() override;
-  int64_t parameter_count() const override { return parameter_count_; }
-  double optimizer_bytes_per_step() const override { return optimizer_.bytes_per_step(); }
-  const Device& device() const override { return device_; }
-  std::map<std::string, CommTotals> take_comm_totals() override;
-  double take_blocked_comm_seconds() override { return grid_.log().take_blocked_seconds(); }
-  const CommLog* comm_log() const override { return &grid_.log(); }
   std::string comm_backend() const override { return grid_.backend(); }
 
-  // Bytes per collective kind over the training iterations so far (smallest and largest).
-  const std::map<std::string, ByteRange>& measured_bytes() const { return measured_; }
   // Bytes of this rank's parameter shards (weights and vectors) and their gradients and
   // optimizer state.
   int64_t parameter_bytes() const { return net_.layout().total() * int64_t{sizeof(T)}; }
@@ -48,18 +38,12 @@ class Tensor2dTrainer : public Trainer {
   int64_t state_bytes() const;
 
  private:
-  double sum_over_world(double local) const;
-  // Drops the log's totals and blocked time from before this step or evaluation (an earlier
-  // evaluation's during training).
-  void discard_untaken_comm();
+  // The q ranks of a grid row hold the same samples: column 0 speaks for them.
+  bool speaker() const { return grid_.column() == 0; }
 
-  Device device_;
   Grid2d grid_;
   OptimizerConfig optimizer_config_;
   Tensor2dNet<T> net_;
-  Optimizer<T> optimizer_;
-  int64_t parameter_count_;
-  std::map<std::string, ByteRange> measured_;
 };
 
 }  // namespace mlps

@@ -106,18 +106,18 @@ void check_shape_divides(const ModelConfig& model, int64_t global_batch, const S
                        n(s.depth) + " depth shards");
 }
 
-Grid3d::Grid3d(const Shape3d& shape, CommBackend backend, const Device& device, MPI_Comm world)
+Grid3d::Grid3d(const Shape3d& shape, CommBackend backend, const Device& device, MPI_Comm world,
+               std::shared_ptr<CommLog> log)
     : shape_(shape),
       grid_({{"data", shape.dp}, {"depth", shape.depth}, {"outer", shape.outer},
              {"inner", shape.inner}},
             world),
       r_(grid_.coordinate("outer")), c_(grid_.coordinate("inner")),
-      d_(grid_.coordinate("depth")), replica_(grid_.coordinate("data")),
-      log_(std::make_shared<CommLog>()) {
-  inner_ = grid_.communicator("inner", backend, device, "inner", log_);
-  outer_ = grid_.communicator("outer", backend, device, "outer", log_);
-  depth_ = grid_.communicator("depth", backend, device, "depth", log_);
-  data_ = grid_.communicator("data", backend, device, "data", log_);
+      d_(grid_.coordinate("depth")), replica_(grid_.coordinate("data")) {
+  inner_ = grid_.communicator("inner", backend, device, "inner", log);
+  outer_ = grid_.communicator("outer", backend, device, "outer", log);
+  depth_ = grid_.communicator("depth", backend, device, "depth", log);
+  data_ = grid_.communicator("data", backend, device, "data", log);
 }
 
 std::string Grid3d::describe() const {

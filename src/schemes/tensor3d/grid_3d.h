@@ -44,8 +44,9 @@ void check_shape_divides(const ModelConfig& model, int64_t global_batch, const S
 
 class Grid3d {
  public:
-  // Collective over world.
-  Grid3d(const Shape3d& shape, CommBackend backend, const Device& device, MPI_Comm world);
+  // Collective over world. The communicators record into `log`.
+  Grid3d(const Shape3d& shape, CommBackend backend, const Device& device, MPI_Comm world,
+         std::shared_ptr<CommLog> log);
 
   const Shape3d& shape() const { return shape_; }
   int r() const { return r_; }
@@ -57,8 +58,6 @@ class Grid3d {
   Communicator& depth() { return *depth_; }
   Communicator& data() { return *data_; }
   Communicator& axis(ShardAxis a) { return a == ShardAxis::inner ? *inner_ : *outer_; }
-  CommLog& log() { return *log_; }
-  const CommLog& log() const { return *log_; }
   std::string backend() const { return inner_->backend(); }
   MPI_Comm world() const { return grid_.world(); }
   std::string describe() const;  // "tp-dims=x,y,z,dp=D"
@@ -67,7 +66,6 @@ class Grid3d {
   Shape3d shape_;
   ProcessGrid grid_;
   int r_ = 0, c_ = 0, d_ = 0, replica_ = 0;
-  std::shared_ptr<CommLog> log_;
   std::unique_ptr<Communicator> inner_, outer_, depth_, data_;
 };
 

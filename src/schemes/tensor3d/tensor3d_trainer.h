@@ -5,17 +5,13 @@
 // over the global batch, so the summed gradients are serial's. evaluate runs the same forward
 // pass alone (its collectives are --inference's iteration; between training steps they are
 // dropped); each plane's (r, c) = (0, 0) rank counts its samples' loss and predictions.
-#include <map>
-
-#include "src/driver/comm_volume_report.h"
-#include "src/driver/trainer.h"
-#include "src/optim/optimizer.h"
+#include "src/schemes/scheme_trainer.h"
 #include "src/schemes/tensor3d/tensor3d_net.h"
 
 namespace mlps {
 
 template <typename T>
-class Tensor3dTrainer : public Trainer {
+class Tensor3dTrainer : public SchemeTrainer<T> {
  public:
   // Throws InputError (before allocating anything) when the grid does not divide the model.
   // Collective over world.
@@ -29,16 +25,8 @@ class Tensor3dTrainer : public Trainer {
   double train_step(const HostBatch& rows, int64_t global_batch, PhaseTimer& timer) override;
   Evaluation evaluate(const HostBatch& rows, int64_t global_rows) override;
   std::vector<NamedTensor> gather_parameters() override;
-  int64_t parameter_count() const override { return parameter_count_; }
-  double optimizer_bytes_per_step() const override { return optimizer_.bytes_per_step(); }
-  const Device& device() const override { return device_; }
-  std::map<std::string, CommTotals> take_comm_totals() override;
-  double take_blocked_comm_seconds() override { return grid_.log().take_blocked_seconds(); }
-  const CommLog* comm_log() const override { return &grid_.log(); }
   std::string comm_backend() const override { return grid_.backend(); }
 
-  // Bytes per collective kind over the training iterations so far (smallest and largest).
-  const std::map<std::string, ByteRange>& measured_bytes() const { return measured_; }
   // Bytes of this rank's weight shards and vector slices.
   int64_t weight_bytes() const;
   int64_t vector_bytes() const;
@@ -46,16 +34,11 @@ class Tensor3dTrainer : public Trainer {
   int64_t scratch_bytes() const { return net_.scratch_bytes(); }
 
  private:
-  double sum_over_world(double local) const;
-  // Drops communication no iteration took (an evaluation's between training steps).
-  void discard_untaken_comm();
+  // Every rank of a plane holds the same samples: (r, c) = (0, 0) speaks for them.
+  bool speaker() const { return grid_.r() == 0 && grid_.c() == 0; }
 
-  Device device_;
   Grid3d grid_;
   Tensor3dNet<T> net_;
-  Optimizer<T> optimizer_;
-  int64_t parameter_count_;
-  std::map<std::string, ByteRange> measured_;
 };
 
 }  // namespace mlps
