@@ -14,13 +14,6 @@ bool built_with_cuda() {
 #endif
 }
 
-namespace {
-StorageFormat g_default_storage = StorageFormat::full;
-}  // namespace
-
-void set_default_storage_format(StorageFormat format) { g_default_storage = format; }
-StorageFormat default_storage_format() { return g_default_storage; }
-
 DeviceKind resolve_device(const std::string& requested) {
   const bool gpu = built_with_cuda() && cuda::gpu_available();
   if (requested == "auto") return gpu ? DeviceKind::cuda : DeviceKind::cpu;

@@ -27,22 +27,40 @@ bool built_with_cuda();
 // else cpu. Throws InputError when cuda is asked for and cannot be had, saying why.
 DeviceKind resolve_device(const std::string& requested);
 
-// Mixed precision: the storage format of every Device constructed afterwards. Executables set
-// it from --precision before building their trainer (a process runs one precision).
-void set_default_storage_format(StorageFormat format);
-StorageFormat default_storage_format();
+// Which traffic a communicator carries: with --fp32-grad-comm, weight gradients stay fp32 on the
+// wire while activations travel in the storage format.
+enum class CommRole { activations, weight_gradients };
+
+// How a rank computes: the backend, the storage format of its tensors (bf16/fp16 for mixed
+// precision, from --precision) and whether weight gradients travel in fp32 (--fp32-grad-comm).
+// Passed explicitly from the options to every Device (a DeviceKind alone means full storage).
+struct DeviceConfig {
+  DeviceConfig(DeviceKind kind, StorageFormat storage = StorageFormat::full,
+               bool fp32_gradient_wire = false)
+      : kind(kind), storage(storage), fp32_gradient_wire(fp32_gradient_wire) {}
+  DeviceKind kind;
+  StorageFormat storage;
+  bool fp32_gradient_wire;
+};
 
 // Mixed precision (bf16/fp16 storage with T = float): every wrapper below whose kernel produces
 // activations or gradients rounds its output to 16 bits; fp32 accumulation inside each kernel,
 // the loss (softmax forward) in fp32, optimizer and master weights untouched (see Optimizer).
 class Device {
  public:
-  explicit Device(DeviceKind kind) : kind_(kind), storage_(default_storage_format()) {}
+  explicit Device(const DeviceConfig& config)
+      : kind_(config.kind), storage_(config.storage),
+        fp32_gradient_wire_(config.fp32_gradient_wire) {}
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
 
   DeviceKind kind() const { return kind_; }
   StorageFormat storage_format() const { return storage_; }
+  // The format a communicator of this role carries float payloads in.
+  StorageFormat wire_format(CommRole role) const {
+    return role == CommRole::weight_gradients && fp32_gradient_wire_ ? StorageFormat::full
+                                                                     : storage_;
+  }
   // fp16 dynamic loss scaling: softmax_xent_backward multiplies the loss gradient by it.
   double loss_scale() const { return loss_scale_; }
   void set_loss_scale(double scale) { loss_scale_ = scale; }
@@ -154,6 +172,7 @@ class Device {
  private:
   DeviceKind kind_;
   StorageFormat storage_;
+  bool fp32_gradient_wire_ = false;
   double loss_scale_ = 1.0;
   size_t current_bytes_ = 0;
   size_t peak_bytes_ = 0;

@@ -4,7 +4,6 @@
 #include <limits>
 
 #include "src/cli_validators.h"
-#include "src/comm/make_communicator.h"
 #include "src/device.h"
 #include "src/errors.h"
 #include "src/json_config.h"
@@ -132,9 +131,6 @@ bool OptionParser::parse(int argc, char** argv) {
     throw InputError(describe_parse_error(e));
   }
   validate();
-  // Every Device this process builds from now on stores tensors in the chosen precision.
-  set_default_storage_format(storage_format(options_.precision));
-  set_fp32_gradient_comm(options_.fp32_grad_comm);
   options_.resolved_json = app_->config_to_str(true, false);
   return true;
 }

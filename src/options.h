@@ -54,8 +54,7 @@ class OptionParser {
   // For scheme-specific flags, added before parse().
   CLI::App& app() { return *app_; }
   // Returns false when --help was asked for (help text in help_text()). Bad options, values or
-  // config files throw InputError with one line naming the problem. Also sets the process's
-  // default storage format (set_default_storage_format) from --precision.
+  // config files throw InputError with one line naming the problem.
   bool parse(int argc, char** argv);
   const Options& options() const { return options_; }
   std::string help_text() const { return app_->help(); }

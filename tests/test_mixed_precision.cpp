@@ -16,18 +16,6 @@
 namespace mlps {
 namespace {
 
-// Sets the process default storage format for one test and restores it.
-class StorageFormatScope {
- public:
-  explicit StorageFormatScope(StorageFormat f) : saved_(default_storage_format()) {
-    set_default_storage_format(f);
-  }
-  ~StorageFormatScope() { set_default_storage_format(saved_); }
-
- private:
-  StorageFormat saved_;
-};
-
 TEST(LossScaler, OverflowSkipsAndBacksOffThenCleanStepsGrowTheScale) {
   LossScaler scaler({/*initial*/ 1024.0, /*growth*/ 2.0, /*backoff*/ 0.5, /*interval*/ 3});
   EXPECT_TRUE(scaler.update(false));
@@ -55,8 +43,7 @@ TEST(LossScaler, DefaultsAreTheIssuesFp16Policy) {
 }
 
 TEST(MixedPrecisionOptimizer, Fp16SkipsAStepWithAnInfGradientAndUnscalesTheNext) {
-  StorageFormatScope fp16(StorageFormat::fp16);
-  Device device(DeviceKind::cpu);
+  Device device(DeviceConfig(DeviceKind::cpu, StorageFormat::fp16));
   OptimizerConfig config;
   config.kind = OptimizerKind::sgd;
   config.lr = 0.5;
@@ -84,8 +71,7 @@ TEST(MixedPrecisionOptimizer, Fp16SkipsAStepWithAnInfGradientAndUnscalesTheNext)
 }
 
 TEST(MixedPrecisionOptimizer, NaNGradientOnlyInSomeTensorStillSkipsEverything) {
-  StorageFormatScope fp16(StorageFormat::fp16);
-  Device device(DeviceKind::cpu);
+  Device device(DeviceConfig(DeviceKind::cpu, StorageFormat::fp16));
   Optimizer<float> optimizer(device, OptimizerConfig{}, MPI_COMM_SELF);
   std::vector<float> a{1, 1}, ga{1, 1}, b{1}, gb{std::nanf("")};
   optimizer.add(a.data(), ga.data(), 2);
@@ -107,9 +93,10 @@ ModelConfig small_model(bool checkpoint) {
 
 // Trains a few steps and returns every loss and every final parameter value.
 template <typename T>
-std::vector<T> train_a_little(const ModelConfig& config, size_t* peak_bytes = nullptr) {
+std::vector<T> train_a_little(const ModelConfig& config, size_t* peak_bytes = nullptr,
+                              StorageFormat storage = StorageFormat::full) {
   const auto data = open_dataset("synthetic", 3);
-  SerialTrainer<T> trainer(DeviceKind::cpu, config, OptimizerConfig{}, 3, 8);
+  SerialTrainer<T> trainer(DeviceConfig(DeviceKind::cpu, storage), config, OptimizerConfig{}, 3, 8);
   PhaseTimer timer(trainer.device());
   std::vector<T> out;
   const auto order = epoch_order(data->size(Split::train), 3, 0);
@@ -126,10 +113,10 @@ std::vector<T> train_a_little(const ModelConfig& config, size_t* peak_bytes = nu
 }
 
 template <typename T>
-void expect_checkpointing_bit_identical() {
+void expect_checkpointing_bit_identical(StorageFormat storage = StorageFormat::full) {
   size_t peak_stored = 0, peak_checkpointed = 0;
-  const auto stored = train_a_little<T>(small_model(false), &peak_stored);
-  const auto checkpointed = train_a_little<T>(small_model(true), &peak_checkpointed);
+  const auto stored = train_a_little<T>(small_model(false), &peak_stored, storage);
+  const auto checkpointed = train_a_little<T>(small_model(true), &peak_checkpointed, storage);
   ASSERT_EQ(stored.size(), checkpointed.size());
   for (size_t i = 0; i < stored.size(); ++i) ASSERT_EQ(stored[i], checkpointed[i]) << "item " << i;
   EXPECT_LT(peak_checkpointed, peak_stored);
@@ -138,8 +125,7 @@ void expect_checkpointing_bit_identical() {
 TEST(ActivationCheckpointing, BitIdenticalInFp64) { expect_checkpointing_bit_identical<double>(); }
 TEST(ActivationCheckpointing, BitIdenticalInFp32) { expect_checkpointing_bit_identical<float>(); }
 TEST(ActivationCheckpointing, BitIdenticalInBf16) {
-  StorageFormatScope bf16(StorageFormat::bf16);
-  expect_checkpointing_bit_identical<float>();
+  expect_checkpointing_bit_identical<float>(StorageFormat::bf16);
 }
 
 TEST(Inference, EvaluateEqualsTheForwardPassOfATrainingStep) {

@@ -113,7 +113,6 @@ CommBackend resolve_comm_backend(const std::string& requested, DeviceKind device
 }
 
 namespace {
-bool g_fp32_gradient_comm = false;
 
 std::unique_ptr<Communicator> make_backend_communicator(CommBackend backend, const Device& device,
                                                         MPI_Comm comm, const std::string& name,
@@ -130,16 +129,11 @@ std::unique_ptr<Communicator> make_backend_communicator(CommBackend backend, con
 }
 }  // namespace
 
-void set_fp32_gradient_comm(bool fp32) { g_fp32_gradient_comm = fp32; }
-
-bool carries_weight_gradients(const std::string& name) { return name == "world" || name == "data"; }
-
 std::unique_ptr<Communicator> make_communicator(CommBackend backend, const Device& device,
                                                 MPI_Comm comm, const std::string& name,
-                                                std::shared_ptr<CommLog> log) {
+                                                std::shared_ptr<CommLog> log, CommRole role) {
   auto communicator = make_backend_communicator(backend, device, comm, name, std::move(log));
-  const bool fp32 = g_fp32_gradient_comm && carries_weight_gradients(name);
-  communicator->set_wire_format(fp32 ? StorageFormat::full : device.storage_format());
+  communicator->set_wire_format(device.wire_format(role));
   return communicator;
 }
 

@@ -20,13 +20,9 @@ const char* to_string(CommBackend backend);
 CommBackend resolve_comm_backend(const std::string& requested, DeviceKind device,
                                  const RankPlacement& placement, MPI_Comm world);
 
-// Mixed precision: every communicator carries float payloads in the Device's storage format
-// (bf16/fp16 on the wire), except, after set_fp32_gradient_comm(true) (--fp32-grad-comm), the
-// groups that synchronise weight gradients: bin/data's "world" and the schemes' "data" groups.
-void set_fp32_gradient_comm(bool fp32);
-bool carries_weight_gradients(const std::string& communicator_name);
-
-// A communicator over the ranks of `comm`, named for logs and results ("world" for the whole
+// A communicator over the ranks of `comm`, carrying float payloads in the Device's wire format
+// for its role (mixed precision: 16 bits, but fp32 for weight gradients with
+// --fp32-grad-comm), named for logs and results ("world" for the whole
 // job's: its collectives are stored under their bare kind, others as "kind:name") (duplicated, so the caller may free its own). MPI on
 // the cuda backend stages device buffers through host memory (Debian's MPICH is not
 // CUDA-aware). NCCL is bootstrapped over `comm` (unique id by MPI_Bcast) and runs on its own
@@ -34,6 +30,7 @@ bool carries_weight_gradients(const std::string& communicator_name);
 // Collective over comm.
 std::unique_ptr<Communicator> make_communicator(CommBackend backend, const Device& device,
                                                 MPI_Comm comm, const std::string& name,
-                                                std::shared_ptr<CommLog> log);
+                                                std::shared_ptr<CommLog> log,
+                                                CommRole role = CommRole::activations);
 
 }  // namespace mlps

@@ -29,11 +29,12 @@ int start(const MpiSession& mpi, int argc, char** argv, const SchemeDefinition& 
   SchemeStart s{o, RunContext{scheme.name, command_line(argc, argv), MPI_COMM_WORLD, mpi.rank(),
                               mpi.size()}};
   s.placement = discover_placement(MPI_COMM_WORLD);
-  s.device = resolve_device(o.device);
-  bind_gpu(s.placement, s.device);
-  s.backend = resolve_comm_backend(o.comm, s.device, s.placement, MPI_COMM_WORLD);
-  check_memory_fits(s.context, scheme.memory(o, mpi.rank(), mpi.size()), s.device, s.placement,
-                    o.skip_memory_check);
+  s.device = DeviceConfig(resolve_device(o.device), storage_format(o.precision),
+                          o.fp32_grad_comm);
+  bind_gpu(s.placement, s.device.kind);
+  s.backend = resolve_comm_backend(o.comm, s.device.kind, s.placement, MPI_COMM_WORLD);
+  check_memory_fits(s.context, scheme.memory(o, mpi.rank(), mpi.size()), s.device.kind,
+                    s.placement, o.skip_memory_check);
   s.dataset = open_dataset(o.data, o.seed);
   s.schedule = TrainingSchedule::make(o, s.dataset->size(Split::train));
   return scheme.train(s);

@@ -23,7 +23,7 @@ struct SchemeStart {
   const Options& options;
   RunContext context;
   RankPlacement placement{};
-  DeviceKind device = DeviceKind::cpu;
+  DeviceConfig device{DeviceKind::cpu};  // backend, storage format, gradient wire
   CommBackend backend = CommBackend::mpi;
   std::unique_ptr<Dataset> dataset{};
   TrainingSchedule schedule{};

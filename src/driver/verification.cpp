@@ -31,7 +31,8 @@ struct Replay {
 template <typename T>
 Replay replay_serially(const Options& options, const Dataset& dataset,
                        const TrainingSchedule& schedule) {
-  SerialTrainer<T> reference(DeviceKind::cpu, options.model, options.optimizer, options.seed,
+  SerialTrainer<T> reference(DeviceConfig(DeviceKind::cpu, storage_format(options.precision)),
+                             options.model, options.optimizer, options.seed,
                              schedule.global_batch);
   PhaseTimer timer(reference.device());
   Replay replay;
@@ -55,7 +56,8 @@ Replay replay_serially(const Options& options, const Dataset& dataset,
 template <typename T>
 Replay replay_inference(const Options& options, const Dataset& dataset,
                         const std::vector<int64_t>& batch_starts) {
-  SerialTrainer<T> reference(DeviceKind::cpu, options.model, options.optimizer, options.seed,
+  SerialTrainer<T> reference(DeviceConfig(DeviceKind::cpu, storage_format(options.precision)),
+                             options.model, options.optimizer, options.seed,
                              options.batch);
   Replay replay;
   for (int64_t first : batch_starts) {

@@ -47,8 +47,9 @@ size_t ProcessGrid::index(const std::string& axis) const {
 std::unique_ptr<Communicator> ProcessGrid::communicator(const std::string& axis,
                                                         CommBackend backend, const Device& device,
                                                         const std::string& name,
-                                                        std::shared_ptr<CommLog> log) const {
-  return make_communicator(backend, device, group(axis), name, std::move(log));
+                                                        std::shared_ptr<CommLog> log,
+                                                        CommRole role) const {
+  return make_communicator(backend, device, group(axis), name, std::move(log), role);
 }
 
 }  // namespace mlps

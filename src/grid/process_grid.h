@@ -40,11 +40,13 @@ class ProcessGrid {
   MPI_Comm world() const { return world_; }
   // The ranks that differ only in `axis`, ranked by their coordinate on it.
   MPI_Comm group(const std::string& axis) const { return groups_[index(axis)]; }
-  // A communicator over group(axis), named `name` in the CommLog and the results. Collective
-  // over world (every rank asks for the same axes in the same order).
+  // A communicator over group(axis), named `name` in the CommLog and the results, carrying
+  // `role`'s traffic (its wire format). Collective over world (every rank asks for the same
+  // axes in the same order).
   std::unique_ptr<Communicator> communicator(const std::string& axis, CommBackend backend,
                                              const Device& device, const std::string& name,
-                                             std::shared_ptr<CommLog> log) const;
+                                             std::shared_ptr<CommLog> log,
+                                             CommRole role = CommRole::activations) const;
 
  private:
   size_t index(const std::string& axis) const;

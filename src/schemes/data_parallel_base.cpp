@@ -32,12 +32,13 @@ void check_batch_covers_ranks(int64_t global_batch, int ranks) {
 }
 
 template <typename T>
-DataParallelBase<T>::DataParallelBase(DeviceKind device, const ModelConfig& model,
+DataParallelBase<T>::DataParallelBase(const DeviceConfig& device, const ModelConfig& model,
                                       const OptimizerConfig& optimizer, int64_t global_batch,
                                       const DataParallelConfig& config, CommBackend backend,
                                       MPI_Comm comm)
     : SchemeTrainer<T>(device, model, optimizer), config_(config), metrics_comm_(comm),
-      comm_(make_communicator(backend, device_, comm, "world", this->log_)),
+      comm_(make_communicator(backend, device_, comm, "world", this->log_,
+                                CommRole::weight_gradients)),
       model_(device_, model, checked_rows_per_rank(global_batch, comm), ParameterStorage::external) {
   model_.set_observer(this);
 }

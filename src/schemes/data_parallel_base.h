@@ -36,7 +36,7 @@ class DataParallelBase : public SchemeTrainer<T>, protected LayerObserver<T> {
 
  protected:
   // Throws InputError when the batch leaves a rank without samples.
-  DataParallelBase(DeviceKind device, const ModelConfig& model, const OptimizerConfig& optimizer,
+  DataParallelBase(const DeviceConfig& device, const ModelConfig& model, const OptimizerConfig& optimizer,
                    int64_t global_batch, const DataParallelConfig& config, CommBackend backend,
                    MPI_Comm comm);
   // The stage's steps around the shared ones: before the backward pass, after it (all gradient

@@ -5,7 +5,7 @@
 namespace mlps {
 
 template <typename T>
-DataParallelTrainer<T>::DataParallelTrainer(DeviceKind device, const ModelConfig& model,
+DataParallelTrainer<T>::DataParallelTrainer(const DeviceConfig& device, const ModelConfig& model,
                                             const OptimizerConfig& optimizer, uint64_t seed,
                                             int64_t global_batch, const DataParallelConfig& config,
                                             CommBackend backend, MPI_Comm comm)

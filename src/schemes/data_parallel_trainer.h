@@ -17,7 +17,7 @@ namespace mlps {
 template <typename T>
 class DataParallelTrainer : public DataParallelBase<T> {
  public:
-  DataParallelTrainer(DeviceKind device, const ModelConfig& model, const OptimizerConfig& optimizer,
+  DataParallelTrainer(const DeviceConfig& device, const ModelConfig& model, const OptimizerConfig& optimizer,
                       uint64_t seed, int64_t global_batch, const DataParallelConfig& config,
                       CommBackend backend, MPI_Comm comm);
 

@@ -5,7 +5,7 @@
 namespace mlps {
 
 template <typename T>
-FullyShardedTrainer<T>::FullyShardedTrainer(DeviceKind device, const ModelConfig& model,
+FullyShardedTrainer<T>::FullyShardedTrainer(const DeviceConfig& device, const ModelConfig& model,
                                             const OptimizerConfig& optimizer, uint64_t seed,
                                             int64_t global_batch, const DataParallelConfig& config,
                                             CommBackend backend, MPI_Comm comm)

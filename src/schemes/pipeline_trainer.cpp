@@ -16,7 +16,7 @@ using Pass = PipelineAction::Pass;
 }  // namespace
 
 template <typename T>
-PipelineTrainer<T>::PipelineTrainer(DeviceKind device, const ModelConfig& model,
+PipelineTrainer<T>::PipelineTrainer(const DeviceConfig& device, const ModelConfig& model,
                                     const OptimizerConfig& optimizer, uint64_t seed,
                                     int64_t global_batch, const PipelineLayout& layout,
                                     CommBackend backend, MPI_Comm world)
@@ -24,7 +24,8 @@ PipelineTrainer<T>::PipelineTrainer(DeviceKind device, const ModelConfig& model,
       grid_({{"data", layout.replicas}, {"pipe", layout.stages}}, world),
       stage_(grid_.coordinate("pipe")), replica_(grid_.coordinate("data")), world_(world),
       pipe_(grid_.communicator("pipe", backend, device_, "pipe", log_)),
-      data_(layout.replicas > 1 ? grid_.communicator("data", backend, device_, "data", log_)
+      data_(layout.replicas > 1 ? grid_.communicator("data", backend, device_, "data", log_,
+                                                   CommRole::weight_gradients)
                                 : nullptr),
       post_early_(backend == CommBackend::mpi),
       micro_rows_(layout.replica_rows(global_batch, replica_).count / layout.micro_batches),

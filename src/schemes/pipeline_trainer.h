@@ -55,7 +55,7 @@ template <typename T>
 class PipelineTrainer : public SchemeTrainer<T> {
  public:
   // layout comes from resolve_pipeline_layout (already checked). Collective over world.
-  PipelineTrainer(DeviceKind device, const ModelConfig& model, const OptimizerConfig& optimizer,
+  PipelineTrainer(const DeviceConfig& device, const ModelConfig& model, const OptimizerConfig& optimizer,
                   uint64_t seed, int64_t global_batch, const PipelineLayout& layout,
                   CommBackend backend, MPI_Comm world);
 

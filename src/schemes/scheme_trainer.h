@@ -40,7 +40,7 @@ class SchemeTrainer : public Trainer {
 
  protected:
   // `consensus`: the ranks whose fp16 loss scaling must agree (MPI_COMM_SELF for one rank).
-  SchemeTrainer(DeviceKind device, const ModelConfig& model, const OptimizerConfig& optimizer,
+  SchemeTrainer(const DeviceConfig& device, const ModelConfig& model, const OptimizerConfig& optimizer,
                 MPI_Comm consensus = MPI_COMM_WORLD)
       : device_(device), log_(std::make_shared<CommLog>()),
         optimizer_(device_, optimizer, consensus),

@@ -8,7 +8,7 @@
 namespace mlps {
 
 template <typename T>
-SerialTrainer<T>::SerialTrainer(DeviceKind device, const ModelConfig& model,
+SerialTrainer<T>::SerialTrainer(const DeviceConfig& device, const ModelConfig& model,
                                 const OptimizerConfig& optimizer, uint64_t seed, int64_t max_rows)
     : SchemeTrainer<T>(device, model, optimizer, MPI_COMM_SELF),
       model_(device_, model, max_rows) {

@@ -11,7 +11,7 @@ namespace mlps {
 template <typename T>
 class SerialTrainer : public SchemeTrainer<T> {
  public:
-  SerialTrainer(DeviceKind device, const ModelConfig& model, const OptimizerConfig& optimizer,
+  SerialTrainer(const DeviceConfig& device, const ModelConfig& model, const OptimizerConfig& optimizer,
                 uint64_t seed, int64_t max_rows);
 
   std::string scheme() const override { return "serial"; }

@@ -18,7 +18,7 @@ MPI_Datatype mpi_type_of() {
 }  // namespace
 
 template <typename T>
-Tensor1dTrainer<T>::Tensor1dTrainer(DeviceKind device, const Tensor1dPlan& plan,
+Tensor1dTrainer<T>::Tensor1dTrainer(const DeviceConfig& device, const Tensor1dPlan& plan,
                                     const OptimizerConfig& optimizer, uint64_t seed,
                                     int64_t global_batch, int dp, CommBackend backend,
                                     MPI_Comm world)
@@ -26,7 +26,8 @@ Tensor1dTrainer<T>::Tensor1dTrainer(DeviceKind device, const Tensor1dPlan& plan,
       grid_({{"data", dp}, {"tensor", plan.tp}}, world), tp_rank_(grid_.coordinate("tensor")),
       dp_rank_(grid_.coordinate("data")), dp_(dp) {
   if (plan.tp > 1) tp_comm_ = grid_.communicator("tensor", backend, device_, "tp", log_);
-  if (dp > 1) data_comm_ = grid_.communicator("data", backend, device_, "data", log_);
+  if (dp > 1) data_comm_ = grid_.communicator("data", backend, device_, "data", log_,
+                                                 CommRole::weight_gradients);
   const int64_t max_rows = (global_batch + dp - 1) / dp;
   model_ = std::make_unique<Tensor1dModel<T>>(device_, plan_, tp_rank_, tp_comm_.get(), max_rows);
   lay_out_shards(seed);

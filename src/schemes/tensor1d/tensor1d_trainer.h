@@ -30,7 +30,7 @@ template <typename T>
 class Tensor1dTrainer : public SchemeTrainer<T> {
  public:
   // Collective over world, whose size must be plan.tp × dp (the caller checks the grid).
-  Tensor1dTrainer(DeviceKind device, const Tensor1dPlan& plan, const OptimizerConfig& optimizer,
+  Tensor1dTrainer(const DeviceConfig& device, const Tensor1dPlan& plan, const OptimizerConfig& optimizer,
                   uint64_t seed, int64_t global_batch, int dp, CommBackend backend, MPI_Comm world);
   ~Tensor1dTrainer() override;
   Tensor1dTrainer(const Tensor1dTrainer&) = delete;

@@ -94,7 +94,8 @@ Grid2d::Grid2d(const GridShape& shape, CommBackend backend, const Device& device
   // A grid row's ranks differ in their column, and a column's in their row.
   row_comm_ = grid_.communicator("cols", backend, device, "row", log);
   col_comm_ = grid_.communicator("rows", backend, device, "col", log);
-  if (shape.dp > 1) data_comm_ = grid_.communicator("data", backend, device, "data", log);
+  if (shape.dp > 1) data_comm_ = grid_.communicator("data", backend, device, "data", log,
+                                                         CommRole::weight_gradients);
 }
 
 std::string Grid2d::describe() const {

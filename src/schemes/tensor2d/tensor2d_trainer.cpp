@@ -18,7 +18,7 @@ int64_t row_groups(const GridShape& shape) { return int64_t{shape.dp} * shape.q;
 }  // namespace
 
 template <typename T>
-Tensor2dTrainer<T>::Tensor2dTrainer(DeviceKind device, const ModelConfig& model,
+Tensor2dTrainer<T>::Tensor2dTrainer(const DeviceConfig& device, const ModelConfig& model,
                                     const OptimizerConfig& optimizer, uint64_t seed,
                                     int64_t global_batch, const GridShape& shape,
                                     CommBackend backend, MPI_Comm world)

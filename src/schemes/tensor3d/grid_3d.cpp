@@ -117,7 +117,7 @@ Grid3d::Grid3d(const Shape3d& shape, CommBackend backend, const Device& device, 
   inner_ = grid_.communicator("inner", backend, device, "inner", log);
   outer_ = grid_.communicator("outer", backend, device, "outer", log);
   depth_ = grid_.communicator("depth", backend, device, "depth", log);
-  data_ = grid_.communicator("data", backend, device, "data", log);
+  data_ = grid_.communicator("data", backend, device, "data", log, CommRole::weight_gradients);
 }
 
 std::string Grid3d::describe() const {

@@ -15,7 +15,7 @@ Shape3d checked(const ModelConfig& model, int64_t global_batch, const Shape3d& s
 }  // namespace
 
 template <typename T>
-Tensor3dTrainer<T>::Tensor3dTrainer(DeviceKind device, const ModelConfig& model,
+Tensor3dTrainer<T>::Tensor3dTrainer(const DeviceConfig& device, const ModelConfig& model,
                                     const OptimizerConfig& optimizer, uint64_t seed,
                                     int64_t global_batch, const Shape3d& shape,
                                     const Overlap3d& overlap, CommBackend backend,
