@@ -1,10 +1,11 @@
 // LayerNorm on the GPU. Forward and dx: one block per row with block reductions in double
 // (two passes for the variance, as the CPU twin). dgamma/dbeta: column reductions over the
 // rows, xhat recomputed from the saved mean and rstd.
+#include "kernels/aliasing.h"
 #include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/cuda_context.h"
 #include "kernels/cuda/launch.h"
-#include "kernels/aliasing.h"
+#include "kernels/cuda/layernorm_param_grad.cuh"
 #include "kernels/kernels.h"
 
 namespace mlps::cuda {
@@ -65,41 +66,6 @@ __global__ void layernorm_dx_kernel(T* dx, const T* dy, const T* x, const T* mea
   }
 }
 
-template <typename T>
-__global__ void layernorm_param_grad_kernel(T* dgamma, T* dbeta, const T* dy, const T* x,
-                                            const T* mean, const T* rstd, int64_t rows,
-                                            int64_t cols, bool accumulate) {
-  __shared__ double partial_gamma[detail::kRowLanes][detail::kColumnTile + 1];
-  __shared__ double partial_beta[detail::kRowLanes][detail::kColumnTile + 1];
-  const int64_t c = blockIdx.x * int64_t{detail::kColumnTile} + threadIdx.x;
-  double sum_gamma = 0.0;
-  double sum_beta = 0.0;
-  if (c < cols) {
-    for (int64_t r = threadIdx.y; r < rows; r += detail::kRowLanes) {
-      const double g = static_cast<double>(dy[r * cols + c]);
-      const double xhat = (static_cast<double>(x[r * cols + c]) - static_cast<double>(mean[r])) *
-                          static_cast<double>(rstd[r]);
-      sum_gamma += g * xhat;
-      sum_beta += g;
-    }
-  }
-  partial_gamma[threadIdx.y][threadIdx.x] = sum_gamma;
-  partial_beta[threadIdx.y][threadIdx.x] = sum_beta;
-  __syncthreads();
-  if (threadIdx.y == 0 && c < cols) {
-    double total_gamma = 0.0;
-    double total_beta = 0.0;
-    for (int lane = 0; lane < detail::kRowLanes; ++lane) {
-      total_gamma += partial_gamma[lane][threadIdx.x];
-      total_beta += partial_beta[lane][threadIdx.x];
-    }
-    dgamma[c] = static_cast<T>(accumulate ? static_cast<double>(dgamma[c]) + total_gamma
-                                          : total_gamma);
-    dbeta[c] =
-        static_cast<T>(accumulate ? static_cast<double>(dbeta[c]) + total_beta : total_beta);
-  }
-}
-
 }  // namespace
 
 template <typename T>
@@ -127,12 +93,7 @@ void layernorm_backward(T* dx, T* dgamma, T* dbeta, const T* dy, const T* x, con
         dx, dy, x, mean, rstd, gamma, rows, cols);
     MLPS_CUDA_CHECK_LAUNCH();
   }
-  const dim3 block(detail::kColumnTile, detail::kRowLanes);
-  const auto blocks =
-      static_cast<unsigned int>((cols + detail::kColumnTile - 1) / detail::kColumnTile);
-  MLPS_LAUNCH(layernorm_param_grad_kernel, blocks, block, 0, detail::stream(),
-      dgamma, dbeta, dy, x, mean, rstd, rows, cols, accumulate);
-  MLPS_CUDA_CHECK_LAUNCH();
+  detail::launch_layernorm_param_grad(dgamma, dbeta, dy, x, mean, rstd, rows, cols, accumulate);
 }
 
 #define MLPS_INSTANTIATE(T)                                                                 \

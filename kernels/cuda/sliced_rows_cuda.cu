@@ -4,6 +4,7 @@
 #include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/cuda_context.h"
 #include "kernels/cuda/launch.h"
+#include "kernels/cuda/layernorm_param_grad.cuh"
 #include "kernels/sliced_rows.h"
 
 namespace mlps::cuda {
@@ -89,40 +90,6 @@ __global__ void backward_row_sums_kernel(T* sums, const T* dy, const T* x, const
 }
 
 template <typename T>
-__global__ void param_grad_kernel(T* dgamma, T* dbeta, const T* dy, const T* x, const T* mean,
-                                  const T* rstd, int64_t rows, int64_t cols, bool accumulate) {
-  __shared__ double partial_gamma[detail::kRowLanes][detail::kColumnTile + 1];
-  __shared__ double partial_beta[detail::kRowLanes][detail::kColumnTile + 1];
-  const int64_t c = blockIdx.x * int64_t{detail::kColumnTile} + threadIdx.x;
-  double sum_gamma = 0.0;
-  double sum_beta = 0.0;
-  if (c < cols) {
-    for (int64_t r = threadIdx.y; r < rows; r += detail::kRowLanes) {
-      const double g = static_cast<double>(dy[r * cols + c]);
-      const double xhat = (static_cast<double>(x[r * cols + c]) - static_cast<double>(mean[r])) *
-                          static_cast<double>(rstd[r]);
-      sum_gamma += g * xhat;
-      sum_beta += g;
-    }
-  }
-  partial_gamma[threadIdx.y][threadIdx.x] = sum_gamma;
-  partial_beta[threadIdx.y][threadIdx.x] = sum_beta;
-  __syncthreads();
-  if (threadIdx.y == 0 && c < cols) {
-    double total_gamma = 0.0;
-    double total_beta = 0.0;
-    for (int lane = 0; lane < detail::kRowLanes; ++lane) {
-      total_gamma += partial_gamma[lane][threadIdx.x];
-      total_beta += partial_beta[lane][threadIdx.x];
-    }
-    dgamma[c] = static_cast<T>(accumulate ? static_cast<double>(dgamma[c]) + total_gamma
-                                          : total_gamma);
-    dbeta[c] =
-        static_cast<T>(accumulate ? static_cast<double>(dbeta[c]) + total_beta : total_beta);
-  }
-}
-
-template <typename T>
 __global__ void backward_apply_kernel(T* dx, const T* dy, const T* x, const T* mean,
                                       const T* rstd, const T* gamma, const T* sums, int64_t n,
                                       int64_t cols, double inv_total) {
@@ -181,12 +148,7 @@ void layernorm_backward_partial(T* sums, T* dgamma, T* dbeta, const T* dy, const
         sums, dy, x, mean, rstd, gamma, rows, cols);
     MLPS_CUDA_CHECK_LAUNCH();
   }
-  const dim3 block(detail::kColumnTile, detail::kRowLanes);
-  const auto blocks =
-      static_cast<unsigned int>((cols + detail::kColumnTile - 1) / detail::kColumnTile);
-  MLPS_LAUNCH(param_grad_kernel, blocks, block, 0, detail::stream(),
-      dgamma, dbeta, dy, x, mean, rstd, rows, cols, accumulate);
-  MLPS_CUDA_CHECK_LAUNCH();
+  detail::launch_layernorm_param_grad(dgamma, dbeta, dy, x, mean, rstd, rows, cols, accumulate);
 }
 
 template <typename T>

@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/aliasing.h"
+
 struct ncclComm {
   MPI_Comm mpi = MPI_COMM_NULL;
   int rank = 0;
@@ -138,11 +140,7 @@ bool type_info(ncclDataType_t type, TypeInfo& info) {
   }
 }
 
-bool overlaps(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
-  const auto pa = reinterpret_cast<uintptr_t>(a);
-  const auto pb = reinterpret_cast<uintptr_t>(b);
-  return a_bytes > 0 && b_bytes > 0 && pa < pb + b_bytes && pb < pa + a_bytes;
-}
+using mlps::detail::ranges_overlap;
 
 // ---- operations, posted alone or as a group
 
@@ -291,7 +289,7 @@ ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count,
   TypeInfo t;
   if (const ncclResult_t result = check(comm, datatype, t, op)) return result;
   const size_t bytes = count * t.bytes;
-  if (sendbuff != recvbuff && overlaps(sendbuff, bytes, recvbuff, bytes))
+  if (sendbuff != recvbuff && ranges_overlap(sendbuff, bytes, recvbuff, bytes))
     return fail(comm, ncclInvalidUsage, "all-reduce buffers overlap without being equal");
   return submit(stream, [=](Batch& batch) {
     const void* send = sendbuff == recvbuff ? MPI_IN_PLACE : sendbuff;
@@ -307,7 +305,7 @@ ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcoun
   const size_t part = sendcount * t.bytes;
   const char* own_slot = static_cast<const char*>(recvbuff) + part * comm->rank;
   const bool in_place = sendbuff == own_slot;
-  if (!in_place && overlaps(sendbuff, part, recvbuff, part * comm->size))
+  if (!in_place && ranges_overlap(sendbuff, part, recvbuff, part * comm->size))
     return fail(comm, ncclInvalidUsage, "all-gather input overlaps the output off its slot");
   return submit(stream, [=](Batch& batch) {
     MPI_Iallgather(in_place ? MPI_IN_PLACE : sendbuff, mpi_count(sendcount), t.mpi, recvbuff,
@@ -324,7 +322,7 @@ ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recv
   const size_t whole = part * comm->size;
   return submit(stream, [=](Batch& batch) {
     const void* send = sendbuff;
-    if (overlaps(sendbuff, whole, recvbuff, part)) {  // NCCL's in-place form: MPI needs a copy
+    if (ranges_overlap(sendbuff, whole, recvbuff, part)) {  // NCCL's in-place form: MPI needs a copy
       auto& copy = batch.scratch.emplace_back(static_cast<const char*>(sendbuff),
                                               static_cast<const char*>(sendbuff) + whole);
       send = copy.data();

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/aliasing.h"
 #include "kernels/cpu/float16_bits.h"
 
 namespace mlps {
@@ -54,11 +55,7 @@ void sum_16bit(void* in, void* inout, int* len, MPI_Datatype*) {
 }
 
 // MPI forbids a send buffer that overlaps the receive buffer (other than MPI_IN_PLACE).
-bool overlaps(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
-  const auto pa = reinterpret_cast<std::uintptr_t>(a);
-  const auto pb = reinterpret_cast<std::uintptr_t>(b);
-  return a_bytes > 0 && b_bytes > 0 && pa < pb + b_bytes && pb < pa + a_bytes;
-}
+using detail::ranges_overlap;
 
 }  // namespace
 
@@ -258,7 +255,7 @@ PendingComm MpiCommunicator::all_gather_async(const void* send, void* recv, int6
                          request->handle()),
           "MPI_Iallgather");
     request->unpack_to(recv, count * size_, wire_format());
-  } else if (staged() || (send != slot && overlaps(send, in_bytes, recv, out_bytes))) {
+  } else if (staged() || (send != slot && ranges_overlap(send, in_bytes, recv, out_bytes))) {
     std::byte* host = request->stage(out_bytes);
     device_.to_host(host + slot_offset, send, in_bytes);
     check(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, host, n, mpi_type(type), comm_,
@@ -293,7 +290,7 @@ PendingComm MpiCommunicator::reduce_scatter_async(const void* send, void* recv, 
                                     comm_, request->handle()),
           "MPI_Ireduce_scatter_block");
     request->unpack_to(recv, count, wire_format());
-  } else if (staged() || overlaps(send, in_bytes, recv, out_bytes)) {
+  } else if (staged() || ranges_overlap(send, in_bytes, recv, out_bytes)) {
     std::byte* host = request->stage(in_bytes);
     device_.to_host(host, send, in_bytes);
     check(MPI_Ireduce_scatter_block(MPI_IN_PLACE, host, n, mpi_type(type), MPI_SUM, comm_,

@@ -1,5 +1,5 @@
-// write_results_hdf5: one result file per run, laid out as results/README.md documents. The file
-// is written under "<path>.tmp.<pid>" and renamed into place, so readers never see a partial one.
+// write_results_hdf5: one result file per run, laid out as results/README.md documents, built in
+// memory and published whole (hdf5::write_file_atomically), so readers never see a partial one.
 #include <stdexcept>
 #include <string>
 #include <string_view>
