@@ -11,13 +11,13 @@
 #include <map>
 
 #include "src/data/dataset.h"
-#include "src/driver/step_statistics.h"
 #include "src/driver/training_driver.h"
 #include "src/errors.h"
 #include "src/mpi_session.h"
 #include "src/results/run_info.h"
 #include "src/results/run_record.h"
 #include "src/schemes/serial_trainer.h"
+#include "src/timing/step_statistics.h"
 
 namespace mlps {
 namespace {

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <optional>
 
-#include "src/driver/comm_volume_report.h"
+#include "src/comm/comm_volume_report.h"
 #include "src/driver/scheme_main.h"
 #include "src/driver/training_driver.h"
 #include "src/errors.h"

@@ -1,4 +1,4 @@
-#include "src/driver/comm_volume_report.h"
+#include "src/comm/comm_volume_report.h"
 
 #include <set>
 

@@ -3,8 +3,8 @@
 #include <cstdio>
 
 #include "src/comm/comm_log.h"
-#include "src/driver/step_statistics.h"
 #include "src/memory/memory_need.h"
+#include "src/timing/step_statistics.h"
 
 namespace mlps {
 

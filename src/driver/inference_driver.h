@@ -5,8 +5,8 @@
 // /train/test_accuracy the accuracy over every batch.
 #include "src/data/dataset.h"
 #include "src/driver/run_context.h"
-#include "src/driver/trainer.h"
 #include "src/options.h"
+#include "src/schemes/trainer.h"
 
 namespace mlps {
 

@@ -4,9 +4,9 @@
 
 #include "src/data/dataset.h"
 #include "src/driver/run_context.h"
-#include "src/driver/trainer.h"
 #include "src/options.h"
 #include "src/results/run_record.h"
+#include "src/schemes/trainer.h"
 
 namespace mlps {
 

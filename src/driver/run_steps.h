@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "src/driver/iteration_recorder.h"
-#include "src/driver/phase_timer.h"
-#include "src/driver/trainer.h"
+#include "src/schemes/trainer.h"
+#include "src/timing/phase_timer.h"
 
 namespace mlps {
 

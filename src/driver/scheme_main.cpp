@@ -2,12 +2,30 @@
 
 #include <cstdio>
 
+#include "src/errors.h"
 #include "src/memory/memory_check.h"
 #include "src/mpi_session.h"
 #include "src/results/run_info.h"
 
 namespace mlps {
 namespace {
+
+// Records this rank's need in the context (and the largest over the ranks), then refuses
+// unless every rank fits or `skip` (--skip-memory-check).
+void account_memory(RunContext& context, const MemoryNeed& need, DeviceKind device,
+                    const RankPlacement& placement, bool skip) {
+  context.estimated_bytes = need.total();
+  MPI_Allreduce(&context.estimated_bytes, &context.largest_estimated_bytes, 1, MPI_DOUBLE, MPI_MAX,
+                context.comm);
+  if (skip) return;
+  try {
+    check_memory_fits(context.comm, need.total(), need.breakdown(),
+                      available_memory_per_rank(device, placement));
+  } catch (const InputError& e) {
+    throw InputError(std::string(e.what()) + ": use a smaller --hidden, --layers or --batch, or "
+                     "more ranks (--skip-memory-check to try anyway)");
+  }
+}
 
 int start(const MpiSession& mpi, int argc, char** argv, const SchemeDefinition& scheme) {
   OptionParser parser(scheme.name, scheme.description);
@@ -33,7 +51,7 @@ int start(const MpiSession& mpi, int argc, char** argv, const SchemeDefinition& 
                           o.fp32_grad_comm);
   bind_gpu(s.placement, s.device.kind);
   s.backend = resolve_comm_backend(o.comm, s.device.kind, s.placement, MPI_COMM_WORLD);
-  check_memory_fits(s.context, scheme.memory(o, mpi.rank(), mpi.size()), s.device.kind,
+  account_memory(s.context, scheme.memory(o, mpi.rank(), mpi.size()), s.device.kind,
                     s.placement, o.skip_memory_check);
   s.dataset = open_dataset(o.data, o.seed);
   s.schedule = TrainingSchedule::make(o, s.dataset->size(Split::train));

@@ -3,9 +3,9 @@
 // progress, summary, --verify and the HDF5 result file.
 #include "src/data/dataset.h"
 #include "src/driver/run_context.h"
-#include "src/driver/trainer.h"
 #include "src/driver/training_schedule.h"
 #include "src/options.h"
+#include "src/schemes/trainer.h"
 
 namespace mlps {
 

@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "src/data/dataset.h"
-#include "src/driver/trainer.h"
 #include "src/driver/training_schedule.h"
 #include "src/results/run_record.h"
+#include "src/schemes/trainer.h"
 
 namespace mlps {
 

@@ -28,19 +28,4 @@ void check_memory_fits(MPI_Comm comm, double need, const std::string& what,
   throw InputError(message);
 }
 
-void check_memory_fits(RunContext& context, const MemoryNeed& need, DeviceKind device,
-                       const RankPlacement& placement, bool skip) {
-  context.estimated_bytes = need.total();
-  MPI_Allreduce(&context.estimated_bytes, &context.largest_estimated_bytes, 1, MPI_DOUBLE, MPI_MAX,
-                context.comm);
-  if (skip) return;
-  try {
-    check_memory_fits(context.comm, need.total(), need.breakdown(),
-                      available_memory_per_rank(device, placement));
-  } catch (const InputError& e) {
-    throw InputError(std::string(e.what()) + ": use a smaller --hidden, --layers or --batch, or "
-                     "more ranks (--skip-memory-check to try anyway)");
-  }
-}
-
 }  // namespace mlps

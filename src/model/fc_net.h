@@ -6,9 +6,9 @@
 #include <memory>
 #include <vector>
 
-#include "src/driver/phase_timer.h"
 #include "src/model/layer_observer.h"
 #include "src/model/mlp_block.h"
+#include "src/timing/phase_timer.h"
 
 namespace mlps {
 

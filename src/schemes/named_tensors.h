@@ -2,8 +2,8 @@
 // Parameters copied to the host in fp64 under their names: what --verify compares.
 #include <vector>
 
-#include "src/driver/trainer.h"
 #include "src/model/parameter.h"
+#include "src/schemes/trainer.h"
 
 namespace mlps {
 

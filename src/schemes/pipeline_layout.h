@@ -6,10 +6,10 @@
 #include <cstdint>
 #include <string>
 
-#include "src/driver/trainer.h"
 #include "src/model_config.h"
 #include "src/schemes/pipeline_partition.h"
 #include "src/schemes/pipeline_schedule.h"
+#include "src/schemes/trainer.h"
 
 namespace mlps {
 

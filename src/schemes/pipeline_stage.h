@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "src/driver/phase_timer.h"
 #include "src/model/mlp_block.h"
+#include "src/timing/phase_timer.h"
 
 namespace mlps {
 

@@ -5,8 +5,8 @@
 #include <stdexcept>
 #include <utility>
 
-#include "src/driver/step_statistics.h"
 #include "src/model/predicted_classes.h"
+#include "src/timing/step_statistics.h"
 
 namespace mlps {
 namespace {

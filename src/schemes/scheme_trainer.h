@@ -11,10 +11,10 @@
 #include <memory>
 #include <string>
 
-#include "src/driver/comm_volume_report.h"
-#include "src/driver/trainer.h"
+#include "src/comm/comm_volume_report.h"
 #include "src/model_config.h"
 #include "src/optim/optimizer.h"
+#include "src/schemes/trainer.h"
 
 namespace mlps {
 

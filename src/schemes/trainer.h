@@ -11,7 +11,7 @@
 
 #include "src/comm/comm_log.h"
 #include "src/data/batch_loader.h"
-#include "src/driver/phase_timer.h"
+#include "src/timing/phase_timer.h"
 
 namespace mlps {
 

@@ -1,4 +1,4 @@
-#include "src/driver/phase_timer.h"
+#include "src/timing/phase_timer.h"
 
 namespace mlps {
 

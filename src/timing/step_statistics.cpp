@@ -1,4 +1,4 @@
-#include "src/driver/step_statistics.h"
+#include "src/timing/step_statistics.h"
 
 #include <algorithm>
 #include <cmath>

@@ -23,8 +23,8 @@
 
 #include "src/buffer.h"
 #include "src/comm/communicator.h"
-#include "src/driver/phase_timer.h"
 #include "src/schemes/tensor1d/sharded_linear.h"
+#include "src/timing/phase_timer.h"
 
 namespace mlps {
 

@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "src/data/batch_loader.h"
-#include "src/driver/phase_timer.h"
 #include "src/schemes/tensor2d/block_2d.h"
+#include "src/timing/phase_timer.h"
 
 namespace mlps {
 

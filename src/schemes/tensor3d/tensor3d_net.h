@@ -23,11 +23,11 @@
 #include <vector>
 
 #include "src/data/batch_loader.h"
-#include "src/driver/phase_timer.h"
 #include "src/schemes/tensor2d/sliced_layernorm.h"
 #include "src/schemes/tensor3d/depth_scratch.h"
 #include "src/schemes/tensor3d/grid_3d.h"
 #include "src/schemes/tensor3d/linear_3d.h"
+#include "src/timing/phase_timer.h"
 
 namespace mlps {
 
