@@ -160,27 +160,19 @@ else
 fi
 
 # Bad grids and splits: non-zero exit on every rank, one line per rank naming the problem.
-expect_refusal() {
+# refused NAME RANKS PATTERN ARGS...: the tiny run with ARGS must be refused on every rank in
+# one line naming PATTERN (the harness's expect_refusal).
+refused() {
   local name=$1 ranks=$2 pattern=$3
   shift 3
-  local status=0
-  timeout 60 mpiexec -n "$ranks" bin/tensor1d "${tiny[@]}" "$@" >"$tmp/out" 2>"$tmp/err" || status=$?
-  local lines
-  lines=$(grep -c . "$tmp/err")
-  if ((status == 0 || status == 124)); then
-    not_ok "$name" "exit status $status"
-  elif [[ $lines -ne $ranks ]] || [[ $(grep -c -- "$pattern" "$tmp/err") -ne $ranks ]]; then
-    not_ok "$name" "expected $ranks lines naming '$pattern', got: $(tr '\n' '|' <"$tmp/err")"
-  else
-    ok "$name is refused on every rank"
-  fi
+  expect_refusal "$name" "$ranks" "$pattern" bin/tensor1d "${tiny[@]}" "$@"
 }
-expect_refusal "--tp 3 with FFN width 32" 3 "does not divide the FFN width 32" --tp 3 --hidden 16
-expect_refusal "--tp 3 with plain blocks of width 16" 3 "does not divide the hidden width 16" \
+refused "--tp 3 with FFN width 32" 3 "does not divide the FFN width 32" --tp 3 --hidden 16
+refused "--tp 3 with plain blocks of width 16" 3 "does not divide the hidden width 16" \
   --tp 3 --hidden 16 --block plain
-expect_refusal "--tp 2 x --dp 3 on 4 ranks" 4 "--tp 2 x --dp 3 = 6 does not match the 4 ranks" \
+refused "--tp 2 x --dp 3 on 4 ranks" 4 "--tp 2 x --dp 3 = 6 does not match the 4 ranks" \
   --tp 2 --dp 3
-expect_refusal "--tp 2 on 3 ranks" 3 "--tp 2 does not divide the 3 ranks" --tp 2
-expect_refusal "--batch 3 over 4 replicas" 4 "--batch 3" --tp 1 --dp 4 --batch 3
+refused "--tp 2 on 3 ranks" 3 "--tp 2 does not divide the 3 ranks" --tp 2
+refused "--batch 3 over 4 replicas" 4 "--batch 3" --tp 1 --dp 4 --batch 3
 
 finish

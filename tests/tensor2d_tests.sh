@@ -271,29 +271,21 @@ else
 fi
 
 # Bad grids and empty parts: non-zero exit on every rank, one line per rank naming the problem.
-expect_refusal() {
+# refused NAME RANKS PATTERN ARGS...: the tiny run with ARGS must be refused on every rank in
+# one line naming PATTERN (the harness's expect_refusal).
+refused() {
   local name=$1 ranks=$2 pattern=$3
   shift 3
-  local status=0
-  timeout 60 mpiexec -n "$ranks" "$bin" "${tiny[@]}" "$@" >"$tmp/out" 2>"$tmp/err" || status=$?
-  local lines
-  lines=$(grep -c . "$tmp/err")
-  if ((status == 0 || status == 124)); then
-    not_ok "$name" "exit status $status"
-  elif [[ $lines -ne $ranks ]] || [[ $(grep -c -- "$pattern" "$tmp/err") -ne $ranks ]]; then
-    not_ok "$name" "expected $ranks lines naming '$pattern', got: $(tr '\n' '|' <"$tmp/err")"
-  else
-    ok "$name is refused on every rank"
-  fi
+  expect_refusal "$name" "$ranks" "$pattern" "$bin" "${tiny[@]}" "$@"
 }
-expect_refusal "--tp-dims 2,3" 4 "must be square" --tp-dims 2,3
-expect_refusal "--tp-dims ''" 4 "--tp-dims" --tp-dims ""
-expect_refusal "--tp-dims 3,3 on 4 ranks" 4 "--tp-dims 3,3" --tp-dims 3,3
-expect_refusal "--dp 3 with a 2x2 grid on 8 ranks" 8 "--dp 3" --tp-dims 2,2 --dp 3
+refused "--tp-dims 2,3" 4 "must be square" --tp-dims 2,3
+refused "--tp-dims ''" 4 "--tp-dims" --tp-dims ""
+refused "--tp-dims 3,3 on 4 ranks" 4 "--tp-dims 3,3" --tp-dims 3,3
+refused "--dp 3 with a 2x2 grid on 8 ranks" 8 "--dp 3" --tp-dims 2,2 --dp 3
 # Uneven splits are fine, empty parts are not.
-expect_refusal "--hidden 2 on a 3x3 grid" 9 "--hidden 2" --tp-dims 3,3 --hidden 2
-expect_refusal "--image-size 1 on a 2x2 grid" 4 "--image-size 1" --tp-dims 2,2 --image-size 1
-expect_refusal "--batch 3 over 2 replicas of a 2x2 grid" 8 "--batch 3" --tp-dims 2,2 --dp 2 \
+refused "--hidden 2 on a 3x3 grid" 9 "--hidden 2" --tp-dims 3,3 --hidden 2
+refused "--image-size 1 on a 2x2 grid" 4 "--image-size 1" --tp-dims 2,2 --image-size 1
+refused "--batch 3 over 2 replicas of a 2x2 grid" 8 "--batch 3" --tp-dims 2,2 --dp 2 \
   --batch 3
 
 finish
