@@ -53,11 +53,13 @@ MemoryNeed data_memory(const Options& o, int ranks, const DataParallelConfig& co
   // rank's shard of values and gradients, which the optimizer updates.
   add_parameter_state(need, p, config.zero == 0 ? p : shard, o.optimizer, o.precision);
   if (config.zero >= 1) need.buffers = 2 * shard * e;
-  if (config.zero == 2) {
-    // Gradients live per bucket while reduce-scattered: two buckets with overlap, all without.
+  if (config.zero == 2 && config.overlap) {
+    // Gradients live per bucket while reduce-scattered: the buckets the unit in backward writes
+    // (its bytes and about a bucket at its ends) and one still in flight; all without overlap.
     const double bucket = config.bucket_mb * 1024 * 1024;
-    need.gradients = config.overlap ? std::min(p * e, std::max(1024.0 * 1024.0, bucket) + bucket)
-                                    : p * e;
+    const std::vector<int64_t> units = unit_parameter_counts(o.model);
+    const double largest_unit = as_double(*std::max_element(units.begin(), units.end()));
+    need.gradients = std::min(p * e, largest_unit * e + 2 * bucket);
   }
   return need;
 }
