@@ -52,7 +52,7 @@ int start(const MpiSession& mpi, int argc, char** argv, const SchemeDefinition& 
   bind_gpu(s.placement, s.device.kind);
   s.backend = resolve_comm_backend(o.comm, s.device.kind, s.placement, MPI_COMM_WORLD);
   account_memory(s.context, scheme.memory(o, mpi.rank(), mpi.size()), s.device.kind,
-                    s.placement, o.skip_memory_check);
+                 s.placement, o.skip_memory_check);
   s.dataset = open_dataset(o.data, o.seed);
   s.schedule = TrainingSchedule::make(o, s.dataset->size(Split::train));
   return scheme.train(s);
