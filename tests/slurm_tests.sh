@@ -257,7 +257,7 @@ check_results() {
 status=0
 timeout 300 jobs/sweep "$tmp/tiny.json" --launcher mpiexec --results "$tmp/mpiexec" \
   >"$tmp/mpiexec.out" 2>&1 || status=$?
-if ((status == 0)) && grep -q "^$points ran, $skipped skipped, 0 failed" "$tmp/mpiexec.out"; then
+if ((status == 0)) && grep -q "^$points ran, $skipped_points skipped, 0 failed" "$tmp/mpiexec.out"; then
   ok "--launcher mpiexec ran $points points"
   check_results "$tmp/mpiexec/tiny" "mpiexec"
 else
