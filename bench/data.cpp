@@ -49,18 +49,15 @@ int main(int argc, char** argv) {
                  "whole backward pass (for comparison)");
   };
   scheme.check_grid = [&](const Options& o, int ranks) {
+    config.overlap = !no_overlap;
     if (dp != 0 && dp != ranks)
       throw InputError("--dp " + std::to_string(dp) + " does not match the " +
                        std::to_string(ranks) + " ranks (data parallelism uses all of them)");
     check_batch_covers_ranks(o.batch, ranks);
     return "dp=" + std::to_string(ranks) + ",zero=" + std::to_string(config.zero);
   };
-  scheme.memory = [&](const Options& o, int, int ranks) {
-    config.overlap = !no_overlap;
-    return data_memory(o, ranks, config);
-  };
+  scheme.memory = [&](const Options& o, int, int ranks) { return data_memory(o, ranks, config); };
   scheme.train = [&](SchemeStart& s) {
-    config.overlap = !no_overlap;
     return s.options.precision == Precision::fp64 ? train<double>(s, config)
                                                   : train<float>(s, config);
   };

@@ -35,7 +35,8 @@ struct SchemeDefinition {
   // Adds the scheme's flags to the shared table (bound to the caller's variables).
   std::function<void(CLI::App&)> add_options = [](CLI::App&) {};
   // Resolves the grid for `ranks` ranks and checks that the model and batch fit it: an
-  // InputError naming the problem, else the grid as --check-grid prints it.
+  // InputError naming the problem, else the grid as --check-grid prints it. Called first, so
+  // memory() and train() may use what it resolved.
   std::function<std::string(const Options&, int ranks)> check_grid;
   // What world rank `rank` of `ranks` will hold at its peak (src/memory/scheme_memory.h).
   std::function<MemoryNeed(const Options&, int rank, int ranks)> memory;

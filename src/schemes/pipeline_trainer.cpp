@@ -22,7 +22,7 @@ PipelineTrainer<T>::PipelineTrainer(const DeviceConfig& device, const ModelConfi
                                     CommBackend backend, MPI_Comm world)
     : SchemeTrainer<T>(device, model, optimizer), layout_(layout),
       grid_({{"data", layout.replicas}, {"pipe", layout.stages}}, world),
-      stage_(grid_.coordinate("pipe")), replica_(grid_.coordinate("data")), world_(world),
+      stage_(grid_.coordinate("pipe")), replica_(grid_.coordinate("data")),
       pipe_(grid_.communicator("pipe", backend, device_, "pipe", log_)),
       data_(layout.replicas > 1 ? grid_.communicator("data", backend, device_, "data", log_,
                                                    CommRole::weight_gradients)
@@ -242,7 +242,7 @@ std::vector<double> PipelineTrainer<T>::take_extra_timings() {
 template <typename T>
 double PipelineTrainer<T>::sum_over_ranks(double local) const {
   double total = 0;
-  MPI_Allreduce(&local, &total, 1, MPI_DOUBLE, MPI_SUM, world_);
+  MPI_Allreduce(&local, &total, 1, MPI_DOUBLE, MPI_SUM, grid_.world());
   return total;
 }
 
@@ -324,7 +324,7 @@ Evaluation PipelineTrainer<T>::evaluate(const HostBatch& rows, int64_t /*global_
   // The flush, as in training: every rank waits here for the last micro-batch's last stage.
   device_.synchronize();
   const auto flush_start = Clock::now();
-  MPI_Allreduce(MPI_IN_PLACE, totals, 2, MPI_DOUBLE, MPI_SUM, world_);
+  MPI_Allreduce(MPI_IN_PLACE, totals, 2, MPI_DOUBLE, MPI_SUM, grid_.world());
   bubble_seconds_ += std::chrono::duration<double>(Clock::now() - flush_start).count();
   eval_step_history_.push_back(std::chrono::duration<double>(Clock::now() - start).count());
   eval_bubble_history_.push_back(bubble_seconds_);
@@ -343,21 +343,21 @@ std::vector<NamedTensor> PipelineTrainer<T>::gather_parameters() {
   std::vector<double> mine(values.begin(), values.end());
   if (stage_ != 0) {
     auto count = static_cast<int64_t>(mine.size());
-    MPI_Send(&count, 1, MPI_INT64_T, 0, 0, world_);
+    MPI_Send(&count, 1, MPI_INT64_T, 0, 0, grid_.world());
     for (int64_t at = 0; at < count; at += kChunk)
       MPI_Send(mine.data() + at, static_cast<int>(std::min(kChunk, count - at)), MPI_DOUBLE, 0, 0,
-               world_);
+               grid_.world());
     return tensors;
   }
   std::vector<double> all = std::move(mine);
   for (int s = 1; s < layout_.stages; ++s) {
     int64_t count = 0;
-    MPI_Recv(&count, 1, MPI_INT64_T, layout_.rank_of(s, 0), 0, world_, MPI_STATUS_IGNORE);
+    MPI_Recv(&count, 1, MPI_INT64_T, layout_.rank_of(s, 0), 0, grid_.world(), MPI_STATUS_IGNORE);
     const size_t start = all.size();
     all.resize(start + static_cast<size_t>(count));
     for (int64_t at = 0; at < count; at += kChunk)
       MPI_Recv(all.data() + start + at, static_cast<int>(std::min(kChunk, count - at)), MPI_DOUBLE,
-               layout_.rank_of(s, 0), 0, world_, MPI_STATUS_IGNORE);
+               layout_.rank_of(s, 0), 0, grid_.world(), MPI_STATUS_IGNORE);
   }
   int64_t offset = 0;
   for (const auto& p : stage_model_.parameters()) {

@@ -110,7 +110,6 @@ class PipelineTrainer : public SchemeTrainer<T> {
   PipelineLayout layout_;
   ProcessGrid grid_;  // data, pipe
   int stage_ = 0, replica_ = 0;
-  MPI_Comm world_;
   std::unique_ptr<Communicator> pipe_;  // this replica's stages
   std::unique_ptr<Communicator> data_;  // this stage across replicas (D > 1)
   bool post_early_ = true;              // MPI; NCCL posts each receive just before its wait
