@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "src/counter_hash.h"
-#include "src/model/fc_net.h"
+#include "src/model/serial_net.h"
 
 namespace mlps {
 namespace {
@@ -30,7 +30,7 @@ TEST_P(GradientCheck, EveryParameterMatchesCentralDifferences) {
   config.block = GetParam().block;
   const int64_t rows = 5;
   const int64_t global_batch = 7;  // the loss is a mean over a larger global batch
-  FcNet<double> model(device, config, rows);
+  SerialNet<double> model(device, config, rows);
   model.parameters().initialise(11);
 
   CounterStream stream(99);
@@ -80,7 +80,7 @@ TEST(GradientAccumulation, AccumulateAddsToTheStoredGradients) {
   config.hidden = 4;
   config.layers = 1;
   config.ffn_mult = 2;
-  FcNet<double> model(device, config, 4);
+  SerialNet<double> model(device, config, 4);
   model.parameters().initialise(3);
   std::vector<double> inputs(4 * 9);
   for (size_t i = 0; i < inputs.size(); ++i) inputs[i] = 0.1 * static_cast<double>(i % 7);

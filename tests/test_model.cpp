@@ -6,7 +6,7 @@
 
 #include "src/data/dataset.h"
 #include "src/data/shuffle.h"
-#include "src/model/fc_net.h"
+#include "src/model/serial_net.h"
 #include "src/schemes/serial_trainer.h"
 
 namespace mlps {
@@ -26,7 +26,7 @@ TEST(ModelShape, ParameterCountMatchesTheBuiltModel) {
     config.layers = 3;
     config.ffn_mult = 3;
     config.block = block;
-    FcNet<float> model(device, config, 2);
+    SerialNet<float> model(device, config, 2);
     EXPECT_EQ(model.parameters().element_count(), parameter_count(config));
   }
 }

@@ -15,42 +15,14 @@
 #include <vector>
 
 #include "kernels/kernels.h"
-
-#ifdef MLPSCALE_WITH_CUDA
-#define MLPS_REQUIRE_GPU(kernel) \
-  if (!::mlps::cuda::gpu_available()) GTEST_SKIP() << "no GPU: CUDA kernel " kernel " not checked"
-#else
-#define MLPS_REQUIRE_GPU(kernel) \
-  GTEST_SKIP() << "no GPU: CUDA kernel " kernel " not checked (built without CUDA)"
-#endif
+#include "tests/cuda_test_support.h"
 
 namespace mlps {
 namespace {
 
 #ifdef MLPSCALE_WITH_CUDA
 
-template <typename T>
-class GpuArray {
- public:
-  explicit GpuArray(const std::vector<T>& host)
-      : count_(host.size()), data_(static_cast<T*>(cuda::device_alloc(bytes()))) {
-    cuda::copy_to_device(data_, host.data(), bytes());
-  }
-  GpuArray(const GpuArray&) = delete;
-  GpuArray& operator=(const GpuArray&) = delete;
-  ~GpuArray() { cuda::device_free(data_); }
-  T* get() { return data_; }
-  std::vector<T> host() const {
-    std::vector<T> out(count_);
-    cuda::copy_to_host(out.data(), data_, bytes());
-    return out;
-  }
-
- private:
-  size_t bytes() const { return count_ * sizeof(T); }
-  size_t count_;
-  T* data_;
-};
+using namespace cuda_test;
 
 // Bit-for-bit equal, except that any NaN matches any NaN (payloads may differ).
 ::testing::AssertionResult same_floats(const std::vector<float>& gpu,

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "src/errors.h"
-#include "src/model/fc_net.h"
+#include "src/model/serial_net.h"
 #include "src/schemes/tensor2d/balanced_split.h"
 #include "src/schemes/tensor2d/grid_2d.h"
 #include "src/schemes/tensor2d/shard_layout.h"
@@ -90,7 +90,7 @@ TEST(Tensor2dLayout, ShardsCoverEveryElementOnce) {
           for (size_t e = 0; e < h.size(); ++e) ASSERT_EQ(h[e], 1) << name << " element " << e;
         // Tensor order and ids are FcNet's.
         Device shapes(DeviceKind::cpu);
-        FcNet<double> net(shapes, model, 1, ParameterStorage::external);
+        SerialNet<double> net(shapes, model, 1, ParameterStorage::external);
         const ShardLayout layout(model, q, 0, 0);
         ASSERT_EQ(layout.tensors().size(), net.parameters().size());
         for (size_t t = 0; t < layout.tensors().size(); ++t) {

@@ -6,6 +6,7 @@
 #include "src/schemes/pipeline_partition.h"
 #include "src/schemes/pipeline_schedule.h"
 #include "src/schemes/tensor2d/balanced_split.h"
+#include "src/schemes/tensor2d/shard_layout.h"
 #include "src/schemes/tensor3d/depth_scratch.h"
 
 namespace mlps {
@@ -88,9 +89,9 @@ MemoryNeed pipeline_memory(const Options& o, const PipelineLayout& layout, int s
   if (!m.checkpoint_activations) slot += blocks * block_saved;
   slot += is_last ? r * classes + r : r * h;
   const int in_flight = max_in_flight(layout.schedule, stage, layout.stages, layout.micro_batches);
-  // Scratch: the activation gradients, each block's backward scratch, the gradients sent back,
-  // the last stage's logit gradient and losses, checkpointing's recompute set.
-  double scratch = 2 * r * h + blocks * r * (residual ? h + f : h);
+  // Scratch: the activation gradients, the blocks' shared backward scratch, the gradients sent
+  // back, the last stage's logit gradient and losses, checkpointing's recompute set.
+  double scratch = 2 * r * h + (blocks > 0 ? r * (residual ? h + f : h) : 0);
   if (!is_first) scratch += 2 * r * h;
   if (is_last) scratch += r * classes + r * layout.micro_batches;
   if (m.checkpoint_activations) scratch += block_saved + (is_last ? r * h : 0);
@@ -104,29 +105,36 @@ MemoryNeed tensor1d_memory(const Options& o, const Tensor1dPlan& plan, int dp) {
   add_parameter_state(need, held, held, o.optimizer, o.precision);
   const size_t e = element_bytes(o.precision);
   const int64_t rows = rows_per_rank(o.batch, dp);
-  // Activations between the Linears are whole (H wide); the inner ones are F/T wide.
+  // Activations between the Linears are whole (H wide; a plain column block's output is
+  // counted whole too), the inner ones F/T wide; a row-parallel embed reads S²/T features, a
+  // column-parallel classifier's logits are all-gathered in T blocks of C/T.
   ActivationWidths w = full_widths(o.model);
   w.ffn = largest_part(w.ffn, plan.tp);
-  // FcNet's per-block backward scratch is one shared ∂inner [rows × F/T] here, and a third
-  // H-wide gradient buffer is added.
-  const bool residual = o.model.block == BlockKind::residual_mlp;
-  const int64_t per_block_scratch = rows * (residual ? w.hidden + w.ffn : w.hidden);
-  const int64_t scratch = (residual ? rows * w.ffn : 0) + rows * w.hidden;
-  need.activations = replica_activation_bytes(o.model, rows, w, e) +
-                     as_double(scratch - o.model.layers * per_block_scratch) *
-                         as_double(static_cast<int64_t>(e));
+  if (plan.embed().split == LinearSplit::row) w.inputs /= plan.tp;
+  if (plan.classifier().split == LinearSplit::column) {
+    w.logit_block = o.model.classes / plan.tp;
+    w.logit_parts = plan.tp;
+  }
+  need.activations = replica_activation_bytes(o.model, rows, w, e);
   return need;
 }
 
 MemoryNeed tensor2d_memory(const Options& o, const GridShape& shape) {
   MemoryNeed need;
   const int q = shape.q;
-  const double held = as_double(parameter_count(o.model)) / (q * q);
+  // Weight blocks are 1/q² of each matrix, vectors 1/q (replicated down the grid column); rank
+  // (0, 0) holds the largest parts of every uneven split.
+  const double held = as_double(ShardLayout(o.model, q, 0, 0).total());
   add_parameter_state(need, held, held, o.optimizer, o.precision);
   const size_t e = element_bytes(o.precision);
   const int64_t rows = rows_per_rank(o.batch, shape.dp * q);
-  const ActivationWidths w{largest_part(o.model.input_features(), q),
-                           largest_part(o.model.hidden, q), largest_part(o.model.ffn_hidden(), q)};
+  ActivationWidths w{largest_part(o.model.input_features(), q), largest_part(o.model.hidden, q),
+                     largest_part(o.model.ffn_hidden(), q)};
+  w.norm_ranks = q;
+  if (q > 1) {  // the logits' column blocks, all-gathered over the grid row
+    w.logit_block = largest_part(o.model.classes, q);
+    w.logit_parts = q;
+  }
   need.activations = replica_activation_bytes(o.model, rows, w, e);
   if (q > 1) {
     // SUMMA's workspace (SummaWorkspace): two activation and weight blocks, and q partial
@@ -153,13 +161,18 @@ MemoryNeed tensor3d_memory(const Options& o, const Shape3d& shape, const Overlap
   // F-wide activations over the outer one; plain blocks alternate (count the wider slice).
   const int narrow = std::min(shape.outer, shape.inner);
   const bool residual = o.model.block == BlockKind::residual_mlp;
-  const ActivationWidths w{largest_part(o.model.input_features(), shape.outer),
-                           largest_part(o.model.hidden, residual ? shape.inner : narrow),
-                           largest_part(o.model.ffn_hidden(), residual ? shape.outer : narrow)};
+  ActivationWidths w{largest_part(o.model.input_features(), shape.outer),
+                     largest_part(o.model.hidden, residual ? shape.inner : narrow),
+                     largest_part(o.model.ffn_hidden(), residual ? shape.outer : narrow)};
+  w.norm_ranks = shape.inner;  // the residual stream's axis
+  // The logits' blocks, all-gathered over the classifier's output axis.
+  const int logit_ranks =
+      classifier_input_axis(o.model) == ShardAxis::inner ? shape.outer : shape.inner;
+  if (logit_ranks > 1) {
+    w.logit_block = largest_part(o.model.classes, logit_ranks);
+    w.logit_parts = logit_ranks;
+  }
   need.activations = replica_activation_bytes(o.model, rows, w, e);
-  // The two activation gradients between layers are whole rows (H wide), not slices.
-  need.activations += as_double(2 * rows * (o.model.hidden - w.hidden)) *
-                      as_double(static_cast<int64_t>(e));
   std::vector<int64_t> blocks;
   for (const LinearShape& s : linear_shapes(o.model))
     blocks.push_back(largest_part(s.out, narrow) * largest_part(s.in, std::max(shape.outer, shape.inner)));

@@ -10,7 +10,7 @@ LinearLayer<T>::LinearLayer(Device& device, ParameterList<T>& params, const std:
       bias_(params.add(name + ".bias", 1, out, InitKind::uniform_fan_in, in)) {}
 
 template <typename T>
-void LinearLayer<T>::forward(const T* x, T* y, int64_t rows) const {
+void LinearLayer<T>::forward(const T* x, T* y, int64_t rows, bool /*backward_next*/) {
   device_.gemm<T>(false, true, rows, out_, in_, T(1), x, in_, weight_.value.data(), in_, T(0), y,
                   out_);
   device_.bias_add<T>(y, bias_.value.data(), rows, out_);

@@ -1,64 +1,69 @@
 #pragma once
-// One block of FC_Net. residual_mlp: y = x + fc2(ReLU(fc1(LayerNorm(x)))); plain: y = ReLU(fc(x)).
-// What the backward pass needs from the forward pass (beyond x and y) is a BlockActivations.
-// By default the block owns one set, sized for max_rows samples (serial and data-parallel
-// training). A pipeline stage keeps one set per micro-batch in flight instead: it builds the
-// block with ActivationStorage::external, asks make_activations() for each micro-batch and
-// passes that set to forward and backward.
+// One block of FC_Net on any scheme's layers (layers.h). residual_mlp:
+// y = x + fc2(ReLU(fc1(LayerNorm(x)))); plain: y = ReLU(fc(x)). ReLU and the residual add act
+// element by element on this rank's share, whatever the layers' split.
+// What backward reads from forward besides x and y is a BlockActivations the caller passes in
+// (one per block, one shared by all blocks with activation checkpointing, or one per micro-batch
+// in a pipeline stage); the backward's gradient scratch (BlockScratch) lives within one backward
+// and is shared by all blocks.
 #include <memory>
+#include <vector>
 
-#include "src/model/linear_layer.h"
+#include "src/buffer.h"
+#include "src/model/layers.h"
 #include "src/model_config.h"
 
 namespace mlps {
 
-// The activations one forward pass saves for its backward pass (residual_mlp; empty for plain).
 template <typename T>
 struct BlockActivations {
-  Buffer<T> normed;      // LayerNorm output [rows × H]
+  Buffer<T> normed;      // LayerNorm output [rows × norm width]
   Buffer<T> mean, rstd;  // LayerNorm statistics [rows]
-  Buffer<T> inner;       // ReLU output [rows × F]
+  Buffer<T> inner;       // ReLU output [rows × fc1 width]
   size_t bytes() const { return normed.bytes() + mean.bytes() + rstd.bytes() + inner.bytes(); }
 };
 
-// owned: the block allocates one BlockActivations of max_rows. external: it allocates none;
-// callers pass their own to forward and backward.
-enum class ActivationStorage { owned, external };
+template <typename T>
+struct BlockScratch {
+  Buffer<T> grad_normed;  // ∂L/∂LayerNorm output (plain: ∂L/∂fc output)
+  Buffer<T> grad_inner;   // ∂L/∂ReLU output
+  size_t bytes() const { return grad_normed.bytes() + grad_inner.bytes(); }
+};
 
 template <typename T>
 class MlpBlock {
  public:
-  // max_rows sizes the backward scratch (and the owned activations); 0 allocates nothing.
-  MlpBlock(Device& device, ParameterList<T>& params, const std::string& name,
-           const ModelConfig& config, int64_t max_rows,
-           ActivationStorage storage = ActivationStorage::owned);
+  // Makes the block's layers from `layers` under the name "block<l>".
+  MlpBlock(Device& device, LayerSet<T>& layers, const std::string& name, const ModelConfig& config);
 
-  // A set of saved activations for `rows` samples, allocated through the device.
-  BlockActivations<T> make_activations(int64_t rows) const;
+  BlockActivations<T> make_activations(int64_t rows) const;  // empty for plain blocks
+  // Per row: the widths of ∂normed and ∂inner in this block's backward.
+  int64_t grad_normed_width() const { return norm_ ? norm_->width() : fc1_->out_width(); }
+  int64_t grad_inner_width() const { return norm_ ? fc1_->out_width() : 0; }
+  int64_t in_width() const { return fc1_->in_width(); }
+  int64_t out_width() const { return (fc2_ ? fc2_ : fc1_)->out_width(); }
 
-  // y = block(x); x must stay untouched until backward.
-  void forward(const T* x, T* y, int64_t rows) { forward(x, y, rows, own_); }
-  void forward(const T* x, T* y, int64_t rows, BlockActivations<T>& saved);
-  // dx = ∂L/∂x given dy = ∂L/∂y; parameter gradients (+)= as in LinearLayer. `saved` is what
-  // the forward pass of these rows filled.
-  void backward(const T* x, const T* y, const T* dy, T* dx, int64_t rows, bool accumulate) {
-    backward(x, y, dy, dx, rows, accumulate, own_);
-  }
+  // y = block(x), filling `saved`; x must stay untouched until backward. The same x and
+  // parameters give bit-identical y and `saved` (checkpointing's recompute relies on it), which
+  // then passes backward_next to the last Linear.
+  void forward(const T* x, T* y, int64_t rows, BlockActivations<T>& saved,
+               bool backward_next = false);
+  // dx from dy; parameter gradients as the layers make them. `saved` is this x's forward's.
   void backward(const T* x, const T* y, const T* dy, T* dx, int64_t rows, bool accumulate,
-                const BlockActivations<T>& saved);
+                const BlockActivations<T>& saved, BlockScratch<T>& scratch);
 
  private:
   Device& device_;
-  BlockKind kind_;
-  int64_t hidden_;
-  double norm_eps_ = 1e-5;
-  Parameter<T>* gamma_ = nullptr;  // residual_mlp only
-  Parameter<T>* beta_ = nullptr;
-  std::unique_ptr<LinearLayer<T>> fc1_;  // plain: the only Linear
-  std::unique_ptr<LinearLayer<T>> fc2_;
-  BlockActivations<T> own_;           // ActivationStorage::owned only
-  Buffer<T> grad_inner_;              // backward scratch: ∂L/∂ReLU output [rows × F]
-  Buffer<T> grad_normed_;             // ∂L/∂LayerNorm output (plain: ∂L/∂fc output) [rows × H]
+  std::unique_ptr<LayerNorm<T>> norm_;  // residual_mlp only
+  std::unique_ptr<Linear<T>> fc1_;      // plain: the only Linear
+  std::unique_ptr<Linear<T>> fc2_;
 };
+
+// One scratch that fits the backward of every block (plain blocks' widths alternate in
+// tensor1d's column/row pairs).
+template <typename T>
+BlockScratch<T> make_block_scratch(Device& device,
+                                   const std::vector<std::unique_ptr<MlpBlock<T>>>& blocks,
+                                   int64_t rows);
 
 }  // namespace mlps

@@ -55,8 +55,7 @@ BatchSlice DataParallelBase<T>::batch_slice(int64_t global_rows) const {
 
 template <typename T>
 double DataParallelBase<T>::forward(const HostBatch& rows) {
-  staged_inputs_.assign(rows.pixels.begin(), rows.pixels.end());
-  return model_.forward(staged_inputs_.data(), rows.labels.data(), rows.rows);
+  return model_.forward(rows);
 }
 
 template <typename T>

@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "src/comm/make_communicator.h"
-#include "src/model/fc_net.h"
+#include "src/model/serial_net.h"
 #include "src/schemes/scheme_trainer.h"
 
 namespace mlps {
@@ -54,10 +54,9 @@ class DataParallelBase : public SchemeTrainer<T>, protected LayerObserver<T> {
   DataParallelConfig config_;
   MPI_Comm metrics_comm_;
   std::unique_ptr<Communicator> comm_;
-  FcNet<T> model_;
+  SerialNet<T> model_;
 
  private:
-  std::vector<T> staged_inputs_;
 };
 
 }  // namespace mlps

@@ -19,46 +19,42 @@ template <typename T>
 PipelineStage<T>::PipelineStage(Device& device, const ModelConfig& config, int first_unit,
                                 int end_unit, int64_t micro_rows, uint64_t seed)
     : device_(device), config_(config), first_unit_(first_unit), end_unit_(end_unit),
-      params_(device, ParameterStorage::external) {
+      layers_(device, ParameterStorage::external) {
   const int64_t h = config.hidden;
   const int last_unit = static_cast<int>(config.layers) + 1;
   auto on_stage = [&](int unit) { return unit >= first_unit && unit < end_unit; };
   size_t first_param = 0, end_param = 0;
   // Creates unit `unit`'s layers after `make`, noting where this stage's parameters are.
+  ParameterList<T>& params = layers_.parameters();
   auto build = [&](int unit, auto make) {
-    const size_t before = params_.size();
+    const size_t before = params.size();
     make();
     if (unit == first_unit) first_param = before;
-    if (on_stage(unit)) end_param = params_.size();
+    if (on_stage(unit)) end_param = params.size();
   };
-  build(0, [&] {
-    embed_ = std::make_unique<LinearLayer<T>>(device, params_, "embed", config.input_features(), h);
-  });
+  build(0, [&] { embed_ = layers_.linear("embed", config.input_features(), h); });
   if (on_stage(0)) units_.push_back({embed_.get(), nullptr, h});
   for (int64_t l = 0; l < config.layers; ++l) {
     const int unit = static_cast<int>(l) + 1;
     build(unit, [&] {
       // Blocks of other stages exist only for their parameters' identities: no memory.
-      blocks_.push_back(std::make_unique<MlpBlock<T>>(device, params_, "block" + std::to_string(l),
-                                                      config, on_stage(unit) ? micro_rows : 0,
-                                                      ActivationStorage::external));
+      blocks_.push_back(
+          std::make_unique<MlpBlock<T>>(device, layers_, "block" + std::to_string(l), config));
     });
     if (on_stage(unit)) units_.push_back({nullptr, blocks_.back().get(), h});
   }
-  build(last_unit, [&] {
-    classifier_ = std::make_unique<LinearLayer<T>>(device, params_, "classifier", h, config.classes);
-  });
+  build(last_unit, [&] { classifier_ = layers_.linear("classifier", h, config.classes); });
   if (on_stage(last_unit)) units_.push_back({classifier_.get(), nullptr, config.classes});
 
   int64_t elements = 0;
-  for (size_t i = first_param; i < end_param; ++i) elements += params_[i].size();
+  for (size_t i = first_param; i < end_param; ++i) elements += params[i].size();
   values_ = Buffer<T>(device, elements);
   grads_ = Buffer<T>(device, elements);
   grads_.zero();
   std::vector<T> host(static_cast<size_t>(elements));
   int64_t offset = 0;
   for (size_t i = first_param; i < end_param; ++i) {
-    Parameter<T>& p = params_[i];
+    Parameter<T>& p = params[i];
     fill_initial_shard(host.data() + offset, p.cols, seed, p.tensor_id, p.init, p.fan_in, 0, p.rows,
                        0, p.cols);
     p.value = Buffer<T>::view(device, values_.data() + offset, p.size());
@@ -67,6 +63,9 @@ PipelineStage<T>::PipelineStage(Device& device, const ModelConfig& config, int f
   }
   values_.upload(host);
 
+  // Every block has the same widths: one scratch fits the stage's blocks.
+  const bool has_blocks = std::any_of(units_.begin(), units_.end(), [](const Unit& u) { return u.block; });
+  if (has_blocks) block_scratch_ = make_block_scratch(device, blocks_, micro_rows);
   grad_a_ = Buffer<T>(device, micro_rows * h);
   grad_b_ = Buffer<T>(device, micro_rows * h);
   if (is_last()) grad_logits_ = Buffer<T>(device, micro_rows * config.classes);
@@ -119,7 +118,7 @@ void PipelineStage<T>::forward(StageActivations<T>& a, int64_t rows, T* row_loss
       units_[i].block->forward(x, y, rows,
                                config_.checkpoint_activations ? recompute_ : a.saved[i]);
     else
-      units_[i].linear->forward(x, y, rows);
+      units_[i].linear->forward(x, y, rows, false);
     x = y;
   }
   if (is_last())
@@ -147,10 +146,12 @@ void PipelineStage<T>::backward(StageActivations<T>& a, int64_t rows, int64_t gl
     if (!units_[i].block) {
       units_[i].linear->backward(x, dy, dx, rows, accumulate);
     } else if (!checkpointed) {
-      units_[i].block->backward(x, a.outputs[i].data(), dy, dx, rows, accumulate, a.saved[i]);
+      units_[i].block->backward(x, a.outputs[i].data(), dy, dx, rows, accumulate, a.saved[i],
+                                block_scratch_);
     } else {
       if (!shares_output(i)) recompute(a, i, rows);  // else done above
-      units_[i].block->backward(x, output_of(a, i), dy, dx, rows, accumulate, recompute_);
+      units_[i].block->backward(x, output_of(a, i), dy, dx, rows, accumulate, recompute_,
+                                block_scratch_);
     }
     dy = dx;
   }
@@ -183,7 +184,7 @@ void PipelineStage<T>::forward_only(const T* x, T* y, int64_t rows, ForwardScrat
   for (size_t i = 0; i < units_.size(); ++i) {
     T* out = i + 1 == units_.size() ? y : (i % 2 == 0 ? scratch.ping.data() : scratch.pong.data());
     if (units_[i].block) units_[i].block->forward(x, out, rows, scratch.block);
-    else units_[i].linear->forward(x, out, rows);
+    else units_[i].linear->forward(x, out, rows, false);
     x = out;
   }
 }

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "src/model/mlp_block.h"
+#include "src/model/serial_net.h"
 #include "src/timing/phase_timer.h"
 
 namespace mlps {
@@ -86,7 +86,7 @@ class PipelineStage {
   std::vector<int32_t> predictions(const StageActivations<T>& a, int64_t rows) const;
 
   // Every FcNet parameter in FcNet's order; only this stage's have storage.
-  const ParameterList<T>& parameters() const { return params_; }
+  ParameterList<T>& parameters() { return layers_.parameters(); }
   // This stage's parameters and gradients, flat in tensor order.
   T* values() { return values_.data(); }
   T* grads() { return grads_.data(); }
@@ -94,17 +94,18 @@ class PipelineStage {
 
  private:
   struct Unit {
-    LinearLayer<T>* linear = nullptr;  // embed or classifier
+    Linear<T>* linear = nullptr;  // embed or classifier
     MlpBlock<T>* block = nullptr;
     int64_t out_features = 0;
   };
   Device& device_;
   ModelConfig config_;
   int first_unit_, end_unit_;
-  ParameterList<T> params_;
-  std::unique_ptr<LinearLayer<T>> embed_, classifier_;
+  SerialLayers<T> layers_;  // every FcNet layer; only this stage's parameters have storage
+  std::unique_ptr<Linear<T>> embed_, classifier_;
   std::vector<std::unique_ptr<MlpBlock<T>>> blocks_;
   std::vector<Unit> units_;  // this stage's, in forward order
+  BlockScratch<T> block_scratch_;  // shared by this stage's blocks' backward
   Buffer<T> values_, grads_;
   Buffer<T> grad_a_, grad_b_;  // backward scratch: ∂L/∂(a unit's output) [rows × H]
   Buffer<T> grad_logits_;      // last stage [rows × 10]

@@ -21,8 +21,7 @@ double SerialTrainer<T>::forward(const HostBatch& rows) {
   if (rows.rows > model_.max_rows())
     throw std::logic_error("batch of " + std::to_string(rows.rows) + " rows exceeds the model's " +
                            std::to_string(model_.max_rows()));
-  staged_inputs_.assign(rows.pixels.begin(), rows.pixels.end());
-  return model_.forward(staged_inputs_.data(), rows.labels.data(), rows.rows);
+  return model_.forward(rows);
 }
 
 template <typename T>

@@ -3,7 +3,7 @@
 // --verify compares every scheme against.
 #include <memory>
 
-#include "src/model/fc_net.h"
+#include "src/model/serial_net.h"
 #include "src/schemes/scheme_trainer.h"
 
 namespace mlps {
@@ -23,14 +23,13 @@ class SerialTrainer : public SchemeTrainer<T> {
 
   using SchemeTrainer<T>::device;
   Device& device() { return device_; }
-  FcNet<T>& model() { return model_; }
+  SerialNet<T>& model() { return model_; }
 
  private:
   double forward(const HostBatch& rows);
   using SchemeTrainer<T>::device_;
   using SchemeTrainer<T>::optimizer_;
-  FcNet<T> model_;
-  std::vector<T> staged_inputs_;  // host copy of the batch in T
+  SerialNet<T> model_;
 };
 
 }  // namespace mlps

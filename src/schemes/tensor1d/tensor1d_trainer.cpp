@@ -4,7 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "src/model/fc_net.h"
+#include "src/model/serial_net.h"
 #include "src/schemes/data_parallel_base.h"
 
 namespace mlps {
@@ -29,13 +29,17 @@ Tensor1dTrainer<T>::Tensor1dTrainer(const DeviceConfig& device, const Tensor1dPl
   if (dp > 1) data_comm_ = grid_.communicator("data", backend, device_, "data", log_,
                                                  CommRole::weight_gradients);
   const int64_t max_rows = (global_batch + dp - 1) / dp;
-  model_ = std::make_unique<Tensor1dModel<T>>(device_, plan_, tp_rank_, tp_comm_.get(), max_rows);
   lay_out_shards(seed);
-  model_->bind([this](const std::string& name) {
-    for (const Shard& s : shards_)
-      if (s.name == name) return ShardPointers<T>{values_.data() + s.offset, grads_.data() + s.offset};
-    throw std::logic_error("tensor1d: no parameter " + name);
-  });
+  layers_ = std::make_unique<Tensor1dLayers<T>>(
+      device_, plan_, tp_rank_, tp_comm_.get(), [this](const std::string& name) {
+        for (const Shard& s : shards_)
+          if (s.name == name)
+            return ShardPointers<T>{values_.data() + s.offset, grads_.data() + s.offset};
+        throw std::logic_error("tensor1d: no parameter " + name);
+      });
+  model_ = std::make_unique<FcNet<T>>(device_, plan_.model, max_rows, *layers_, layers_->logits(),
+                                      layers_->input_first());
+  model_->set_hooks(this);
   optimizer_.add(values_.data(), grads_.data(), values_.size());
 }
 
@@ -51,7 +55,7 @@ void Tensor1dTrainer<T>::lay_out_shards(uint64_t seed) {
   // FcNet itself names the tensors and fixes their ids, shapes and units; built with external
   // storage on a scratch device, it allocates no parameter memory and none of this rank's.
   Device scratch(DeviceKind::cpu);
-  FcNet<T> reference(scratch, plan_.model, 1, ParameterStorage::external);
+  SerialNet<T> reference(scratch, plan_.model, 1, ParameterStorage::external);
   const int tp = plan_.tp;
   int64_t offset = 0;
   for (int u = 0; u < reference.unit_count(); ++u) {
@@ -108,7 +112,7 @@ std::string Tensor1dTrainer<T>::comm_backend() const {
 }
 
 template <typename T>
-void Tensor1dTrainer<T>::start_gradient_all_reduce(int unit) {
+void Tensor1dTrainer<T>::after_backward(int unit) {
   if (!data_comm_) return;
   T* grads = grads_.data() + unit_first_[unit];
   pending_.push_back(
@@ -130,12 +134,11 @@ double Tensor1dTrainer<T>::train_step(const HostBatch& rows, int64_t global_batc
   double loss_sum = 0;
   {
     ScopedPhase phase(timer, Phase::forward);
-    staged_inputs_.assign(rows.pixels.begin(), rows.pixels.end());
-    loss_sum = model_->forward(staged_inputs_.data(), rows.labels.data(), rows.rows);
+    loss_sum = model_->forward(rows);
   }
   {
     ScopedPhase phase(timer, Phase::backward);
-    model_->backward(rows.rows, global_batch, [this](int unit) { start_gradient_all_reduce(unit); });
+    model_->backward(rows.rows, global_batch, false);
     for (auto& p : pending_) p->wait();
     pending_.clear();
   }
@@ -151,8 +154,7 @@ Evaluation Tensor1dTrainer<T>::evaluate(const HostBatch& rows, int64_t /*global_
   this->discard_untaken_comm();
   double totals[2] = {0, 0};  // Σ loss, correct predictions: the same on every tp rank
   if (rows.rows > 0) {
-    staged_inputs_.assign(rows.pixels.begin(), rows.pixels.end());
-    totals[0] = model_->forward(staged_inputs_.data(), rows.labels.data(), rows.rows);
+    totals[0] = model_->forward(rows);
     const auto predicted = model_->predictions(rows.rows);
     for (int64_t r = 0; r < rows.rows; ++r) totals[1] += predicted[r] == rows.labels[r];
   }

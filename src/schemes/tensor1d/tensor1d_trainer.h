@@ -22,12 +22,13 @@
 #include "src/grid/process_grid.h"
 #include "src/model/parameter.h"
 #include "src/schemes/scheme_trainer.h"
-#include "src/schemes/tensor1d/tensor1d_model.h"
+#include "src/model/fc_net.h"
+#include "src/schemes/tensor1d/tensor1d_layers.h"
 
 namespace mlps {
 
 template <typename T>
-class Tensor1dTrainer : public SchemeTrainer<T> {
+class Tensor1dTrainer : public SchemeTrainer<T>, private UnitHooks {
  public:
   // Collective over world, whose size must be plan.tp × dp (the caller checks the grid).
   Tensor1dTrainer(const DeviceConfig& device, const Tensor1dPlan& plan, const OptimizerConfig& optimizer,
@@ -71,7 +72,8 @@ class Tensor1dTrainer : public SchemeTrainer<T> {
     bool split() const { return local_rows != rows || local_cols != cols; }
   };
   void lay_out_shards(uint64_t seed);
-  void start_gradient_all_reduce(int unit);
+  // A unit's gradients are complete: with replicas, start their all-reduce over "data".
+  void after_backward(int unit) override;
   double sum_over_replicas(double local) const;
 
   using SchemeTrainer<T>::device_;
@@ -82,12 +84,12 @@ class Tensor1dTrainer : public SchemeTrainer<T> {
   int tp_rank_ = 0, dp_rank_ = 0, dp_ = 1;
   std::unique_ptr<Communicator> tp_comm_;    // null when T = 1
   std::unique_ptr<Communicator> data_comm_;  // null when D = 1
-  std::unique_ptr<Tensor1dModel<T>> model_;
+  std::unique_ptr<Tensor1dLayers<T>> layers_;
+  std::unique_ptr<FcNet<T>> model_;
   std::vector<Shard> shards_;
   std::vector<int64_t> unit_first_, unit_count_;  // each unit's range of the flat buffers
   Buffer<T> values_, grads_;
   std::vector<PendingComm> pending_;
-  std::vector<T> staged_inputs_;
   double replica_divergence_ = 0;
   std::string most_divergent_tensor_;
 };

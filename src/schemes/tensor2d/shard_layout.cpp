@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "src/model/fc_net.h"
+#include "src/model/serial_net.h"
 #include "src/schemes/tensor2d/balanced_split.h"
 
 namespace mlps {
@@ -19,7 +19,7 @@ ShardLayout::ShardLayout(const ModelConfig& model, int q, int grid_row, int grid
   // A shape-only model for names, ids and shapes: external storage allocates no parameters,
   // and its few activation bytes go to a throwaway device, not this rank's peak memory.
   Device shapes_only(DeviceKind::cpu);
-  FcNet<double> net(shapes_only, model, 1, ParameterStorage::external);
+  SerialNet<double> net(shapes_only, model, 1, ParameterStorage::external);
   for (int u = 0; u < net.unit_count(); ++u) {
     UnitRange unit;
     unit.offset = total_;

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "src/schemes/tensor2d/balanced_split.h"
-#include "src/schemes/tensor2d/sliced_ops.h"
+#include "src/model/sliced_ops.h"
 
 namespace mlps {
 namespace {
@@ -42,7 +42,7 @@ SlicedLayerNorm<T>::SlicedLayerNorm(Device& device, Communicator& row, int64_t h
       eps_(eps),
       moments_(device, 2 * max_rows),
       gathered_(device, row.size() > 1 ? 2 * max_rows * row.size() : 0),
-      mean_(device, max_rows), rstd_(device, max_rows), sums_(device, 2 * max_rows) {}
+      sums_(device, 2 * max_rows) {}
 
 template <typename T>
 void SlicedLayerNorm<T>::bind(const T* gamma, const T* beta, T* dgamma, T* dbeta) {
@@ -53,7 +53,7 @@ void SlicedLayerNorm<T>::bind(const T* gamma, const T* beta, T* dgamma, T* dbeta
 }
 
 template <typename T>
-void SlicedLayerNorm<T>::forward(const T* x, T* y, int64_t rows) {
+void SlicedLayerNorm<T>::forward(const T* x, T* y, T* mean, T* rstd, int64_t rows) {
   sliced::row_moments<T>(device_, moments_.data(), x, rows, local_);
   const T* gathered = moments_.data();  // a grid row of one rank has every moment already
   if (row_.size() > 1) {
@@ -68,23 +68,23 @@ void SlicedLayerNorm<T>::forward(const T* x, T* y, int64_t rows) {
     device_.to_host(host_moments_.data(), gathered, sizeof(T) * host_moments_.size());
     combine_uneven_row_moments<T>(host_mean_.data(), host_rstd_.data(), host_moments_.data(),
                                   row_.size(), rows, hidden_, eps_);
-    device_.to_device(mean_.data(), host_mean_.data(), sizeof(T) * host_mean_.size());
-    device_.to_device(rstd_.data(), host_rstd_.data(), sizeof(T) * host_rstd_.size());
+    device_.to_device(mean, host_mean_.data(), sizeof(T) * host_mean_.size());
+    device_.to_device(rstd, host_rstd_.data(), sizeof(T) * host_rstd_.size());
   } else {
-    sliced::combine_row_moments<T>(device_, mean_.data(), rstd_.data(), gathered, row_.size(),
+    sliced::combine_row_moments<T>(device_, mean, rstd, gathered, row_.size(),
                                    rows, local_, eps_);
   }
-  sliced::layernorm_apply<T>(device_, y, x, mean_.data(), rstd_.data(), gamma_, beta_, rows,
-                             local_);
+  sliced::layernorm_apply<T>(device_, y, x, mean, rstd, gamma_, beta_, rows, local_);
 }
 
 template <typename T>
-void SlicedLayerNorm<T>::backward(const T* x, const T* dy, T* dx, int64_t rows) {
+void SlicedLayerNorm<T>::backward(const T* x, const T* dy, T* dx, const T* mean, const T* rstd,
+                                  int64_t rows, bool /*accumulate*/) {
   sliced::layernorm_backward_partial<T>(device_, sums_.data(), dgamma_, dbeta_, dy, x,
-                                        mean_.data(), rstd_.data(), gamma_, rows, local_, false);
+                                        mean, rstd, gamma_, rows, local_, false);
   if (row_.size() > 1) row_.all_reduce<T>(sums_.data(), 2 * rows);
-  sliced::layernorm_backward_apply<T>(device_, dx, dy, x, mean_.data(), rstd_.data(), gamma_,
-                                      sums_.data(), rows, local_, hidden_);
+  sliced::layernorm_backward_apply<T>(device_, dx, dy, x, mean, rstd, gamma_, sums_.data(), rows,
+                                      local_, hidden_);
 }
 
 template class SlicedLayerNorm<float>;

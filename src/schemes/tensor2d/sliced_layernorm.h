@@ -14,21 +14,23 @@
 
 #include "src/buffer.h"
 #include "src/comm/communicator.h"
+#include "src/model/layers.h"
 
 namespace mlps {
 
 template <typename T>
-class SlicedLayerNorm {
+class SlicedLayerNorm : public LayerNorm<T> {
  public:
   SlicedLayerNorm(Device& device, Communicator& row, int64_t hidden, int64_t max_rows,
                   double eps = 1e-5);
   void bind(const T* gamma, const T* beta, T* dgamma, T* dbeta);
-  // y = LayerNorm(x) on this rank's slice; keeps the row statistics for backward.
-  void forward(const T* x, T* y, int64_t rows);
-  // dx from dy (x: the forward input); writes this rank's dgamma, dbeta.
-  void backward(const T* x, const T* dy, T* dx, int64_t rows);
+  // y = LayerNorm(x) on this rank's slice, the row statistics to mean and rstd [rows].
+  void forward(const T* x, T* y, T* mean, T* rstd, int64_t rows) override;
+  // dx from dy (x: the forward input); writes this rank's dgamma, dbeta (overwritten).
+  void backward(const T* x, const T* dy, T* dx, const T* mean, const T* rstd, int64_t rows,
+                bool accumulate = false) override;
 
-  int64_t local_hidden() const { return local_; }
+  int64_t width() const override { return local_; }
 
  private:
   Device& device_;
@@ -40,7 +42,7 @@ class SlicedLayerNorm {
   const T* beta_ = nullptr;
   T* dgamma_ = nullptr;
   T* dbeta_ = nullptr;
-  Buffer<T> moments_, gathered_, mean_, rstd_, sums_;
+  Buffer<T> moments_, gathered_, sums_;
   std::vector<T> host_moments_, host_mean_, host_rstd_;  // the uneven combine
 };
 

@@ -112,7 +112,7 @@ void SummaLinear<T>::bind(const ShardLayout& layout, const std::string& name, T*
 }
 
 template <typename T>
-void SummaLinear<T>::forward(const T* x, T* y, int64_t rows) {
+void SummaLinear<T>::forward(const T* x, T* y, int64_t rows, bool /*backward_next*/) {
   Communicator& row = grid_.row_comm();
   Communicator& col = grid_.col_comm();
   const std::array<BlockStream<T>, 2> streams{
@@ -127,7 +127,8 @@ void SummaLinear<T>::forward(const T* x, T* y, int64_t rows) {
 }
 
 template <typename T>
-void SummaLinear<T>::backward(const T* x, const T* dy, T* dx, int64_t rows) {
+void SummaLinear<T>::backward(const T* x, const T* dy, T* dx, int64_t rows,
+                              bool /*accumulate*/) {
   Communicator& row = grid_.row_comm();
   Communicator& col = grid_.col_comm();
   const bool alone = grid_.q() == 1;  // the partial products are already the gradients
@@ -135,7 +136,7 @@ void SummaLinear<T>::backward(const T* x, const T* dy, T* dx, int64_t rows) {
   PendingComm grad_input;
   // Padded reduce-scatters land in place when this rank's block is the largest, else in the
   // landing buffer (copied out once done).
-  const bool input_padded = local_in() < k_max_;
+  const bool input_padded = in_width() < k_max_;
   const bool weight_padded = in_parts_[static_cast<size_t>(grid_.row())] < k_max_;
   if (dx) {
     T* partials = alone ? dx : workspace_.grad_input_partials.data();
@@ -170,7 +171,7 @@ void SummaLinear<T>::backward(const T* x, const T* dy, T* dx, int64_t rows) {
   if (grad_input) {
     grad_input->wait();
     if (input_padded)
-      device_.copy(dx, workspace_.grad_input_landing.data(), sizeof(T) * rows * local_in());
+      device_.copy(dx, workspace_.grad_input_landing.data(), sizeof(T) * rows * in_width());
   }
 }
 

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "src/buffer.h"
+#include "src/model/layers.h"
 #include "src/schemes/tensor2d/grid_2d.h"
 #include "src/schemes/tensor2d/shard_layout.h"
 
@@ -53,7 +54,7 @@ struct SummaWorkspace {
 };
 
 template <typename T>
-class SummaLinear {
+class SummaLinear : public Linear<T> {
  public:
   SummaLinear(Device& device, Grid2d& grid, SummaWorkspace<T>& workspace, int64_t in,
               int64_t out);
@@ -63,15 +64,15 @@ class SummaLinear {
 
   int64_t in() const { return in_; }
   int64_t out() const { return out_; }
-  int64_t local_in() const { return in_parts_[grid_.column()]; }  // k_j: this rank's X block
-  int64_t local_out() const { return n_; }                         // n_j: its Y block
+  int64_t in_width() const override { return in_parts_[grid_.column()]; }  // k_j: its X block
+  int64_t out_width() const override { return n_; }                        // n_j: its Y block
 
   // y [rows × n_j] = (X·Wᵀ + b)_ij from x [rows × k_j].
-  void forward(const T* x, T* y, int64_t rows);
+  void forward(const T* x, T* y, int64_t rows, bool backward_next = false) override;
   // The bias gradient (this rank's rows only: the caller sums it down the grid column), the
   // weight gradient (reduce-scattered into weight_grad, pending in the workspace) and, unless
-  // dx is null, dx [rows × k_j].
-  void backward(const T* x, const T* dy, T* dx, int64_t rows);
+  // dx is null, dx [rows × k_j]. Gradients are overwritten (one pass per step).
+  void backward(const T* x, const T* dy, T* dx, int64_t rows, bool accumulate = false) override;
 
  private:
   Device& device_;

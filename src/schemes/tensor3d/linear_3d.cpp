@@ -65,7 +65,7 @@ void Linear3d<T>::forward(const T* x, T* y, int64_t rows, bool backward_next) {
 }
 
 template <typename T>
-void Linear3d<T>::backward(const T* x, const T* dy, T* dx, int64_t rows) {
+void Linear3d<T>::backward(const T* x, const T* dy, T* dx, int64_t rows, bool /*accumulate*/) {
   const T* w = gathered_weight();
   if (overlap_.prefetch_weights && previous_) previous_->start_gather();
   PendingComm dx_sum;
@@ -95,6 +95,7 @@ void Linear3d<T>::backward(const T* x, const T* dy, T* dx, int64_t rows) {
     dx_sum->wait();
   }
   gathered_ = false;
+  if (next_) next_->finish_weight_gradient();
 }
 
 template <typename T>

@@ -23,6 +23,7 @@
 
 #include "src/buffer.h"
 #include "src/comm/communicator.h"
+#include "src/model/layers.h"
 
 namespace mlps {
 
@@ -34,13 +35,13 @@ struct Overlap3d {
 };
 
 template <typename T>
-class Linear3d {
+class Linear3d : public Linear<T> {
  public:
   Linear3d(Device& device, Communicator& in, Communicator& out, Communicator& depth,
            int64_t in_features, int64_t out_features, const Overlap3d& overlap);
 
-  int64_t in_local() const { return in_local_; }
-  int64_t out_local() const { return out_local_; }
+  int64_t in_width() const override { return in_local_; }
+  int64_t out_width() const override { return out_local_; }
   int64_t shard_elements() const { return shard_; }
   int64_t block_elements() const { return block_; }  // out_local·in_local
   int64_t row0() const { return row0_; }  // the block's first global row (output)
@@ -56,9 +57,10 @@ class Linear3d {
   // Weights changed (a new step): the gathered copy is stale.
   void invalidate() { gathered_ = false; }
   // backward_next: this layer's backward follows at once (see above).
-  void forward(const T* x, T* y, int64_t rows, bool backward_next = false);
-  // dx may be null (the embed: no input gradient).
-  void backward(const T* x, const T* dy, T* dx, int64_t rows);
+  void forward(const T* x, T* y, int64_t rows, bool backward_next = false) override;
+  // dx may be null (the embed: no input gradient). Gradients are overwritten. Ends by finishing
+  // the next layer's deferred dW reduce-scatter, which ran during this backward.
+  void backward(const T* x, const T* dy, T* dx, int64_t rows, bool accumulate = false) override;
   // Waits for a deferred dW reduce-scatter (no-op when none is pending).
   void finish_weight_gradient();
 

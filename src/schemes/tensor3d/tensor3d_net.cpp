@@ -1,12 +1,9 @@
 #include "src/schemes/tensor3d/tensor3d_net.h"
 
 #include <algorithm>
-#include <optional>
 #include <stdexcept>
 
-#include "src/model/fc_net.h"
-#include "src/model/predicted_classes.h"
-#include "src/schemes/tensor2d/sliced_ops.h"
+#include "src/model/serial_net.h"
 
 namespace mlps {
 namespace {
@@ -16,11 +13,25 @@ ShardAxis other(ShardAxis a) { return a == ShardAxis::inner ? ShardAxis::outer :
 }  // namespace
 
 template <typename T>
-std::unique_ptr<Linear3d<T>> Tensor3dNet<T>::make_linear(const std::string& name,
-                                                         ShardAxis& axis, int64_t in,
-                                                         int64_t out) {
-  Communicator& in_group = grid_.axis(axis);
-  Communicator& out_group = grid_.axis(other(axis));
+Tensor3dNet<T>::Tensor3dNet(Device& device, Grid3d& grid, const ModelConfig& config,
+                            int64_t max_rows, uint64_t seed, const Overlap3d& overlap)
+    : device_(device), grid_(grid), config_(config), max_rows_(max_rows), overlap_(overlap) {
+  // The pixels are sharded over the outer axis.
+  const int64_t input_first = grid.r() * (config.input_features() / grid.outer().size());
+  net_ = std::make_unique<FcNet<T>>(device, config, max_rows, static_cast<LayerSet<T>&>(*this),
+                                    logits(), input_first);
+  initialise(seed);
+  for (size_t i = 0; i < linears_.size(); ++i)
+    linears_[i]->set_neighbours(i + 1 < linears_.size() ? linears_[i + 1] : nullptr,
+                                i > 0 ? linears_[i - 1] : nullptr);
+  scratch_ = std::make_unique<DepthScratch<T>>(device, linears_, grid.depth().size(), overlap);
+}
+
+template <typename T>
+std::unique_ptr<Linear<T>> Tensor3dNet<T>::linear(const std::string& name, int64_t in,
+                                                  int64_t out) {
+  Communicator& in_group = grid_.axis(axis_);
+  Communicator& out_group = grid_.axis(other(axis_));
   auto layer = std::make_unique<Linear3d<T>>(device_, in_group, out_group, grid_.depth(), in,
                                              out, overlap_);
   LocalTensor w;
@@ -32,15 +43,26 @@ std::unique_ptr<Linear3d<T>> Tensor3dNet<T>::make_linear(const std::string& name
   w.count = layer->shard_elements();
   w.row0 = layer->row0();
   w.col0 = layer->col0();
-  w.block_cols = layer->in_local();
+  w.block_cols = layer->in_width();
   w.first = grid_.d() * layer->shard_elements();
   w.owner = grid_.replica() == 0;
   weight_count_ += w.count;
   tensors_.push_back(w);
   add_vector(name + ".bias", out, out_group);
-  axis = other(axis);
+  axis_ = other(axis_);
   linears_.push_back(layer.get());
   return layer;
+}
+
+template <typename T>
+std::unique_ptr<LayerNorm<T>> Tensor3dNet<T>::layer_norm(const std::string& name,
+                                                         int64_t features) {
+  Communicator& group = grid_.axis(axis_);
+  auto norm = std::make_unique<SlicedLayerNorm<T>>(device_, group, features, max_rows_);
+  norms_.emplace_back(norm.get(), tensors_.size());
+  add_vector(name + ".weight", features, group);
+  add_vector(name + ".bias", features, group);
+  return norm;
 }
 
 template <typename T>
@@ -62,44 +84,26 @@ int64_t Tensor3dNet<T>::add_vector(const std::string& name, int64_t features,
 }
 
 template <typename T>
-Tensor3dNet<T>::Tensor3dNet(Device& device, Grid3d& grid, const ModelConfig& config,
-                            int64_t max_rows, uint64_t seed, const Overlap3d& overlap)
-    : device_(device), grid_(grid), config_(config), overlap_(overlap) {
-  const int64_t h = config.hidden, f = config.ffn_hidden();
-  int64_t grad_normed_elements = 0, grad_inner_elements = 0;
-  ShardAxis axis = ShardAxis::outer;  // the pixels
-  embed_ = make_linear("embed", axis, config.input_features(), h);
-  axes_.push_back(axis);
-  for (int64_t l = 0; l < config.layers; ++l) {
-    const std::string name = "block" + std::to_string(l);
-    Block b;
-    if (config.block == BlockKind::plain) {
-      b.fc1 = make_linear(name + ".fc", axis, h, h);
-    } else {
-      Communicator& group = grid.axis(axis);
-      b.gamma = add_vector(name + ".norm.weight", h, group);
-      b.beta = add_vector(name + ".norm.bias", h, group);
-      b.fc1 = make_linear(name + ".fc1", axis, h, f);
-      b.fc2 = make_linear(name + ".fc2", axis, f, h);
-      if (!config.checkpoint_activations) b.saved = make_saved(b, max_rows);
-    }
-    grad_normed_elements = std::max(grad_normed_elements, max_rows * b.fc1->in_local());
-    grad_inner_elements = std::max(grad_inner_elements, max_rows * b.fc1->out_local());
-    blocks_.push_back(std::move(b));
-    axes_.push_back(axis);
+LogitSplit Tensor3dNet<T>::logits() {
+  // The logits are sharded over the other axis than the classifier's input.
+  Communicator& group = grid_.axis(other(classifier_input_axis(config_)));
+  LogitSplit split;
+  if (group.size() == 1) return split;
+  const int64_t classes = config_.classes, c = (classes + group.size() - 1) / group.size();
+  split.group = &group;
+  split.block = c;
+  for (int p = 0; p < group.size(); ++p) {
+    split.first.push_back(p * c);
+    split.count.push_back(std::clamp<int64_t>(classes - p * c, 0, c));
+    split.width.push_back(c);
   }
-  classifier_ = make_linear("classifier", axis, h, config.classes);
-  logits_axis_ = axis;
-  // Residual blocks map the inner axis to itself, so one Saved fits all of them.
-  if (config.checkpoint_activations && config.block == BlockKind::residual_mlp &&
-      !blocks_.empty())
-    shared_ = make_saved(blocks_.front(), max_rows);
-  if (config.block == BlockKind::residual_mlp)
-    grad_normed_ = Buffer<T>(device, grad_normed_elements);
-  grad_inner_ = Buffer<T>(device, grad_inner_elements);
+  return split;
+}
 
+template <typename T>
+void Tensor3dNet<T>::initialise(uint64_t seed) {
   // FC_Net's ids, names and shapes, in its order (no parameter memory is allocated).
-  FcNet<T> reference(device, config, 1, ParameterStorage::external);
+  SerialNet<T> reference(device_, config_, 1, ParameterStorage::external);
   if (reference.parameters().size() != tensors_.size())
     throw std::logic_error("tensor3d: FC_Net has a different number of tensors");
   std::vector<T> weights(static_cast<size_t>(weight_count_)),
@@ -127,10 +131,10 @@ Tensor3dNet<T>::Tensor3dNet(Device& device, Grid3d& grid, const ModelConfig& con
       }
     }
   }
-  weights_ = Buffer<T>(device, weight_count_);
-  weight_grads_ = Buffer<T>(device, weight_count_);
-  vectors_ = Buffer<T>(device, vector_count_);
-  vector_grads_ = Buffer<T>(device, vector_count_);
+  weights_ = Buffer<T>(device_, weight_count_);
+  weight_grads_ = Buffer<T>(device_, weight_count_);
+  vectors_ = Buffer<T>(device_, vector_count_);
+  vector_grads_ = Buffer<T>(device_, vector_count_);
   weights_.upload(weights);
   vectors_.upload(vectors);
   weight_grads_.zero();
@@ -138,169 +142,31 @@ Tensor3dNet<T>::Tensor3dNet(Device& device, Grid3d& grid, const ModelConfig& con
 
   // Bind: each Linear owns tensors (weight, bias) in order; a LayerNorm (γ, β) before fc1.
   size_t t = 0;
-  auto bind_linear = [&](Linear3d<T>& layer) {
+  for (Linear3d<T>* layer : linears_) {
+    while (!tensors_[t].weight) ++t;  // a LayerNorm's γ, β
     const LocalTensor& w = tensors_[t++];
     const LocalTensor& b = tensors_[t++];
-    layer.bind(weights_.data() + w.offset, weight_grads_.data() + w.offset,
-               vectors_.data() + b.offset, vector_grads_.data() + b.offset);
-  };
-  bind_linear(*embed_);
-  for (Block& b : blocks_) {
-    if (b.fc2) t += 2;  // γ, β: bound to a LayerNorm where one is used (saved_of)
-    bind_linear(*b.fc1);
-    if (b.fc2) bind_linear(*b.fc2);
+    layer->bind(weights_.data() + w.offset, weight_grads_.data() + w.offset,
+                vectors_.data() + b.offset, vector_grads_.data() + b.offset);
   }
-  bind_linear(*classifier_);
-  for (size_t i = 0; i < linears_.size(); ++i)
-    linears_[i]->set_neighbours(i + 1 < linears_.size() ? linears_[i + 1] : nullptr,
-                                i > 0 ? linears_[i - 1] : nullptr);
-  scratch_ = std::make_unique<DepthScratch<T>>(device, linears_, grid.depth().size(), overlap);
-
-  const int64_t in_local = config.input_features() / grid.outer().size();
-  inputs_ = Buffer<T>(device, max_rows * in_local);
-  labels_ = Buffer<int32_t>(device, max_rows);
-  for (ShardAxis a : axes_) activations_.emplace_back(device, max_rows * (h / grid.axis(a).size()));
-  const int g = grid.axis(logits_axis_).size();
-  const int64_t c = (config.classes + g - 1) / g;
-  local_logits_ = Buffer<T>(device, max_rows * c);
-  if (g > 1) gathered_logits_ = Buffer<T>(device, max_rows * c * g);
-  logits_ = Buffer<T>(device, max_rows * config.classes);
-  probs_ = Buffer<T>(device, max_rows * config.classes);
-  row_loss_ = Buffer<T>(device, max_rows);
-  grad_logits_ = Buffer<T>(device, max_rows * config.classes);
-  local_grad_logits_ = Buffer<T>(device, max_rows * c);
-  grad_a_ = Buffer<T>(device, max_rows * h);
-  grad_b_ = Buffer<T>(device, max_rows * h);
-}
-
-template <typename T>
-typename Tensor3dNet<T>::Saved Tensor3dNet<T>::make_saved(const Block& b, int64_t max_rows) {
-  Saved s;
-  s.norm = std::make_unique<SlicedLayerNorm<T>>(device_, b.fc1->in_group(), config_.hidden,
-                                                max_rows);
-  s.normed = Buffer<T>(device_, max_rows * b.fc1->in_local());
-  s.inner = Buffer<T>(device_, max_rows * b.fc1->out_local());
-  return s;
-}
-
-template <typename T>
-typename Tensor3dNet<T>::Saved& Tensor3dNet<T>::saved_of(Block& b) {
-  Saved& s = config_.checkpoint_activations ? shared_ : b.saved;
-  s.norm->bind(vectors_.data() + b.gamma, vectors_.data() + b.beta,
-               vector_grads_.data() + b.gamma, vector_grads_.data() + b.beta);
-  return s;
-}
-
-template <typename T>
-void Tensor3dNet<T>::forward_block(size_t l, int64_t rows, bool recompute) {
-  Block& b = blocks_[l];
-  const T* x = activations_[l].data();
-  T* y = activations_[l + 1].data();  // a recompute rewrites it with the same values
-  // In a recompute the block's last Linear goes straight on to its backward.
-  if (!b.fc2) {
-    b.fc1->forward(x, y, rows, recompute);
-    device_.relu_forward<T>(y, y, rows * b.fc1->out_local());
-    return;
+  for (auto& [norm, gamma] : norms_) {
+    const int64_t g = tensors_[gamma].offset, b = tensors_[gamma + 1].offset;
+    norm->bind(vectors_.data() + g, vectors_.data() + b, vector_grads_.data() + g,
+               vector_grads_.data() + b);
   }
-  Saved& s = saved_of(b);
-  s.norm->forward(x, s.normed.data(), rows);
-  b.fc1->forward(s.normed.data(), s.inner.data(), rows);
-  device_.relu_forward<T>(s.inner.data(), s.inner.data(), rows * b.fc1->out_local());
-  b.fc2->forward(s.inner.data(), y, rows, recompute);
-  device_.residual_add<T>(y, y, x, rows * b.fc2->out_local());
 }
 
 template <typename T>
 double Tensor3dNet<T>::forward(const HostBatch& batch) {
-  const int64_t rows = batch.rows, classes = config_.classes;
   for (Linear3d<T>* layer : linears_) layer->invalidate();
-  const int64_t in_local = config_.input_features() / grid_.outer().size();
-  const int64_t first = grid_.r() * in_local;
-  staged_inputs_.resize(static_cast<size_t>(rows * in_local));
-  for (int64_t r = 0; r < rows; ++r)
-    std::copy_n(batch.pixels.begin() + r * batch.features + first, in_local,
-                staged_inputs_.begin() + r * in_local);
-  device_.to_device(inputs_.data(), staged_inputs_.data(), sizeof(T) * staged_inputs_.size());
-  device_.to_device(labels_.data(), batch.labels.data(), sizeof(int32_t) * rows);
-
-  embed_->forward(inputs_.data(), activations_[0].data(), rows);
-  for (size_t l = 0; l < blocks_.size(); ++l) forward_block(l, rows, false);
-  classifier_->forward(activations_.back().data(), local_logits_.data(), rows);
-
-  Communicator& group = grid_.axis(logits_axis_);
-  const int64_t c = (classes + group.size() - 1) / group.size();
-  const T* gathered = local_logits_.data();
-  if (group.size() > 1) {
-    group.all_gather<T>(local_logits_.data(), gathered_logits_.data(), rows * c);
-    gathered = gathered_logits_.data();
-  }
-  for (int p = 0; p < group.size(); ++p)
-    sliced::copy_2d<T>(device_, logits_.data() + p * c, classes, gathered + p * rows * c, c,
-                       rows, std::clamp<int64_t>(classes - p * c, 0, c));
-  device_.softmax_xent_forward<T>(probs_.data(), row_loss_.data(), logits_.data(),
-                                  labels_.data(), rows, classes);
-  std::vector<T> losses(static_cast<size_t>(rows));
-  device_.to_host(losses.data(), row_loss_.data(), sizeof(T) * losses.size());
-  double sum = 0.0;
-  for (T value : losses) sum += static_cast<double>(value);
-  return sum;
-}
-
-template <typename T>
-void Tensor3dNet<T>::linear_backward(Linear3d<T>& layer, const T* x, const T* dy, T* dx,
-                                     int64_t rows) {
-  layer.backward(x, dy, dx, rows);
-  // A deferred dW reduce-scatter ran during this layer's backward: finish it now.
-  if (deferred_) deferred_->finish_weight_gradient();
-  deferred_ = &layer;
-}
-
-template <typename T>
-void Tensor3dNet<T>::backward_block(size_t l, const T* dy, T* dx, int64_t rows) {
-  Block& b = blocks_[l];
-  const T* x = activations_[l].data();
-  T* grad_inner = grad_inner_.data();
-  if (!b.fc2) {
-    device_.relu_backward<T>(grad_inner, dy, activations_[l + 1].data(),
-                             rows * b.fc1->out_local());
-    linear_backward(*b.fc1, x, grad_inner, dx, rows);
-    return;
-  }
-  Saved& s = saved_of(b);
-  T* grad_normed = grad_normed_.data();
-  linear_backward(*b.fc2, s.inner.data(), dy, grad_inner, rows);
-  device_.relu_backward<T>(grad_inner, grad_inner, s.inner.data(), rows * b.fc1->out_local());
-  linear_backward(*b.fc1, s.normed.data(), grad_inner, grad_normed, rows);
-  s.norm->backward(x, grad_normed, dx, rows);
-  device_.residual_add<T>(dx, dx, dy, rows * b.fc2->out_local());
+  return net_->forward(batch);
 }
 
 template <typename T>
 void Tensor3dNet<T>::backward(int64_t rows, int64_t global_batch, PhaseTimer* timer) {
-  const int64_t classes = config_.classes;
-  Communicator& group = grid_.axis(logits_axis_);
-  const int64_t c = (classes + group.size() - 1) / group.size();
-  device_.softmax_xent_backward<T>(grad_logits_.data(), probs_.data(), labels_.data(), rows,
-                                   classes, 1.0 / static_cast<double>(global_batch));
-  local_grad_logits_.zero();  // padding columns: zero gradient
-  sliced::copy_2d<T>(device_, local_grad_logits_.data(), c,
-                     grad_logits_.data() + group.rank() * c, classes, rows,
-                     std::clamp<int64_t>(classes - group.rank() * c, 0, c));
-  T* dy = grad_a_.data();
-  T* dx = grad_b_.data();
-  linear_backward(*classifier_, activations_.back().data(), local_grad_logits_.data(), dy, rows);
-  for (size_t l = blocks_.size(); l-- > 0;) {
-    if (config_.checkpoint_activations) {
-      std::optional<ScopedPhase> timed;
-      if (timer) timed.emplace(*timer, Phase::recompute);
-      forward_block(l, rows, true);
-    }
-    backward_block(l, dy, dx, rows);
-    std::swap(dx, dy);
-  }
-  linear_backward(*embed_, inputs_.data(), dy, nullptr, rows);
-  deferred_->finish_weight_gradient();
-  deferred_ = nullptr;
+  net_->set_timer(timer);
+  net_->backward(rows, global_batch, false);
+  linears_.front()->finish_weight_gradient();  // the embed's, deferred
   // Vector slices hold this depth rank's rows' sums; weight shards are complete per replica.
   if (grid_.depth().size() > 1)
     grid_.depth().all_reduce<T>(vector_grads_.data(), vector_count_);
@@ -310,11 +176,6 @@ void Tensor3dNet<T>::backward(int64_t rows, int64_t global_batch, PhaseTimer* ti
     grid_.data().all_reduce<T>(vector_grads_.data(), vector_count_);
     w->wait();
   }
-}
-
-template <typename T>
-std::vector<int32_t> Tensor3dNet<T>::predictions(int64_t rows) const {
-  return predicted_classes(device_, probs_.data(), rows, config_.classes);
 }
 
 template class Tensor3dNet<float>;

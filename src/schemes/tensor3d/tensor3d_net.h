@@ -12,22 +12,17 @@
 // plane axis, depth and data). After backward, vector gradients are all-reduced over depth,
 // then every gradient over data. With G_d > 1 the Linears share their gathered-W and dW
 // scratch (DepthScratch), so a rank holds its shards plus about one layer's full block.
-// A residual block's backward reads LayerNorm's row statistics, the normalised input and fc1's
-// activated output (Saved): each block keeps its own, or with config.checkpoint_activations
-// the blocks keep only their inputs (the activations between blocks) and share one Saved,
-// refilled by rerunning the block's forward (the same kernels and collectives on the same
-// inputs: bit-identical) right before its backward. The backward's gradient scratch is shared
-// by the blocks either way.
+// FC_Net (src/model/fc_net.h) runs on this net's layer set: Linear3d and SlicedLayerNorm.
+// With checkpointing each block's recompute repeats its collectives.
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "src/data/batch_loader.h"
+#include "src/model/fc_net.h"
 #include "src/schemes/tensor2d/sliced_layernorm.h"
 #include "src/schemes/tensor3d/depth_scratch.h"
 #include "src/schemes/tensor3d/grid_3d.h"
 #include "src/schemes/tensor3d/linear_3d.h"
-#include "src/timing/phase_timer.h"
 
 namespace mlps {
 
@@ -46,7 +41,7 @@ struct LocalTensor {
 };
 
 template <typename T>
-class Tensor3dNet {
+class Tensor3dNet : private LayerSet<T> {
  public:
   Tensor3dNet(Device& device, Grid3d& grid, const ModelConfig& config, int64_t max_rows,
               uint64_t seed, const Overlap3d& overlap);
@@ -56,7 +51,7 @@ class Tensor3dNet {
   // Backward of the mean loss over global_batch samples; on return every gradient is complete.
   // The checkpointing recompute is timed as Phase::recompute on timer (null: untimed).
   void backward(int64_t rows, int64_t global_batch, PhaseTimer* timer);
-  std::vector<int32_t> predictions(int64_t rows) const;
+  std::vector<int32_t> predictions(int64_t rows) const { return net_->predictions(rows); }
 
   const std::vector<LocalTensor>& tensors() const { return tensors_; }
   int64_t weights_size() const { return weight_count_; }
@@ -68,48 +63,28 @@ class Tensor3dNet {
   int64_t scratch_bytes() const { return scratch_ ? scratch_->bytes() : 0; }
 
  private:
-  struct Saved {
-    std::unique_ptr<SlicedLayerNorm<T>> norm;  // holds the row statistics
-    Buffer<T> normed, inner;
-  };
-  struct Block {
-    std::unique_ptr<Linear3d<T>> fc1, fc2;  // plain: fc1 only
-    int64_t gamma = 0, beta = 0;            // residual: LayerNorm's offsets in vectors_
-    Saved saved;                            // residual without checkpointing
-  };
-  std::unique_ptr<Linear3d<T>> make_linear(const std::string& name, ShardAxis& axis,
-                                           int64_t in, int64_t out);
+  // The layer set: each Linear flips the activations' axis; a LayerNorm reduces over the axis
+  // that shards its input. Both record their tensors (bound once all are laid out).
+  std::unique_ptr<Linear<T>> linear(const std::string& name, int64_t in, int64_t out) override;
+  std::unique_ptr<LayerNorm<T>> layer_norm(const std::string& name, int64_t features) override;
   int64_t add_vector(const std::string& name, int64_t features, Communicator& group);
-  Saved make_saved(const Block& b, int64_t max_rows);
-  // The block's Saved, its LayerNorm bound to the block's γ and β.
-  Saved& saved_of(Block& b);
-  // recompute: checkpointing's rerun, right before the block's backward.
-  void forward_block(size_t l, int64_t rows, bool recompute);
-  void backward_block(size_t l, const T* dy, T* dx, int64_t rows);
-  void linear_backward(Linear3d<T>& layer, const T* x, const T* dy, T* dx, int64_t rows);
+  LogitSplit logits();
+  // Every tensor's initial values, this rank's elements only; then binds the layers to them.
+  void initialise(uint64_t seed);
 
   Device& device_;
   Grid3d& grid_;
   ModelConfig config_;
+  int64_t max_rows_;
   Overlap3d overlap_;
+  ShardAxis axis_ = ShardAxis::outer;  // of the activations the next layer made reads
   std::vector<LocalTensor> tensors_;
   int64_t weight_count_ = 0, vector_count_ = 0;
   std::vector<Linear3d<T>*> linears_;  // forward order
-  std::unique_ptr<Linear3d<T>> embed_, classifier_;
-  std::vector<Block> blocks_;
-  std::vector<ShardAxis> axes_;        // of activations_[l]
-  ShardAxis logits_axis_ = ShardAxis::inner;
+  std::vector<std::pair<SlicedLayerNorm<T>*, size_t>> norms_;  // and γ's index in tensors_
   Buffer<T> weights_, weight_grads_, vectors_, vector_grads_;
-  Buffer<T> inputs_;
-  Buffer<int32_t> labels_;
-  std::vector<Buffer<T>> activations_;  // the embed's and each block's output
-  Saved shared_;                        // checkpointing: every block's, one at a time
-  Buffer<T> grad_normed_, grad_inner_;  // one block's backward at a time
-  Buffer<T> local_logits_, gathered_logits_, logits_, probs_, row_loss_, grad_logits_,
-      local_grad_logits_, grad_a_, grad_b_;
-  std::vector<T> staged_inputs_;
   std::unique_ptr<DepthScratch<T>> scratch_;
-  Linear3d<T>* deferred_ = nullptr;  // its dW reduce-scatter is still in flight
+  std::unique_ptr<FcNet<T>> net_;
 };
 
 }  // namespace mlps
