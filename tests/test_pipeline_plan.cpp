@@ -11,6 +11,7 @@
 
 #include "src/errors.h"
 #include "src/schemes/pipeline_layout.h"
+#include "tests/small_pipeline_model.h"
 
 namespace mlps {
 namespace {
@@ -95,16 +96,6 @@ TEST(PipelineSchedule, BalancedStagesReachTheIdealBubble) {
         // Each stage computes M·(f + b), so its idle share is (P − 1)/(M + P − 1).
         EXPECT_NEAR(1.0 - m * (f + b) / makespan, ideal_bubble_fraction(p, m), 1e-12);
       }
-}
-
-ModelConfig small_model(int64_t layers, BlockKind block = BlockKind::residual_mlp) {
-  ModelConfig c;
-  c.image_size = 5;
-  c.hidden = 6;
-  c.ffn_mult = 2;
-  c.layers = layers;
-  c.block = block;
-  return c;
 }
 
 int64_t largest_stage(const ModelConfig& c, const std::vector<int64_t>& split) {

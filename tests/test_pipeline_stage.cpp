@@ -10,18 +10,48 @@
 #include "src/model/serial_net.h"
 #include "src/schemes/pipeline_partition.h"
 #include "src/schemes/pipeline_stage.h"
+#include "tests/small_pipeline_model.h"
 
 namespace mlps {
 namespace {
 
-ModelConfig small_model(int64_t layers, BlockKind block = BlockKind::residual_mlp) {
-  ModelConfig c;
-  c.image_size = 5;
-  c.hidden = 6;
-  c.ffn_mult = 2;
-  c.layers = layers;
-  c.block = block;
-  return c;
+// The stages of `split`, each built as a rank would build it, chained in one process.
+template <typename T>
+struct ChainedStages {
+  std::vector<std::unique_ptr<PipelineStage<T>>> stages;
+  std::vector<std::vector<StageActivations<T>>> saved;  // per stage, per micro-batch
+};
+
+// Every micro-batch's forward through every stage (GPipe order: all activations kept), each
+// row's loss into row_loss [rows].
+template <typename T>
+ChainedStages<T> chained_forward(Device& device, const ModelConfig& c, const PipelinePartition& partition,
+                                 uint64_t seed, const std::vector<T>& inputs,
+                                 const std::vector<int32_t>& labels, int micro_batches,
+                                 Buffer<T>& row_loss) {
+  const auto micro = static_cast<int64_t>(labels.size()) / micro_batches;
+  ChainedStages<T> chain;
+  auto& stages = chain.stages;
+  auto& saved = chain.saved;
+  for (int s = 0; s < partition.stages(); ++s)
+    stages.push_back(std::make_unique<PipelineStage<T>>(device, c, partition.first_unit(s),
+                                                        partition.end_unit(s), micro, seed));
+  saved.resize(stages.size());
+  for (int m = 0; m < micro_batches; ++m)
+    for (size_t s = 0; s < stages.size(); ++s) {
+      auto a = stages[s]->make_activations(micro);
+      if (s == 0)
+        device.to_device(a.input.data(), inputs.data() + m * micro * c.input_features(),
+                         sizeof(T) * micro * c.input_features());
+      else
+        device.copy(a.input.data(), stages[s - 1]->output(saved[s - 1].back()),
+                    sizeof(T) * micro * c.hidden);
+      if (s + 1 == stages.size())
+        device.to_device(a.labels.data(), labels.data() + m * micro, sizeof(int32_t) * micro);
+      stages[s]->forward(a, micro, row_loss.data() + m * micro);
+      saved[s].push_back(std::move(a));
+    }
+  return chain;
 }
 
 // Stages chained in one process, micro-batch by micro-batch (activations of all micro-batches
@@ -42,26 +72,9 @@ void expect_stages_match_fcnet(BlockKind block, std::vector<int64_t> split, int 
   reference.backward(rows, rows, false);
 
   const int64_t micro = rows / micro_batches;
-  std::vector<std::unique_ptr<PipelineStage<T>>> stages;
-  for (int s = 0; s < partition.stages(); ++s)
-    stages.push_back(std::make_unique<PipelineStage<T>>(device, c, partition.first_unit(s),
-                                                        partition.end_unit(s), micro, seed));
   Buffer<T> row_loss(device, rows);
-  std::vector<std::vector<StageActivations<T>>> saved(stages.size());
-  for (int m = 0; m < micro_batches; ++m)
-    for (size_t s = 0; s < stages.size(); ++s) {
-      auto a = stages[s]->make_activations(micro);
-      if (s == 0)
-        device.to_device(a.input.data(), inputs.data() + m * micro * c.input_features(),
-                         sizeof(T) * micro * c.input_features());
-      else
-        device.copy(a.input.data(), stages[s - 1]->output(saved[s - 1].back()),
-                    sizeof(T) * micro * c.hidden);
-      if (s + 1 == stages.size())
-        device.to_device(a.labels.data(), labels.data() + m * micro, sizeof(int32_t) * micro);
-      stages[s]->forward(a, micro, row_loss.data() + m * micro);
-      saved[s].push_back(std::move(a));
-    }
+  auto [stages, saved] =
+      chained_forward<T>(device, c, partition, seed, inputs, labels, micro_batches, row_loss);
   double loss = 0;
   for (T v : row_loss.download()) loss += static_cast<double>(v);
   EXPECT_NEAR(loss, reference_loss, 1e-12 * std::abs(reference_loss));
@@ -139,27 +152,10 @@ ChainedRun<T> run_chained(const ModelConfig& c, const std::vector<int64_t>& spli
   std::vector<int32_t> labels(static_cast<size_t>(rows));
   for (size_t i = 0; i < inputs.size(); ++i) inputs[i] = static_cast<T>(std::cos(0.29 * i));
   for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int32_t>((i * 3) % 10);
-  std::vector<std::unique_ptr<PipelineStage<T>>> stages;
-  for (int s = 0; s < partition.stages(); ++s)
-    stages.push_back(std::make_unique<PipelineStage<T>>(device, c, partition.first_unit(s),
-                                                        partition.end_unit(s), micro, seed));
   ChainedRun<T> run;
   Buffer<T> row_loss(device, rows);
-  std::vector<std::vector<StageActivations<T>>> saved(stages.size());
-  for (int m = 0; m < micro_batches; ++m)
-    for (size_t s = 0; s < stages.size(); ++s) {
-      auto a = stages[s]->make_activations(micro);
-      if (s == 0)
-        device.to_device(a.input.data(), inputs.data() + m * micro * c.input_features(),
-                         sizeof(T) * micro * c.input_features());
-      else
-        device.copy(a.input.data(), stages[s - 1]->output(saved[s - 1].back()),
-                    sizeof(T) * micro * c.hidden);
-      if (s + 1 == stages.size())
-        device.to_device(a.labels.data(), labels.data() + m * micro, sizeof(int32_t) * micro);
-      stages[s]->forward(a, micro, row_loss.data() + m * micro);
-      saved[s].push_back(std::move(a));
-    }
+  auto [stages, saved] =
+      chained_forward<T>(device, c, partition, seed, inputs, labels, micro_batches, row_loss);
   run.row_loss = row_loss.download();
   for (const auto& a : saved.back()) {
     const auto logits = a.outputs.back().download();

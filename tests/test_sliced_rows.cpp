@@ -9,6 +9,7 @@
 
 #include "kernels/kernels.h"
 #include "kernels/sliced_rows.h"
+#include "tests/cuda_test_support.h"
 #include "tests/reference_kernels.h"
 
 namespace mlps {
@@ -108,47 +109,7 @@ TYPED_TEST(SlicedRowsTest, Copy2dCopiesExactlyTheSubMatrix) {
 }
 
 #ifdef MLPSCALE_WITH_CUDA
-#define MLPS_REQUIRE_GPU(kernel) \
-  if (!::mlps::cuda::gpu_available()) GTEST_SKIP() << "no GPU: CUDA kernel " kernel " not checked"
-#else
-#define MLPS_REQUIRE_GPU(kernel) \
-  GTEST_SKIP() << "no GPU: CUDA kernel " kernel " not checked (built without CUDA)"
-#endif
-
-#ifdef MLPSCALE_WITH_CUDA
-template <typename T>
-class Gpu {
- public:
-  explicit Gpu(const std::vector<T>& host)
-      : count_(host.size()), data_(static_cast<T*>(cuda::device_alloc(bytes()))) {
-    cuda::copy_to_device(data_, host.data(), bytes());
-  }
-  Gpu(const Gpu&) = delete;
-  Gpu& operator=(const Gpu&) = delete;
-  ~Gpu() { cuda::device_free(data_); }
-  T* get() { return data_; }
-  std::vector<T> host() const {
-    std::vector<T> out(count_);
-    cuda::copy_to_host(out.data(), data_, bytes());
-    return out;
-  }
-
- private:
-  size_t bytes() const { return std::max<size_t>(count_, 1) * sizeof(T); }
-  size_t count_;
-  T* data_;
-};
-
-template <typename T>
-std::vector<T> random_t(size_t n, uint64_t seed, double lo = -1.0, double hi = 1.0) {
-  return ref::cast_to<T>(ref::random_values(n, seed, lo, hi));
-}
-
-template <typename T>
-::testing::AssertionResult same(const std::vector<T>& gpu, const std::vector<T>& cpu,
-                                const std::string& what) {
-  return ref::all_close(ref::to_double(gpu), ref::to_double(cpu), ref::tolerance<T>(), what);
-}
+using namespace cuda_test;
 #endif
 
 TYPED_TEST(SlicedRowsTest, CudaMatchesCpu) {
@@ -160,56 +121,56 @@ TYPED_TEST(SlicedRowsTest, CudaMatchesCpu) {
   const auto x = random_t<T>(rows * cols, 1, 3.0, 5.0);
   const auto gamma = random_t<T>(cols, 2), beta = random_t<T>(cols, 3);
   const auto dy = random_t<T>(rows * cols, 4);
-  Gpu<T> x_d(x), gamma_d(gamma), beta_d(beta), dy_d(dy);
+  GpuArray<T> x_d(x), gamma_d(gamma), beta_d(beta), dy_d(dy);
 
   std::vector<T> moments(rows * 2);
-  Gpu<T> moments_d(moments);
+  GpuArray<T> moments_d(moments);
   cpu::row_moments<T>(moments.data(), x.data(), rows, cols);
   cuda::row_moments<T>(moments_d.get(), x_d.get(), rows, cols);
-  EXPECT_TRUE(same(moments_d.host(), moments, "moments"));
+  EXPECT_TRUE(matches_cpu(moments_d.host(), moments, "moments"));
 
   const auto gathered = random_t<T>(parts * rows * 2, 5, 0.5, 2.0);
   std::vector<T> mean(rows), rstd(rows);
-  Gpu<T> gathered_d(gathered), mean_d(mean), rstd_d(rstd);
+  GpuArray<T> gathered_d(gathered), mean_d(mean), rstd_d(rstd);
   cpu::combine_row_moments<T>(mean.data(), rstd.data(), gathered.data(), parts, rows, 100, 1e-5);
   cuda::combine_row_moments<T>(mean_d.get(), rstd_d.get(), gathered_d.get(), parts, rows, 100,
                                1e-5);
-  EXPECT_TRUE(same(mean_d.host(), mean, "mean"));
-  EXPECT_TRUE(same(rstd_d.host(), rstd, "rstd"));
+  EXPECT_TRUE(matches_cpu(mean_d.host(), mean, "mean"));
+  EXPECT_TRUE(matches_cpu(rstd_d.host(), rstd, "rstd"));
 
   std::vector<T> y(rows * cols);
-  Gpu<T> y_d(y);
+  GpuArray<T> y_d(y);
   cpu::layernorm_apply<T>(y.data(), x.data(), mean.data(), rstd.data(), gamma.data(),
                           beta.data(), rows, cols);
   cuda::layernorm_apply<T>(y_d.get(), x_d.get(), mean_d.get(), rstd_d.get(), gamma_d.get(),
                            beta_d.get(), rows, cols);
-  EXPECT_TRUE(same(y_d.host(), y, "y"));
+  EXPECT_TRUE(matches_cpu(y_d.host(), y, "y"));
 
   for (bool accumulate : {false, true}) {
     std::vector<T> sums(rows * 2), dgamma = random_t<T>(cols, 6), dbeta = random_t<T>(cols, 7);
-    Gpu<T> sums_d(sums), dgamma_d(dgamma), dbeta_d(dbeta);
+    GpuArray<T> sums_d(sums), dgamma_d(dgamma), dbeta_d(dbeta);
     cpu::layernorm_backward_partial<T>(sums.data(), dgamma.data(), dbeta.data(), dy.data(),
                                        x.data(), mean.data(), rstd.data(), gamma.data(), rows,
                                        cols, accumulate);
     cuda::layernorm_backward_partial<T>(sums_d.get(), dgamma_d.get(), dbeta_d.get(), dy_d.get(),
                                         x_d.get(), mean_d.get(), rstd_d.get(), gamma_d.get(),
                                         rows, cols, accumulate);
-    EXPECT_TRUE(same(sums_d.host(), sums, "sums"));
-    EXPECT_TRUE(same(dgamma_d.host(), dgamma, "dgamma"));
-    EXPECT_TRUE(same(dbeta_d.host(), dbeta, "dbeta"));
+    EXPECT_TRUE(matches_cpu(sums_d.host(), sums, "sums"));
+    EXPECT_TRUE(matches_cpu(dgamma_d.host(), dgamma, "dgamma"));
+    EXPECT_TRUE(matches_cpu(dbeta_d.host(), dbeta, "dbeta"));
 
     std::vector<T> dx(rows * cols);
-    Gpu<T> dx_d(dx);
+    GpuArray<T> dx_d(dx);
     cpu::layernorm_backward_apply<T>(dx.data(), dy.data(), x.data(), mean.data(), rstd.data(),
                                      gamma.data(), sums.data(), rows, cols, parts * cols);
     cuda::layernorm_backward_apply<T>(dx_d.get(), dy_d.get(), x_d.get(), mean_d.get(),
                                       rstd_d.get(), gamma_d.get(), sums_d.get(), rows, cols,
                                       parts * cols);
-    EXPECT_TRUE(same(dx_d.host(), dx, "dx"));
+    EXPECT_TRUE(matches_cpu(dx_d.host(), dx, "dx"));
   }
 
   std::vector<T> dst = random_t<T>(20 * 11, 8);
-  Gpu<T> dst_d(dst);
+  GpuArray<T> dst_d(dst);
   cpu::copy_2d<T>(dst.data() + 2, 11, x.data() + 5, cols, 20, 7);
   cuda::copy_2d<T>(dst_d.get() + 2, 11, x_d.get() + 5, cols, 20, 7);
   EXPECT_EQ(dst_d.host(), dst);

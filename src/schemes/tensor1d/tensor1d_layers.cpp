@@ -11,7 +11,7 @@ template <typename T>
 class Tensor1dLinear : public Linear<T> {
  public:
   Tensor1dLinear(Device& device, const PlannedLinear& planned, int tp_rank, Communicator* tp)
-      : device_(device), shard_(device, planned, tp_rank, tp ? tp->size() : 1), tp_(tp) {}
+      : shard_(device, planned, tp_rank, tp ? tp->size() : 1), tp_(tp) {}
   ShardedLinear<T>& shard() { return shard_; }
   int64_t in_width() const override { return shard_.local_in(); }
   int64_t out_width() const override {
@@ -45,7 +45,6 @@ class Tensor1dLinear : public Linear<T> {
     shard_.weight_grad(x, in_width(), dy, out_width(), rows);
     shard_.bias_grad(dy, rows);
   }
-  Device& device_;
   ShardedLinear<T> shard_;
   Communicator* tp_;
 };
