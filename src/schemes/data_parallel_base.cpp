@@ -36,7 +36,7 @@ DataParallelBase<T>::DataParallelBase(const DeviceConfig& device, const ModelCon
                                       const OptimizerConfig& optimizer, int64_t global_batch,
                                       const DataParallelConfig& config, CommBackend backend,
                                       MPI_Comm comm)
-    : SchemeTrainer<T>(device, model, optimizer), config_(config), metrics_comm_(comm),
+    : ForwardBackwardTrainer<T>(device, model, optimizer), config_(config), metrics_comm_(comm),
       comm_(make_communicator(backend, device_, comm, "world", this->log_,
                                 CommRole::weight_gradients)),
       model_(device_, model, checked_rows_per_rank(global_batch, comm), ParameterStorage::external) {
@@ -54,53 +54,11 @@ BatchSlice DataParallelBase<T>::batch_slice(int64_t global_rows) const {
 }
 
 template <typename T>
-double DataParallelBase<T>::forward(const HostBatch& rows) {
-  return model_.forward(rows);
-}
-
-template <typename T>
-double DataParallelBase<T>::train_step(const HostBatch& rows, int64_t global_batch,
-                                       PhaseTimer& timer) {
-  this->discard_untaken_comm();
-  double loss_sum = 0;
-  {
-    ScopedPhase phase(timer, Phase::forward);
-    loss_sum = forward(rows);
-  }
-  {
-    ScopedPhase phase(timer, Phase::backward);
-    start_backward_pass();
-    model_.set_timer(&timer);
-    model_.backward(rows.rows, global_batch, false);
-    finish_gradient_sync();
-  }
-  {
-    ScopedPhase phase(timer, Phase::optimizer);
-    optimizer_.step();
-    after_optimizer_step();
-  }
-  return sum_over_ranks(loss_sum) / static_cast<double>(global_batch);
-}
-
-template <typename T>
-double DataParallelBase<T>::sum_over_ranks(double local) const {
-  double total = 0;
-  MPI_Allreduce(&local, &total, 1, MPI_DOUBLE, MPI_SUM, metrics_comm_);
-  return total;
-}
-
-template <typename T>
-Evaluation DataParallelBase<T>::evaluate(const HostBatch& rows, int64_t /*global_rows*/) {
-  this->discard_untaken_comm();
-  int64_t correct = 0;
-  double loss_sum = 0;
-  if (rows.rows > 0) {
-    loss_sum = forward(rows);
-    const auto predicted = model_.predictions(rows.rows);
-    for (int64_t r = 0; r < rows.rows; ++r) correct += predicted[r] == rows.labels[r];
-  }
-  return {static_cast<int64_t>(sum_over_ranks(static_cast<double>(correct))),
-          sum_over_ranks(loss_sum)};
+void DataParallelBase<T>::backward(int64_t rows, int64_t global_batch, PhaseTimer& timer) {
+  start_backward_pass();
+  model_.set_timer(&timer);
+  model_.backward(rows, global_batch, false);
+  finish_gradient_sync();
 }
 
 template class DataParallelBase<float>;

@@ -24,14 +24,11 @@ void check_batch_covers_ranks(int64_t global_batch, int ranks);
 BatchSlice even_batch_slice(int64_t global_rows, int rank, int ranks);
 
 template <typename T>
-class DataParallelBase : public SchemeTrainer<T>, protected LayerObserver<T> {
+class DataParallelBase : public ForwardBackwardTrainer<T>, protected LayerObserver<T> {
  public:
   std::string scheme() const override { return "data"; }
   std::string grid() const override;
   BatchSlice batch_slice(int64_t global_rows) const override;
-  // Forward, backward (gradient synchronisation overlapping it as the stage does), optimizer.
-  double train_step(const HostBatch& rows, int64_t global_batch, PhaseTimer& timer) override;
-  Evaluation evaluate(const HostBatch& rows, int64_t global_rows) override;
   std::string comm_backend() const override { return comm_->backend(); }
 
  protected:
@@ -39,24 +36,23 @@ class DataParallelBase : public SchemeTrainer<T>, protected LayerObserver<T> {
   DataParallelBase(const DeviceConfig& device, const ModelConfig& model, const OptimizerConfig& optimizer,
                    int64_t global_batch, const DataParallelConfig& config, CommBackend backend,
                    MPI_Comm comm);
-  // The stage's steps around the shared ones: before the backward pass, after it (all gradient
-  // communication complete when this returns) and after the optimizer's update.
+  // The scheme's steps around the local backward pass: before it, and after it (all gradient
+  // communication complete when this returns); the optimizer's update has its own hook.
   virtual void start_backward_pass() {}
   virtual void finish_gradient_sync() = 0;
-  virtual void after_optimizer_step() {}
-  // Local forward pass; returns this rank's summed loss.
-  double forward(const HostBatch& rows);
+  double forward(const HostBatch& rows) override { return model_.forward(rows); }
+  void backward(int64_t rows, int64_t global_batch, PhaseTimer& timer) override;
+  std::vector<int32_t> predictions(int64_t rows) const override {
+    return model_.predictions(rows);
+  }
+  MPI_Comm metrics_comm() const override { return metrics_comm_; }
   using SchemeTrainer<T>::device_;
   using SchemeTrainer<T>::optimizer_;
-  // Σ over ranks of a local value (metrics only: not counted as training communication).
-  double sum_over_ranks(double local) const;
 
   DataParallelConfig config_;
   MPI_Comm metrics_comm_;
   std::unique_ptr<Communicator> comm_;
   SerialNet<T> model_;
-
- private:
 };
 
 }  // namespace mlps

@@ -2,8 +2,8 @@
 // What every scheme's trainer repeats, written once: the device it computes on, its optimizer,
 // the model's parameter count, and its communication log (per-iteration totals, the smallest and
 // largest bytes seen per collective for the volume reports, blocked time, and dropping what an
-// evaluation between training steps logged), plus the step and evaluation skeletons of the
-// schemes whose net holds the whole model on every rank in shards (tensor2d, tensor3d).
+// evaluation between training steps logged); and ForwardBackwardTrainer, the step and the
+// evaluation of every scheme but the pipeline, written once around the scheme's passes.
 #include <mpi.h>
 
 #include <algorithm>
@@ -53,48 +53,6 @@ class SchemeTrainer : public Trainer {
     log_->take_blocked_seconds();
   }
 
-  // One step of a net holding this rank's shard of the whole model: forward, backward,
-  // optimizer, each timed; the loss is summed over `world` from the `speaker` ranks (one per
-  // group of ranks holding the same samples) and divided by the global batch.
-  template <typename Net>
-  double step_sharded_net(Net& net, const HostBatch& rows, int64_t global_batch,
-                          PhaseTimer& timer, bool speaker, MPI_Comm world) {
-    discard_untaken_comm();
-    double loss_sum = 0;
-    {
-      ScopedPhase phase(timer, Phase::forward);
-      loss_sum = net.forward(rows);
-    }
-    {
-      ScopedPhase phase(timer, Phase::backward);
-      net.backward(rows.rows, global_batch, &timer);
-    }
-    {
-      ScopedPhase phase(timer, Phase::optimizer);
-      optimizer_.step();
-    }
-    double local = speaker ? loss_sum : 0.0, total = 0;
-    MPI_Allreduce(&local, &total, 1, MPI_DOUBLE, MPI_SUM, world);
-    return total / static_cast<double>(global_batch);
-  }
-
-  // The forward pass alone (every rank runs it, rows or none: the collectives span the
-  // groups); loss and correct predictions summed over `world` from the speaker ranks, with
-  // plain MPI, as the training loss: not part of the scheme's measured communication.
-  template <typename Net>
-  Evaluation evaluate_sharded_net(Net& net, const HostBatch& rows, bool speaker, MPI_Comm world) {
-    discard_untaken_comm();  // this pass's traffic is --inference's iteration
-    const double loss_sum = net.forward(rows);
-    double totals[2] = {0, 0};  // Σ loss, correct predictions
-    if (speaker) {
-      totals[0] = loss_sum;
-      const auto predicted = net.predictions(rows.rows);
-      for (int64_t r = 0; r < rows.rows; ++r) totals[1] += predicted[r] == rows.labels[r];
-    }
-    MPI_Allreduce(MPI_IN_PLACE, totals, 2, MPI_DOUBLE, MPI_SUM, world);
-    return {static_cast<int64_t>(totals[1]), totals[0]};
-  }
-
   Device device_;
   std::shared_ptr<CommLog> log_;
   Optimizer<T> optimizer_;
@@ -102,6 +60,66 @@ class SchemeTrainer : public Trainer {
 
  private:
   std::map<std::string, ByteRange> measured_;
+};
+
+// A scheme whose step is one forward and one backward pass over this rank's rows (all but the
+// pipeline's micro-batches): the step and the evaluation around the scheme's passes.
+template <typename T>
+class ForwardBackwardTrainer : public SchemeTrainer<T> {
+ public:
+  // Forward, backward, optimizer, each timed; the speakers' losses summed over metrics_comm()
+  // and divided by the global batch.
+  double train_step(const HostBatch& rows, int64_t global_batch, PhaseTimer& timer) final {
+    this->discard_untaken_comm();
+    double loss_sum = 0;
+    {
+      ScopedPhase phase(timer, Phase::forward);
+      loss_sum = forward(rows);
+    }
+    {
+      ScopedPhase phase(timer, Phase::backward);
+      backward(rows.rows, global_batch, timer);
+    }
+    {
+      ScopedPhase phase(timer, Phase::optimizer);
+      this->optimizer_.step();
+      after_optimizer_step();
+    }
+    double local = speaker() ? loss_sum : 0.0, total = 0;
+    MPI_Allreduce(&local, &total, 1, MPI_DOUBLE, MPI_SUM, metrics_comm());
+    return total / static_cast<double>(global_batch);
+  }
+
+  // The forward pass alone, on every rank (rows or none: the collectives span the groups); the
+  // speakers' loss and correct predictions summed with plain MPI, as the training loss: not
+  // part of the scheme's measured communication.
+  Evaluation evaluate(const HostBatch& rows, int64_t /*global_rows*/) final {
+    this->discard_untaken_comm();  // this pass's traffic is --inference's iteration
+    const double loss_sum = forward(rows);
+    double totals[2] = {0, 0};  // Σ loss, correct predictions
+    if (speaker()) {
+      totals[0] = loss_sum;
+      const auto predicted = predictions(rows.rows);
+      for (int64_t r = 0; r < rows.rows; ++r) totals[1] += predicted[r] == rows.labels[r];
+    }
+    MPI_Allreduce(MPI_IN_PLACE, totals, 2, MPI_DOUBLE, MPI_SUM, metrics_comm());
+    return {static_cast<int64_t>(totals[1]), totals[0]};
+  }
+
+ protected:
+  using SchemeTrainer<T>::SchemeTrainer;
+  // Σ over this rank's rows of the loss.
+  virtual double forward(const HostBatch& rows) = 0;
+  // Backward of the mean loss over global_batch samples; every gradient this rank's optimizer
+  // reads is complete (synchronised) on return. Checkpointing's recompute is timed on `timer`.
+  virtual void backward(int64_t rows, int64_t global_batch, PhaseTimer& timer) = 0;
+  // The predicted class of each of the last forward pass's rows.
+  virtual std::vector<int32_t> predictions(int64_t rows) const = 0;
+  virtual void after_optimizer_step() {}
+  // The ranks whose speakers together hold every sample of the global batch once.
+  virtual MPI_Comm metrics_comm() const = 0;
+  // Whether this rank counts its rows' loss (one rank of each group holding the same samples).
+  virtual bool speaker() const { return true; }
 };
 
 }  // namespace mlps

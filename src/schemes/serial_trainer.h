@@ -9,7 +9,7 @@
 namespace mlps {
 
 template <typename T>
-class SerialTrainer : public SchemeTrainer<T> {
+class SerialTrainer : public ForwardBackwardTrainer<T> {
  public:
   SerialTrainer(const DeviceConfig& device, const ModelConfig& model, const OptimizerConfig& optimizer,
                 uint64_t seed, int64_t max_rows);
@@ -17,8 +17,6 @@ class SerialTrainer : public SchemeTrainer<T> {
   std::string scheme() const override { return "serial"; }
   std::string grid() const override { return "1"; }
   BatchSlice batch_slice(int64_t global_rows) const override { return {0, global_rows}; }
-  double train_step(const HostBatch& rows, int64_t global_batch, PhaseTimer& timer) override;
-  Evaluation evaluate(const HostBatch& rows, int64_t global_rows) override;
   std::vector<NamedTensor> gather_parameters() override;
 
   using SchemeTrainer<T>::device;
@@ -26,7 +24,15 @@ class SerialTrainer : public SchemeTrainer<T> {
   SerialNet<T>& model() { return model_; }
 
  private:
-  double forward(const HostBatch& rows);
+  double forward(const HostBatch& rows) override;
+  void backward(int64_t rows, int64_t global_batch, PhaseTimer& timer) override {
+    model_.set_timer(&timer);
+    model_.backward(rows, global_batch, false);
+  }
+  std::vector<int32_t> predictions(int64_t rows) const override {
+    return model_.predictions(rows);
+  }
+  MPI_Comm metrics_comm() const override { return MPI_COMM_SELF; }
   using SchemeTrainer<T>::device_;
   using SchemeTrainer<T>::optimizer_;
   SerialNet<T> model_;

@@ -22,7 +22,7 @@ Tensor1dTrainer<T>::Tensor1dTrainer(const DeviceConfig& device, const Tensor1dPl
                                     const OptimizerConfig& optimizer, uint64_t seed,
                                     int64_t global_batch, int dp, CommBackend backend,
                                     MPI_Comm world)
-    : SchemeTrainer<T>(device, plan.model, optimizer), plan_(plan),
+    : ForwardBackwardTrainer<T>(device, plan.model, optimizer), plan_(plan),
       grid_({{"data", dp}, {"tensor", plan.tp}}, world), tp_rank_(grid_.coordinate("tensor")),
       dp_rank_(grid_.coordinate("data")), dp_(dp) {
   if (plan.tp > 1) tp_comm_ = grid_.communicator("tensor", backend, device_, "tp", log_);
@@ -120,46 +120,11 @@ void Tensor1dTrainer<T>::after_backward(int unit) {
 }
 
 template <typename T>
-double Tensor1dTrainer<T>::sum_over_replicas(double local) const {
-  double total = 0;  // every tp rank of a replica holds the same value: sum over "data" only
-  MPI_Allreduce(&local, &total, 1, MPI_DOUBLE, MPI_SUM, grid_.group("data"));
-  return total;
-}
-
-template <typename T>
-double Tensor1dTrainer<T>::train_step(const HostBatch& rows, int64_t global_batch,
-                                      PhaseTimer& timer) {
-  this->discard_untaken_comm();
+void Tensor1dTrainer<T>::backward(int64_t rows, int64_t global_batch, PhaseTimer& timer) {
   model_->set_timer(&timer);
-  double loss_sum = 0;
-  {
-    ScopedPhase phase(timer, Phase::forward);
-    loss_sum = model_->forward(rows);
-  }
-  {
-    ScopedPhase phase(timer, Phase::backward);
-    model_->backward(rows.rows, global_batch, false);
-    for (auto& p : pending_) p->wait();
-    pending_.clear();
-  }
-  {
-    ScopedPhase phase(timer, Phase::optimizer);
-    optimizer_.step();
-  }
-  return sum_over_replicas(loss_sum) / static_cast<double>(global_batch);
-}
-
-template <typename T>
-Evaluation Tensor1dTrainer<T>::evaluate(const HostBatch& rows, int64_t /*global_rows*/) {
-  this->discard_untaken_comm();
-  double totals[2] = {0, 0};  // Σ loss, correct predictions: the same on every tp rank
-  if (rows.rows > 0) {
-    totals[0] = model_->forward(rows);
-    const auto predicted = model_->predictions(rows.rows);
-    for (int64_t r = 0; r < rows.rows; ++r) totals[1] += predicted[r] == rows.labels[r];
-  }
-  MPI_Allreduce(MPI_IN_PLACE, totals, 2, MPI_DOUBLE, MPI_SUM, grid_.group("data"));
-  return {static_cast<int64_t>(totals[1]), totals[0]};
+  model_->backward(rows, global_batch, false);
+  for (auto& p : pending_) p->wait();
+  pending_.clear();
 }
 
 template <typename T>

@@ -28,7 +28,7 @@
 namespace mlps {
 
 template <typename T>
-class Tensor1dTrainer : public SchemeTrainer<T>, private UnitHooks {
+class Tensor1dTrainer : public ForwardBackwardTrainer<T>, private UnitHooks {
  public:
   // Collective over world, whose size must be plan.tp × dp (the caller checks the grid).
   Tensor1dTrainer(const DeviceConfig& device, const Tensor1dPlan& plan, const OptimizerConfig& optimizer,
@@ -40,8 +40,6 @@ class Tensor1dTrainer : public SchemeTrainer<T>, private UnitHooks {
   std::string scheme() const override { return "tensor1d"; }
   std::string grid() const override;
   BatchSlice batch_slice(int64_t global_rows) const override;
-  double train_step(const HostBatch& rows, int64_t global_batch, PhaseTimer& timer) override;
-  Evaluation evaluate(const HostBatch& rows, int64_t global_rows) override;
   std::vector<NamedTensor> gather_parameters() override;
   std::string comm_backend() const override;
 
@@ -74,7 +72,14 @@ class Tensor1dTrainer : public SchemeTrainer<T>, private UnitHooks {
   void lay_out_shards(uint64_t seed);
   // A unit's gradients are complete: with replicas, start their all-reduce over "data".
   void after_backward(int unit) override;
-  double sum_over_replicas(double local) const;
+  double forward(const HostBatch& rows) override { return model_->forward(rows); }
+  // Backward, then the wait for the replicas' gradient all-reduces.
+  void backward(int64_t rows, int64_t global_batch, PhaseTimer& timer) override;
+  std::vector<int32_t> predictions(int64_t rows) const override {
+    return model_->predictions(rows);
+  }
+  // Every tp rank of a replica holds the same rows and loss: the sum runs over "data" only.
+  MPI_Comm metrics_comm() const override { return grid_.group("data"); }
 
   using SchemeTrainer<T>::device_;
   using SchemeTrainer<T>::log_;

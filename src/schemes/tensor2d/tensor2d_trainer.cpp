@@ -22,7 +22,7 @@ Tensor2dTrainer<T>::Tensor2dTrainer(const DeviceConfig& device, const ModelConfi
                                     const OptimizerConfig& optimizer, uint64_t seed,
                                     int64_t global_batch, const GridShape& shape,
                                     CommBackend backend, MPI_Comm world)
-    : SchemeTrainer<T>(device, model, optimizer),
+    : ForwardBackwardTrainer<T>(device, model, optimizer),
       grid_(checked(model, global_batch, shape), backend, this->device_, world, this->log_),
       optimizer_config_(optimizer),
       net_(this->device_, grid_, model, largest_part(global_batch, row_groups(shape)), seed) {
@@ -34,19 +34,6 @@ BatchSlice Tensor2dTrainer<T>::batch_slice(int64_t global_rows) const {
   const int64_t groups = row_groups({grid_.q(), grid_.dp()});
   const int64_t group = int64_t{grid_.replica()} * grid_.q() + grid_.row();
   return {part_first(global_rows, groups, group), part_size(global_rows, groups, group)};
-}
-
-template <typename T>
-double Tensor2dTrainer<T>::train_step(const HostBatch& rows, int64_t global_batch,
-                                      PhaseTimer& timer) {
-  return this->step_sharded_net(net_, rows, global_batch, timer, speaker(), grid_.world());
-}
-
-// A grid row holds a row group's samples (none when the batch has fewer rows than row groups:
-// its collectives then carry 0 elements on the whole grid row).
-template <typename T>
-Evaluation Tensor2dTrainer<T>::evaluate(const HostBatch& rows, int64_t /*global_rows*/) {
-  return this->evaluate_sharded_net(net_, rows, speaker(), grid_.world());
 }
 
 template <typename T>

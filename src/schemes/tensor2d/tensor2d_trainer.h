@@ -15,7 +15,7 @@
 namespace mlps {
 
 template <typename T>
-class Tensor2dTrainer : public SchemeTrainer<T> {
+class Tensor2dTrainer : public ForwardBackwardTrainer<T> {
  public:
   // Throws InputError (before allocating anything) when a part of a split would be empty.
   // Collective over world.
@@ -26,8 +26,6 @@ class Tensor2dTrainer : public SchemeTrainer<T> {
   std::string scheme() const override { return "tensor2d"; }
   std::string grid() const override { return grid_.describe(); }
   BatchSlice batch_slice(int64_t global_rows) const override;
-  double train_step(const HostBatch& rows, int64_t global_batch, PhaseTimer& timer) override;
-  Evaluation evaluate(const HostBatch& rows, int64_t global_rows) override;
   std::vector<NamedTensor> gather_parameters() override;
   std::string comm_backend() const override { return grid_.backend(); }
 
@@ -38,8 +36,16 @@ class Tensor2dTrainer : public SchemeTrainer<T> {
   int64_t state_bytes() const;
 
  private:
+  // A grid row holds a row group's samples (none when the batch has fewer rows than row
+  // groups: its collectives then carry 0 elements on the whole grid row).
+  double forward(const HostBatch& rows) override { return net_.forward(rows); }
+  void backward(int64_t rows, int64_t global_batch, PhaseTimer& timer) override {
+    net_.backward(rows, global_batch, &timer);
+  }
+  std::vector<int32_t> predictions(int64_t rows) const override { return net_.predictions(rows); }
+  MPI_Comm metrics_comm() const override { return grid_.world(); }
   // The q ranks of a grid row hold the same samples: column 0 speaks for them.
-  bool speaker() const { return grid_.column() == 0; }
+  bool speaker() const override { return grid_.column() == 0; }
 
   Grid2d grid_;
   OptimizerConfig optimizer_config_;

@@ -20,7 +20,7 @@ Tensor3dTrainer<T>::Tensor3dTrainer(const DeviceConfig& device, const ModelConfi
                                     int64_t global_batch, const Shape3d& shape,
                                     const Overlap3d& overlap, CommBackend backend,
                                     MPI_Comm world)
-    : SchemeTrainer<T>(device, model, optimizer),
+    : ForwardBackwardTrainer<T>(device, model, optimizer),
       grid_(checked(model, global_batch, shape), backend, this->device_, world, this->log_),
       net_(this->device_, grid_, model, global_batch / (int64_t{shape.dp} * shape.depth), seed,
            overlap) {
@@ -32,17 +32,6 @@ template <typename T>
 BatchSlice Tensor3dTrainer<T>::batch_slice(int64_t global_rows) const {
   const Shape3d& s = grid_.shape();
   return even_batch_slice(global_rows, grid_.replica() * s.depth + grid_.d(), s.dp * s.depth);
-}
-
-template <typename T>
-double Tensor3dTrainer<T>::train_step(const HostBatch& rows, int64_t global_batch,
-                                      PhaseTimer& timer) {
-  return this->step_sharded_net(net_, rows, global_batch, timer, speaker(), grid_.world());
-}
-
-template <typename T>
-Evaluation Tensor3dTrainer<T>::evaluate(const HostBatch& rows, int64_t /*global_rows*/) {
-  return this->evaluate_sharded_net(net_, rows, speaker(), grid_.world());
 }
 
 template <typename T>

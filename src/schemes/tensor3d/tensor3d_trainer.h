@@ -11,7 +11,7 @@
 namespace mlps {
 
 template <typename T>
-class Tensor3dTrainer : public SchemeTrainer<T> {
+class Tensor3dTrainer : public ForwardBackwardTrainer<T> {
  public:
   // Throws InputError (before allocating anything) when the grid does not divide the model.
   // Collective over world.
@@ -22,8 +22,6 @@ class Tensor3dTrainer : public SchemeTrainer<T> {
   std::string scheme() const override { return "tensor3d"; }
   std::string grid() const override { return grid_.describe(); }
   BatchSlice batch_slice(int64_t global_rows) const override;
-  double train_step(const HostBatch& rows, int64_t global_batch, PhaseTimer& timer) override;
-  Evaluation evaluate(const HostBatch& rows, int64_t global_rows) override;
   std::vector<NamedTensor> gather_parameters() override;
   std::string comm_backend() const override { return grid_.backend(); }
 
@@ -34,8 +32,14 @@ class Tensor3dTrainer : public SchemeTrainer<T> {
   int64_t scratch_bytes() const { return net_.scratch_bytes(); }
 
  private:
+  double forward(const HostBatch& rows) override { return net_.forward(rows); }
+  void backward(int64_t rows, int64_t global_batch, PhaseTimer& timer) override {
+    net_.backward(rows, global_batch, &timer);
+  }
+  std::vector<int32_t> predictions(int64_t rows) const override { return net_.predictions(rows); }
+  MPI_Comm metrics_comm() const override { return grid_.world(); }
   // Every rank of a plane holds the same samples: (r, c) = (0, 0) speaks for them.
-  bool speaker() const { return grid_.r() == 0 && grid_.c() == 0; }
+  bool speaker() const override { return grid_.r() == 0 && grid_.c() == 0; }
 
   Grid3d grid_;
   Tensor3dNet<T> net_;
