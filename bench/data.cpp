@@ -10,25 +10,6 @@
 #include "src/schemes/data_parallel_trainer.h"
 #include "src/schemes/fully_sharded_trainer.h"
 
-namespace mlps {
-namespace {
-
-template <typename T>
-int train(SchemeStart& s, const DataParallelConfig& config) {
-  const Options& o = s.options;
-  std::unique_ptr<Trainer> trainer;
-  if (config.zero == 3)
-    trainer = std::make_unique<FullyShardedTrainer<T>>(s.device, o.model, o.optimizer, o.seed,
-                                                       o.batch, config, s.backend, MPI_COMM_WORLD);
-  else
-    trainer = std::make_unique<DataParallelTrainer<T>>(s.device, o.model, o.optimizer, o.seed,
-                                                       o.batch, config, s.backend, MPI_COMM_WORLD);
-  return run_training(s.context, o, s.schedule, *trainer, *s.dataset);
-}
-
-}  // namespace
-}  // namespace mlps
-
 int main(int argc, char** argv) {
   using namespace mlps;
   int dp = 0;
@@ -58,8 +39,11 @@ int main(int argc, char** argv) {
   };
   scheme.memory = [&](const Options& o, int, int ranks) { return data_memory(o, ranks, config); };
   scheme.train = [&](SchemeStart& s) {
-    return s.options.precision == Precision::fp64 ? train<double>(s, config)
-                                                  : train<float>(s, config);
+    return train_in_precision(s, [&](auto zero) -> std::unique_ptr<Trainer> {
+      using T = decltype(zero);
+      if (config.zero == 3) return std::make_unique<FullyShardedTrainer<T>>(s.setup(), config);
+      return std::make_unique<DataParallelTrainer<T>>(s.setup(), config);
+    });
   };
   return scheme_main(argc, argv, scheme);
 }

@@ -8,24 +8,6 @@
 #include "src/memory/scheme_memory.h"
 #include "src/schemes/pipeline_trainer.h"
 
-namespace mlps {
-namespace {
-
-template <typename T>
-int train(SchemeStart& s, const PipelineLayout& layout) {
-  const Options& o = s.options;
-  PipelineTrainer<T> trainer(s.device, o.model, o.optimizer, o.seed, o.batch, layout, s.backend,
-                             MPI_COMM_WORLD);
-  const int exit_code = run_training(s.context, o, s.schedule, trainer, *s.dataset);
-  // With --inference the figures are those of the forward-only stream (evaluate()).
-  print_pipeline_report(layout, trainer.batch_slice(o.batch).count / layout.micro_batches,
-                        trainer.report(o.warmup, o.inference), MPI_COMM_WORLD, o.inference);
-  return exit_code;
-}
-
-}  // namespace
-}  // namespace mlps
-
 int main(int argc, char** argv) {
   using namespace mlps;
   PipelineOptions p;
@@ -67,8 +49,18 @@ int main(int argc, char** argv) {
     return pipeline_memory(o, *layout, layout->stage_of(rank));
   };
   scheme.train = [&](SchemeStart& s) {
-    return s.options.precision == Precision::fp64 ? train<double>(s, *layout)
-                                                  : train<float>(s, *layout);
+    const Options& o = s.options;
+    return train_in_precision(
+        s,
+        [&](auto zero) {
+          return std::make_unique<PipelineTrainer<decltype(zero)>>(s.setup(), *layout);
+        },
+        [&](const auto& trainer) {
+          // With --inference the figures are those of the forward-only stream (evaluate()).
+          print_pipeline_report(*layout, trainer.batch_slice(o.batch).count / layout->micro_batches,
+                                trainer.report(o.warmup, o.inference), MPI_COMM_WORLD,
+                                o.inference);
+        });
   };
   return scheme_main(argc, argv, scheme);
 }

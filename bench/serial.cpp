@@ -7,19 +7,6 @@
 #include "src/memory/scheme_memory.h"
 #include "src/schemes/serial_trainer.h"
 
-namespace mlps {
-namespace {
-
-template <typename T>
-int train(SchemeStart& s) {
-  const Options& o = s.options;
-  SerialTrainer<T> trainer(s.device, o.model, o.optimizer, o.seed, o.batch);
-  return run_training(s.context, o, s.schedule, trainer, *s.dataset);
-}
-
-}  // namespace
-}  // namespace mlps
-
 int main(int argc, char** argv) {
   using namespace mlps;
   SchemeDefinition scheme;
@@ -34,7 +21,11 @@ int main(int argc, char** argv) {
   };
   scheme.memory = [](const Options& o, int, int) { return serial_memory(o); };
   scheme.train = [](SchemeStart& s) {
-    return s.options.precision == Precision::fp64 ? train<double>(s) : train<float>(s);
+    return train_in_precision(s, [&](auto zero) {
+      const Options& o = s.options;
+      return std::make_unique<SerialTrainer<decltype(zero)>>(s.device, o.model, o.optimizer,
+                                                             o.seed, o.batch);
+    });
   };
   return scheme_main(argc, argv, scheme);
 }

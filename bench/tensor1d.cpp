@@ -30,17 +30,13 @@ void resolve_grid(int world, int& tp, int& dp) {
                      std::to_string(static_cast<int64_t>(tp) * dp) + " does not match" + ranks);
 }
 
+// Rank 0: the volumes beside the measured ones and, after --verify, whether the replicated
+// tensors stayed identical on every tp rank.
 template <typename T>
-int train(SchemeStart& s, const Tensor1dPlan& plan, int dp) {
-  const Options& o = s.options;
-  Tensor1dTrainer<T> trainer(s.device, plan, o.optimizer, o.seed, o.batch, dp, s.backend,
-                             MPI_COMM_WORLD);
-  const int code = run_training(s.context, o, s.schedule, trainer, *s.dataset);
-  if (!s.context.is_root()) return code;
+void print_report(const Tensor1dTrainer<T>& trainer, const Options& o, const Tensor1dPlan& plan) {
   // With --inference the measured volumes are the forward passes' (and no weights are gathered,
   // so there is no replicated-tensor comparison).
-  print_comm_volumes(stdout, "rank 0",
-                     trainer.analytic_bytes(s.schedule.global_batch, o.inference),
+  print_comm_volumes(stdout, "rank 0", trainer.analytic_bytes(o.batch, o.inference),
                      trainer.measured_bytes());
   if (o.verify && plan.tp > 1 && !o.inference) {
     if (trainer.most_divergent_tensor().empty())
@@ -49,7 +45,6 @@ int train(SchemeStart& s, const Tensor1dPlan& plan, int dp) {
       std::printf("replicated tensors: differ between tp ranks, by up to %.3e (%s)\n",
                   trainer.replica_divergence(), trainer.most_divergent_tensor().c_str());
   }
-  return code;
 }
 
 }  // namespace
@@ -81,8 +76,14 @@ int main(int argc, char** argv) {
   };
   scheme.memory = [&](const Options& o, int, int) { return tensor1d_memory(o, *plan, dp); };
   scheme.train = [&](SchemeStart& s) {
-    return s.options.precision == Precision::fp64 ? train<double>(s, *plan, dp)
-                                                  : train<float>(s, *plan, dp);
+    return train_in_precision(
+        s,
+        [&](auto zero) {
+          return std::make_unique<Tensor1dTrainer<decltype(zero)>>(s.setup(), *plan, dp);
+        },
+        [&](const auto& trainer) {
+          if (s.context.is_root()) print_report(trainer, s.options, *plan);
+        });
   };
   return scheme_main(argc, argv, scheme);
 }

@@ -33,16 +33,6 @@ void print_report(const Tensor2dTrainer<T>& trainer, const Options& o, const Gri
               (long long)trainer.state_bytes(), trainer.device().peak_bytes());
 }
 
-template <typename T>
-int train(SchemeStart& s, const GridShape& shape) {
-  const Options& o = s.options;
-  Tensor2dTrainer<T> trainer(s.device, o.model, o.optimizer, o.seed, o.batch, shape, s.backend,
-                             MPI_COMM_WORLD);
-  const int status = run_training(s.context, o, s.schedule, trainer, *s.dataset);
-  if (s.context.is_root()) print_report(trainer, o, shape);
-  return status;
-}
-
 }  // namespace
 }  // namespace mlps
 
@@ -69,8 +59,12 @@ int main(int argc, char** argv) {
   };
   scheme.memory = [&](const Options& o, int, int) { return tensor2d_memory(o, shape); };
   scheme.train = [&](SchemeStart& s) {
-    return s.options.precision == Precision::fp64 ? train<double>(s, shape)
-                                                  : train<float>(s, shape);
+    return train_in_precision(
+        s,
+        [&](auto zero) { return std::make_unique<Tensor2dTrainer<decltype(zero)>>(s.setup(), shape); },
+        [&](const auto& trainer) {
+          if (s.context.is_root()) print_report(trainer, s.options, shape);
+        });
   };
   return scheme_main(argc, argv, scheme);
 }

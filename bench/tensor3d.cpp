@@ -46,16 +46,6 @@ void print_report(const Tensor3dTrainer<T>& trainer, const Options& o, const Sha
               trainer.device().peak_bytes());
 }
 
-template <typename T>
-int train(SchemeStart& s, const Shape3d& shape, const Overlap3d& overlap) {
-  const Options& o = s.options;
-  Tensor3dTrainer<T> trainer(s.device, o.model, o.optimizer, o.seed, o.batch, shape, overlap,
-                             s.backend, MPI_COMM_WORLD);
-  const int status = run_training(s.context, o, s.schedule, trainer, *s.dataset);
-  if (s.context.is_root()) print_report(trainer, o, shape, overlap);
-  return status;
-}
-
 }  // namespace
 }  // namespace mlps
 
@@ -90,8 +80,14 @@ int main(int argc, char** argv) {
   };
   scheme.memory = [&](const Options& o, int, int) { return tensor3d_memory(o, shape, overlap); };
   scheme.train = [&](SchemeStart& s) {
-    return s.options.precision == Precision::fp64 ? train<double>(s, shape, overlap)
-                                                  : train<float>(s, shape, overlap);
+    return train_in_precision(
+        s,
+        [&](auto zero) {
+          return std::make_unique<Tensor3dTrainer<decltype(zero)>>(s.setup(), shape, overlap);
+        },
+        [&](const auto& trainer) {
+          if (s.context.is_root()) print_report(trainer, s.options, shape, overlap);
+        });
   };
   return scheme_main(argc, argv, scheme);
 }

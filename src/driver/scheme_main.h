@@ -12,9 +12,11 @@
 #include "src/comm/process_placement.h"
 #include "src/data/dataset.h"
 #include "src/driver/run_context.h"
+#include "src/driver/training_driver.h"
 #include "src/driver/training_schedule.h"
 #include "src/memory/memory_need.h"
 #include "src/options.h"
+#include "src/schemes/scheme_trainer.h"
 
 namespace mlps {
 
@@ -27,7 +29,30 @@ struct SchemeStart {
   CommBackend backend = CommBackend::mpi;
   std::unique_ptr<Dataset> dataset{};
   TrainingSchedule schedule{};
+
+  // The options' model, optimizer, seed and batch on this device and backend, over the world.
+  TrainerSetup setup() const {
+    return {device, options.model, options.optimizer, options.seed, options.batch, backend,
+            MPI_COMM_WORLD};
+  }
 };
+
+// Trains the trainer that make(T{}) builds (a unique_ptr) in the run's precision (T = double
+// for fp64, else float), then calls report(trainer) on every rank; returns the exit code.
+template <typename Make, typename Report>
+int train_in_precision(SchemeStart& s, Make make, Report report) {
+  const auto run = [&](auto zero) {
+    const auto trainer = make(zero);
+    const int status = run_training(s.context, s.options, s.schedule, *trainer, *s.dataset);
+    report(*trainer);
+    return status;
+  };
+  return s.options.precision == Precision::fp64 ? run(0.0) : run(0.0f);
+}
+template <typename Make>
+int train_in_precision(SchemeStart& s, Make make) {
+  return train_in_precision(s, make, [](const auto&) {});
+}
 
 struct SchemeDefinition {
   std::string name;         // "data": the program name in messages and results

@@ -32,14 +32,12 @@ void check_batch_covers_ranks(int64_t global_batch, int ranks) {
 }
 
 template <typename T>
-DataParallelBase<T>::DataParallelBase(const DeviceConfig& device, const ModelConfig& model,
-                                      const OptimizerConfig& optimizer, int64_t global_batch,
-                                      const DataParallelConfig& config, CommBackend backend,
-                                      MPI_Comm comm)
-    : ForwardBackwardTrainer<T>(device, model, optimizer), config_(config), metrics_comm_(comm),
-      comm_(make_communicator(backend, device_, comm, "world", this->log_,
-                                CommRole::weight_gradients)),
-      model_(device_, model, checked_rows_per_rank(global_batch, comm), ParameterStorage::external) {
+DataParallelBase<T>::DataParallelBase(const TrainerSetup& s, const DataParallelConfig& config)
+    : ForwardBackwardTrainer<T>(s), config_(config), metrics_comm_(s.world),
+      comm_(make_communicator(s.backend, device_, s.world, "world", this->log_,
+                              CommRole::weight_gradients)),
+      model_(device_, s.model, checked_rows_per_rank(s.global_batch, s.world),
+             ParameterStorage::external) {
   model_.set_observer(this);
 }
 

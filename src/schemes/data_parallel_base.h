@@ -33,9 +33,7 @@ class DataParallelBase : public ForwardBackwardTrainer<T>, protected LayerObserv
 
  protected:
   // Throws InputError when the batch leaves a rank without samples.
-  DataParallelBase(const DeviceConfig& device, const ModelConfig& model, const OptimizerConfig& optimizer,
-                   int64_t global_batch, const DataParallelConfig& config, CommBackend backend,
-                   MPI_Comm comm);
+  DataParallelBase(const TrainerSetup& setup, const DataParallelConfig& config);
   // The scheme's steps around the local backward pass: before it, and after it (all gradient
   // communication complete when this returns); the optimizer's update has its own hook.
   virtual void start_backward_pass() {}

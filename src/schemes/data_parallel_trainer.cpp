@@ -5,11 +5,8 @@
 namespace mlps {
 
 template <typename T>
-DataParallelTrainer<T>::DataParallelTrainer(const DeviceConfig& device, const ModelConfig& model,
-                                            const OptimizerConfig& optimizer, uint64_t seed,
-                                            int64_t global_batch, const DataParallelConfig& config,
-                                            CommBackend backend, MPI_Comm comm)
-    : DataParallelBase<T>(device, model, optimizer, global_batch, config, backend, comm) {
+DataParallelTrainer<T>::DataParallelTrainer(const TrainerSetup& s, const DataParallelConfig& config)
+    : DataParallelBase<T>(s, config) {
   const int ranks = this->comm_->size();
   auto& params = this->model_.parameters();
   // Gradients become ready unit by unit from the classifier back to the embedding, all of a
@@ -39,7 +36,7 @@ DataParallelTrainer<T>::DataParallelTrainer(const DeviceConfig& device, const Mo
     if (!sharded_gradients())
       params[i].grad = Buffer<T>::view(dev, grads_.data() + t.offset, t.count);
   }
-  params.initialise(seed);
+  params.initialise(s.seed);
   
   if (config.zero == 0) {
     this->optimizer_.add(values_.data(), grads_.data(), bucketer_->total_elements());

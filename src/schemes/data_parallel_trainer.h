@@ -17,9 +17,7 @@ namespace mlps {
 template <typename T>
 class DataParallelTrainer : public DataParallelBase<T> {
  public:
-  DataParallelTrainer(const DeviceConfig& device, const ModelConfig& model, const OptimizerConfig& optimizer,
-                      uint64_t seed, int64_t global_batch, const DataParallelConfig& config,
-                      CommBackend backend, MPI_Comm comm);
+  DataParallelTrainer(const TrainerSetup& setup, const DataParallelConfig& config);
 
   std::vector<NamedTensor> gather_parameters() override;
 

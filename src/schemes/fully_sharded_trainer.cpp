@@ -5,11 +5,8 @@
 namespace mlps {
 
 template <typename T>
-FullyShardedTrainer<T>::FullyShardedTrainer(const DeviceConfig& device, const ModelConfig& model,
-                                            const OptimizerConfig& optimizer, uint64_t seed,
-                                            int64_t global_batch, const DataParallelConfig& config,
-                                            CommBackend backend, MPI_Comm comm)
-    : DataParallelBase<T>(device, model, optimizer, global_batch, config, backend, comm) {
+FullyShardedTrainer<T>::FullyShardedTrainer(const TrainerSetup& s, const DataParallelConfig& config)
+    : DataParallelBase<T>(s, config) {
   const int ranks = this->comm_->size();
   const int rank = this->comm_->rank();
   int64_t shard = 0;
@@ -36,7 +33,7 @@ FullyShardedTrainer<T>::FullyShardedTrainer(const DeviceConfig& device, const Mo
       const int64_t begin = std::max(first, layout.offsets[i]);
       const int64_t end = std::min(first + piece, layout.offsets[i] + params[i]->size());
       if (begin < end)
-        fill_initial_range(host.data() + layout.shard_offset + (begin - first), seed, *params[i],
+        fill_initial_range(host.data() + layout.shard_offset + (begin - first), s.seed, *params[i],
                            begin - layout.offsets[i], end - begin);
     }
   }

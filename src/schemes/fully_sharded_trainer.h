@@ -13,9 +13,7 @@ namespace mlps {
 template <typename T>
 class FullyShardedTrainer : public DataParallelBase<T> {
  public:
-  FullyShardedTrainer(const DeviceConfig& device, const ModelConfig& model, const OptimizerConfig& optimizer,
-                      uint64_t seed, int64_t global_batch, const DataParallelConfig& config,
-                      CommBackend backend, MPI_Comm comm);
+  FullyShardedTrainer(const TrainerSetup& setup, const DataParallelConfig& config);
 
   std::vector<NamedTensor> gather_parameters() override;
 

@@ -16,26 +16,23 @@ using Pass = PipelineAction::Pass;
 }  // namespace
 
 template <typename T>
-PipelineTrainer<T>::PipelineTrainer(const DeviceConfig& device, const ModelConfig& model,
-                                    const OptimizerConfig& optimizer, uint64_t seed,
-                                    int64_t global_batch, const PipelineLayout& layout,
-                                    CommBackend backend, MPI_Comm world)
-    : SchemeTrainer<T>(device, model, optimizer), layout_(layout),
-      grid_({{"data", layout.replicas}, {"pipe", layout.stages}}, world),
+PipelineTrainer<T>::PipelineTrainer(const TrainerSetup& s, const PipelineLayout& layout)
+    : SchemeTrainer<T>(s), layout_(layout),
+      grid_({{"data", layout.replicas}, {"pipe", layout.stages}}, s.world),
       stage_(grid_.coordinate("pipe")), replica_(grid_.coordinate("data")),
-      pipe_(grid_.communicator("pipe", backend, device_, "pipe", log_)),
-      data_(layout.replicas > 1 ? grid_.communicator("data", backend, device_, "data", log_,
+      pipe_(grid_.communicator("pipe", s.backend, device_, "pipe", log_)),
+      data_(layout.replicas > 1 ? grid_.communicator("data", s.backend, device_, "data", log_,
                                                    CommRole::weight_gradients)
                                 : nullptr),
-      post_early_(backend == CommBackend::mpi),
-      micro_rows_(layout.replica_rows(global_batch, replica_).count / layout.micro_batches),
-      stage_model_(device_, model, layout.partition.first_unit(stage_),
-                   layout.partition.end_unit(stage_), micro_rows_, seed),
+      post_early_(s.backend == CommBackend::mpi),
+      micro_rows_(layout.replica_rows(s.global_batch, replica_).count / layout.micro_batches),
+      stage_model_(device_, s.model, layout.partition.first_unit(stage_),
+                   layout.partition.end_unit(stage_), micro_rows_, s.seed),
       actions_(stage_actions(layout.schedule, stage_, layout.stages, layout.micro_batches)),
       slots_(static_cast<size_t>(layout.micro_batches)) {
   optimizer_.add(stage_model_.values(), stage_model_.grads(), stage_model_.parameter_elements());
   if (!stage_model_.is_first())
-    for (auto& b : input_grads_) b = Buffer<T>(device_, micro_rows_ * model.hidden);
+    for (auto& b : input_grads_) b = Buffer<T>(device_, micro_rows_ * s.model.hidden);
   if (stage_model_.is_last())
     row_loss_ = Buffer<T>(device_, micro_rows_ * layout.micro_batches);
 }

@@ -55,9 +55,7 @@ template <typename T>
 class PipelineTrainer : public SchemeTrainer<T> {
  public:
   // layout comes from resolve_pipeline_layout (already checked). Collective over world.
-  PipelineTrainer(const DeviceConfig& device, const ModelConfig& model, const OptimizerConfig& optimizer,
-                  uint64_t seed, int64_t global_batch, const PipelineLayout& layout,
-                  CommBackend backend, MPI_Comm world);
+  PipelineTrainer(const TrainerSetup& setup, const PipelineLayout& layout);
 
   std::string scheme() const override { return "pipeline"; }
   std::string grid() const override { return layout_.grid(); }

@@ -12,11 +12,23 @@
 #include <string>
 
 #include "src/comm/comm_volume_report.h"
+#include "src/comm/make_communicator.h"
 #include "src/model_config.h"
 #include "src/optim/optimizer.h"
 #include "src/schemes/trainer.h"
 
 namespace mlps {
+
+// What every parallel scheme's trainer is built from; the scheme adds its grid or layout.
+struct TrainerSetup {
+  DeviceConfig device{DeviceKind::cpu};
+  ModelConfig model;
+  OptimizerConfig optimizer;
+  uint64_t seed = 0;         // of the initial weights
+  int64_t global_batch = 0;  // the training batch (evaluation batches may be smaller)
+  CommBackend backend = CommBackend::mpi;
+  MPI_Comm world = MPI_COMM_WORLD;  // the trainer's ranks; its constructor is collective over them
+};
 
 template <typename T>
 class SchemeTrainer : public Trainer {
@@ -45,6 +57,8 @@ class SchemeTrainer : public Trainer {
       : device_(device), log_(std::make_shared<CommLog>()),
         optimizer_(device_, optimizer, consensus),
         parameter_count_(mlps::parameter_count(model)) {}
+  explicit SchemeTrainer(const TrainerSetup& setup)
+      : SchemeTrainer(setup.device, setup.model, setup.optimizer, setup.world) {}
 
   // Drops what the log holds from outside an iteration (an evaluation between training steps),
   // so each train_step or evaluate records only its own communication.

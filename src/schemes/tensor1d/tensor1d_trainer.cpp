@@ -18,18 +18,15 @@ MPI_Datatype mpi_type_of() {
 }  // namespace
 
 template <typename T>
-Tensor1dTrainer<T>::Tensor1dTrainer(const DeviceConfig& device, const Tensor1dPlan& plan,
-                                    const OptimizerConfig& optimizer, uint64_t seed,
-                                    int64_t global_batch, int dp, CommBackend backend,
-                                    MPI_Comm world)
-    : ForwardBackwardTrainer<T>(device, plan.model, optimizer), plan_(plan),
-      grid_({{"data", dp}, {"tensor", plan.tp}}, world), tp_rank_(grid_.coordinate("tensor")),
+Tensor1dTrainer<T>::Tensor1dTrainer(const TrainerSetup& s, const Tensor1dPlan& plan, int dp)
+    : ForwardBackwardTrainer<T>(s), plan_(plan),
+      grid_({{"data", dp}, {"tensor", plan.tp}}, s.world), tp_rank_(grid_.coordinate("tensor")),
       dp_rank_(grid_.coordinate("data")), dp_(dp) {
-  if (plan.tp > 1) tp_comm_ = grid_.communicator("tensor", backend, device_, "tp", log_);
-  if (dp > 1) data_comm_ = grid_.communicator("data", backend, device_, "data", log_,
+  if (plan.tp > 1) tp_comm_ = grid_.communicator("tensor", s.backend, device_, "tp", log_);
+  if (dp > 1) data_comm_ = grid_.communicator("data", s.backend, device_, "data", log_,
                                                  CommRole::weight_gradients);
-  const int64_t max_rows = (global_batch + dp - 1) / dp;
-  lay_out_shards(seed);
+  const int64_t max_rows = (s.global_batch + dp - 1) / dp;
+  lay_out_shards(s.seed);
   layers_ = std::make_unique<Tensor1dLayers<T>>(
       device_, plan_, tp_rank_, tp_comm_.get(), [this](const std::string& name) {
         for (const Shard& s : shards_)

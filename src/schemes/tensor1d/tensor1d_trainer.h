@@ -30,9 +30,9 @@ namespace mlps {
 template <typename T>
 class Tensor1dTrainer : public ForwardBackwardTrainer<T>, private UnitHooks {
  public:
-  // Collective over world, whose size must be plan.tp × dp (the caller checks the grid).
-  Tensor1dTrainer(const DeviceConfig& device, const Tensor1dPlan& plan, const OptimizerConfig& optimizer,
-                  uint64_t seed, int64_t global_batch, int dp, CommBackend backend, MPI_Comm world);
+  // The world's size must be plan.tp × dp (the caller checks the grid); plan.model is the
+  // setup's model.
+  Tensor1dTrainer(const TrainerSetup& setup, const Tensor1dPlan& plan, int dp);
   ~Tensor1dTrainer() override;
   Tensor1dTrainer(const Tensor1dTrainer&) = delete;
   Tensor1dTrainer& operator=(const Tensor1dTrainer&) = delete;

@@ -18,14 +18,11 @@ int64_t row_groups(const GridShape& shape) { return int64_t{shape.dp} * shape.q;
 }  // namespace
 
 template <typename T>
-Tensor2dTrainer<T>::Tensor2dTrainer(const DeviceConfig& device, const ModelConfig& model,
-                                    const OptimizerConfig& optimizer, uint64_t seed,
-                                    int64_t global_batch, const GridShape& shape,
-                                    CommBackend backend, MPI_Comm world)
-    : ForwardBackwardTrainer<T>(device, model, optimizer),
-      grid_(checked(model, global_batch, shape), backend, this->device_, world, this->log_),
-      optimizer_config_(optimizer),
-      net_(this->device_, grid_, model, largest_part(global_batch, row_groups(shape)), seed) {
+Tensor2dTrainer<T>::Tensor2dTrainer(const TrainerSetup& s, const GridShape& shape)
+    : ForwardBackwardTrainer<T>(s),
+      grid_(checked(s.model, s.global_batch, shape), s.backend, this->device_, s.world, this->log_),
+      optimizer_config_(s.optimizer),
+      net_(this->device_, grid_, s.model, largest_part(s.global_batch, row_groups(shape)), s.seed) {
   this->optimizer_.add(net_.values().data(), net_.grads().data(), net_.layout().total());
 }
 

@@ -19,9 +19,7 @@ class Tensor2dTrainer : public ForwardBackwardTrainer<T> {
  public:
   // Throws InputError (before allocating anything) when a part of a split would be empty.
   // Collective over world.
-  Tensor2dTrainer(const DeviceConfig& device, const ModelConfig& model, const OptimizerConfig& optimizer,
-                  uint64_t seed, int64_t global_batch, const GridShape& shape,
-                  CommBackend backend, MPI_Comm world);
+  Tensor2dTrainer(const TrainerSetup& setup, const GridShape& shape);
 
   std::string scheme() const override { return "tensor2d"; }
   std::string grid() const override { return grid_.describe(); }

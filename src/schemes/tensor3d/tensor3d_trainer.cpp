@@ -15,15 +15,12 @@ Shape3d checked(const ModelConfig& model, int64_t global_batch, const Shape3d& s
 }  // namespace
 
 template <typename T>
-Tensor3dTrainer<T>::Tensor3dTrainer(const DeviceConfig& device, const ModelConfig& model,
-                                    const OptimizerConfig& optimizer, uint64_t seed,
-                                    int64_t global_batch, const Shape3d& shape,
-                                    const Overlap3d& overlap, CommBackend backend,
-                                    MPI_Comm world)
-    : ForwardBackwardTrainer<T>(device, model, optimizer),
-      grid_(checked(model, global_batch, shape), backend, this->device_, world, this->log_),
-      net_(this->device_, grid_, model, global_batch / (int64_t{shape.dp} * shape.depth), seed,
-           overlap) {
+Tensor3dTrainer<T>::Tensor3dTrainer(const TrainerSetup& s, const Shape3d& shape,
+                                    const Overlap3d& overlap)
+    : ForwardBackwardTrainer<T>(s),
+      grid_(checked(s.model, s.global_batch, shape), s.backend, this->device_, s.world, this->log_),
+      net_(this->device_, grid_, s.model, s.global_batch / (int64_t{shape.dp} * shape.depth),
+           s.seed, overlap) {
   this->optimizer_.add(net_.weights().data(), net_.weight_grads().data(), net_.weights().size());
   this->optimizer_.add(net_.vectors().data(), net_.vector_grads().data(), net_.vectors().size());
 }

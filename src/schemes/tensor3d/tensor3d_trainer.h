@@ -15,9 +15,7 @@ class Tensor3dTrainer : public ForwardBackwardTrainer<T> {
  public:
   // Throws InputError (before allocating anything) when the grid does not divide the model.
   // Collective over world.
-  Tensor3dTrainer(const DeviceConfig& device, const ModelConfig& model, const OptimizerConfig& optimizer,
-                  uint64_t seed, int64_t global_batch, const Shape3d& shape,
-                  const Overlap3d& overlap, CommBackend backend, MPI_Comm world);
+  Tensor3dTrainer(const TrainerSetup& setup, const Shape3d& shape, const Overlap3d& overlap);
 
   std::string scheme() const override { return "tensor3d"; }
   std::string grid() const override { return grid_.describe(); }
