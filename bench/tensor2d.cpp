@@ -38,7 +38,7 @@ void print_report(const Tensor2dTrainer<T>& trainer, const Options& o, const Gri
 
 int main(int argc, char** argv) {
   using namespace mlps;
-  std::string tp_dims;
+  std::vector<int> tp_dims;
   int dp = 0;
   GridShape shape;
   SchemeDefinition scheme;
@@ -47,7 +47,9 @@ int main(int argc, char** argv) {
                        "grid, optionally x --dp data-parallel replicas.";
   scheme.add_options = [&](CLI::App& app) {
     app.add_option("--tp-dims", tp_dims, "the q,q grid (square; default: the square root of the "
-                   "ranks per replica)")->check(non_empty());
+                   "ranks per replica)")
+        ->delimiter(',')->check(non_empty())
+        ->check(positive_integer_item("expected two positive integers q,q"));
     app.add_option("--dp", dp, "data-parallel replicas of the grid (default: ranks / q²)")
         ->check(CLI::Range(1, 1 << 20));
   };

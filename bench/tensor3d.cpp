@@ -51,7 +51,7 @@ void print_report(const Tensor3dTrainer<T>& trainer, const Options& o, const Sha
 
 int main(int argc, char** argv) {
   using namespace mlps;
-  std::string tp_dims;
+  std::vector<int> tp_dims;
   int dp = 0;
   Overlap3d overlap;
   Shape3d shape;
@@ -61,7 +61,9 @@ int main(int argc, char** argv) {
                        "per Linear, optionally x --dp data-parallel replicas.";
   scheme.add_options = [&](CLI::App& app) {
     app.add_option("--tp-dims", tp_dims, "the x,y,z grid: G_r (outer), G_c (inner), G_d (depth) "
-                   "(default: ranks/dp,1,1)")->check(non_empty());
+                   "(default: ranks/dp,1,1)")
+        ->delimiter(',')->check(non_empty())
+        ->check(positive_integer_item("expected three positive integers x,y,z"));
     app.add_option("--dp", dp, "data-parallel replicas of the grid (default: ranks / x·y·z)")
         ->check(CLI::Range(1, 1 << 20));
     app.add_flag("--cache-weights", overlap.cache_weights,

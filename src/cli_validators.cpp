@@ -74,6 +74,15 @@ CLI::Validator non_negative_real() {
   return finite_real([](double v) { return v >= 0; }, "at least 0", "REAL>=0");
 }
 
+CLI::Validator positive_integer_item(std::string message) {
+  return CLI::Validator(
+      [message](std::string& text) -> std::string {
+        const std::optional<long long> value = whole_number(text, to_integer);
+        return value && *value >= 1 && *value <= std::numeric_limits<int>::max() ? "" : message;
+      },
+      "INT>=1");
+}
+
 CLI::Validator non_empty() {
   return CLI::Validator(
       [](std::string& text) -> std::string {

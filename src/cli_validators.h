@@ -18,6 +18,10 @@ CLI::Validator positive_real();
 // The same for a finite decimal number >= 0 ("must be at least 0, not TEXT").
 CLI::Validator non_negative_real();
 
+// One item of a comma-separated list of integers >= 1 (CLI11's delimiter splits the list);
+// otherwise `message` ("expected three positive integers x,y,z").
+CLI::Validator positive_integer_item(std::string message);
+
 // Any text but the empty one (an empty list such as --tp-dims "" is not the default).
 CLI::Validator non_empty();
 

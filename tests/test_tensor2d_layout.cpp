@@ -137,9 +137,9 @@ TEST(Tensor2dLayout, InitialValuesAreTheModelsShards) {
 }
 
 TEST(Tensor2dGrid, ShapesAndEmptyPartsAreRefused) {
-  EXPECT_EQ(resolve_grid_shape("2,2", 0, 8).dp, 2);
-  EXPECT_EQ(resolve_grid_shape("", 0, 9).q, 3);
-  EXPECT_EQ(resolve_grid_shape("", 2, 8).q, 2);
+  EXPECT_EQ(resolve_grid_shape({2, 2}, 0, 8).dp, 2);
+  EXPECT_EQ(resolve_grid_shape({}, 0, 9).q, 3);
+  EXPECT_EQ(resolve_grid_shape({}, 2, 8).q, 2);
   auto message = [](auto call) {
     try {
       call();
@@ -148,11 +148,11 @@ TEST(Tensor2dGrid, ShapesAndEmptyPartsAreRefused) {
     }
     return std::string("no InputError");
   };
-  EXPECT_NE(message([] { resolve_grid_shape("2,3", 0, 6); }).find("square"), std::string::npos);
-  EXPECT_NE(message([] { resolve_grid_shape("3,3", 0, 4); }).find("9 ranks"), std::string::npos);
-  EXPECT_NE(message([] { resolve_grid_shape("2,2", 3, 8); }).find("--dp 3"), std::string::npos);
-  EXPECT_NE(message([] { resolve_grid_shape("2", 0, 4); }).find("--tp-dims 2"), std::string::npos);
-  EXPECT_NE(message([] { resolve_grid_shape("", 0, 6); }).find("square"), std::string::npos);
+  EXPECT_NE(message([] { resolve_grid_shape({2, 3}, 0, 6); }).find("square"), std::string::npos);
+  EXPECT_NE(message([] { resolve_grid_shape({3, 3}, 0, 4); }).find("9 ranks"), std::string::npos);
+  EXPECT_NE(message([] { resolve_grid_shape({2, 2}, 3, 8); }).find("--dp 3"), std::string::npos);
+  EXPECT_NE(message([] { resolve_grid_shape({2}, 0, 4); }).find("--tp-dims 2"), std::string::npos);
+  EXPECT_NE(message([] { resolve_grid_shape({}, 0, 6); }).find("square"), std::string::npos);
   ModelConfig model = small_model(BlockKind::residual_mlp);
   EXPECT_NO_THROW(check_grid_fits(model, 12, {3, 2}));
   model.image_size = 5;  // 25 features, H 10, B 7: nothing divides by 2 or 3, nothing is empty

@@ -1,31 +1,23 @@
 #include "src/schemes/tensor2d/grid_2d.h"
 
 #include <cmath>
-#include <sstream>
 
 #include "src/errors.h"
 
 namespace mlps {
 namespace {
 
-int parse_dim(const std::string& text, const std::string& whole) {
-  size_t used = 0;
-  int value = 0;
-  try {
-    value = std::stoi(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || text.empty() || value < 1)
-    throw InputError("--tp-dims " + whole + ": expected two positive integers q,q");
-  return value;
+std::string comma_list(const std::vector<int>& values) {
+  std::string text;
+  for (int v : values) text += (text.empty() ? "" : ",") + std::to_string(v);
+  return text;
 }
 
 std::string dims(int q) { return std::to_string(q) + "," + std::to_string(q); }
 
 }  // namespace
 
-GridShape resolve_grid_shape(const std::string& tp_dims, int dp, int world_size) {
+GridShape resolve_grid_shape(const std::vector<int>& tp_dims, int dp, int world_size) {
   GridShape shape;
   if (dp < 0) throw InputError("--dp " + std::to_string(dp) + " must be positive");
   if (tp_dims.empty()) {
@@ -36,14 +28,10 @@ GridShape resolve_grid_shape(const std::string& tp_dims, int dp, int world_size)
                        " ranks per replica are not a square q·q (pass --tp-dims q,q)");
     shape.q = q;
   } else {
-    const size_t comma = tp_dims.find(',');
-    if (comma == std::string::npos)
-      throw InputError("--tp-dims " + tp_dims + ": expected two positive integers q,q");
-    const int rows = parse_dim(tp_dims.substr(0, comma), tp_dims);
-    const int cols = parse_dim(tp_dims.substr(comma + 1), tp_dims);
-    if (rows != cols)
-      throw InputError("--tp-dims " + tp_dims + ": the 2D grid must be square (q,q)");
-    shape.q = rows;
+    const std::string given = "--tp-dims " + comma_list(tp_dims);
+    if (tp_dims.size() != 2) throw InputError(given + ": expected two positive integers q,q");
+    if (tp_dims[0] != tp_dims[1]) throw InputError(given + ": the 2D grid must be square (q,q)");
+    shape.q = tp_dims[0];
   }
   const int64_t grid = int64_t{shape.q} * shape.q;
   if (dp == 0) {

@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "src/comm/make_communicator.h"
 #include "src/grid/process_grid.h"
@@ -20,10 +21,10 @@ struct GridShape {
   int dp = 1;  // replicas
 };
 
-// From --tp-dims "q,q" (empty: the square root of the ranks per replica) and --dp (0: the ranks
+// From --tp-dims q,q (empty: the square root of the ranks per replica) and --dp (0: the ranks
 // left over by the grid). Throws InputError for a non-square grid or a product that is not the
 // number of ranks.
-GridShape resolve_grid_shape(const std::string& tp_dims, int dp, int world_size);
+GridShape resolve_grid_shape(const std::vector<int>& tp_dims, int dp, int world_size);
 
 // Every part of every split must be non-empty (parts may differ by one: balanced_split.h):
 // the global batch is split over dp·q (each replica's rows over its q grid rows), S², H

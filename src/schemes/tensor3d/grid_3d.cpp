@@ -1,6 +1,5 @@
 #include "src/schemes/tensor3d/grid_3d.h"
 
-#include <sstream>
 #include <vector>
 
 #include "src/errors.h"
@@ -8,25 +7,10 @@
 namespace mlps {
 namespace {
 
-std::vector<int> parse_dims(const std::string& text) {
-  std::vector<int> dims;
-  std::stringstream in(text);
-  std::string part;
-  while (std::getline(in, part, ',')) {
-    size_t used = 0;
-    int value = 0;
-    try {
-      value = std::stoi(part, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (part.empty() || used != part.size() || value < 1)
-      throw InputError("--tp-dims " + text + ": expected three positive integers x,y,z");
-    dims.push_back(value);
-  }
-  if (dims.size() != 3 || text.back() == ',')
-    throw InputError("--tp-dims " + text + ": expected three positive integers x,y,z");
-  return dims;
+std::string comma_list(const std::vector<int>& values) {
+  std::string text;
+  for (int v : values) text += (text.empty() ? "" : ",") + std::to_string(v);
+  return text;
 }
 
 std::string n(int64_t v) { return std::to_string(v); }
@@ -35,7 +19,7 @@ std::string n(int64_t v) { return std::to_string(v); }
 
 std::string Shape3d::dims() const { return n(outer) + "," + n(inner) + "," + n(depth); }
 
-Shape3d resolve_shape_3d(const std::string& tp_dims, int dp, int world_size) {
+Shape3d resolve_shape_3d(const std::vector<int>& tp_dims, int dp, int world_size) {
   if (dp < 0) throw InputError("--dp " + n(dp) + " must be positive");
   Shape3d shape;
   if (tp_dims.empty()) {
@@ -43,10 +27,12 @@ Shape3d resolve_shape_3d(const std::string& tp_dims, int dp, int world_size) {
       throw InputError("--dp " + n(dp) + " does not divide the " + n(world_size) + " ranks");
     shape.outer = dp > 0 ? world_size / dp : world_size;
   } else {
-    const auto dims = parse_dims(tp_dims);
-    shape.outer = dims[0];
-    shape.inner = dims[1];
-    shape.depth = dims[2];
+    if (tp_dims.size() != 3)
+      throw InputError("--tp-dims " + comma_list(tp_dims) +
+                       ": expected three positive integers x,y,z");
+    shape.outer = tp_dims[0];
+    shape.inner = tp_dims[1];
+    shape.depth = tp_dims[2];
   }
   const int64_t grid = shape.tensor_ranks();
   if (dp == 0) {

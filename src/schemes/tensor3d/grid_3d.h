@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "src/comm/make_communicator.h"
 #include "src/grid/process_grid.h"
@@ -24,9 +25,9 @@ struct Shape3d {
   std::string dims() const;  // "x,y,z"
 };
 
-// From --tp-dims "x,y,z" (empty: ranks/dp,1,1) and --dp (0: ranks left over). Throws
-// InputError for malformed dims or a product that is not the number of ranks.
-Shape3d resolve_shape_3d(const std::string& tp_dims, int dp, int world_size);
+// From --tp-dims x,y,z (empty: ranks/dp,1,1) and --dp (0: ranks left over). Throws
+// InputError for other than three dims or a product that is not the number of ranks.
+Shape3d resolve_shape_3d(const std::vector<int>& tp_dims, int dp, int world_size);
 
 // Which group shards an activation's features.
 enum class ShardAxis { inner, outer };
