@@ -6,17 +6,9 @@
 
 #include "src/model/serial_net.h"
 #include "src/schemes/data_parallel_base.h"
+#include "src/schemes/named_tensors.h"
 
 namespace mlps {
-namespace {
-
-template <typename T>
-MPI_Datatype mpi_type_of() {
-  return sizeof(T) == sizeof(double) ? MPI_DOUBLE : MPI_FLOAT;
-}
-
-}  // namespace
-
 template <typename T>
 Tensor1dTrainer<T>::Tensor1dTrainer(const TrainerSetup& s, const Tensor1dPlan& plan, int dp)
     : ForwardBackwardTrainer<T>(s), plan_(plan),
@@ -142,43 +134,19 @@ std::map<std::string, double> Tensor1dTrainer<T>::analytic_bytes(int64_t global_
 
 template <typename T>
 std::vector<NamedTensor> Tensor1dTrainer<T>::gather_parameters() {
-  std::vector<NamedTensor> tensors;
-  if (dp_rank_ != 0) return tensors;  // every replica holds the same parameters
-  const int tp = plan_.tp;
+  const auto values = values_.download();
+  std::vector<HeldRun> runs;
   for (const Shard& s : shards_) {
-    std::vector<T> mine(static_cast<size_t>(s.size()));
-    device_.to_host(mine.data(), values_.data() + s.offset, sizeof(T) * mine.size());
-    // Every tp rank's block (or copy) to tp rank 0, by plain MPI: verification traffic is not
-    // part of any training iteration.
-    std::vector<T> blocks(tp_rank_ == 0 ? mine.size() * static_cast<size_t>(tp) : 0);
-    MPI_Gather(mine.data(), static_cast<int>(s.size()), mpi_type_of<T>(), blocks.data(),
-               static_cast<int>(s.size()), mpi_type_of<T>(), 0, grid_.group("tensor"));
-    if (tp_rank_ != 0) continue;
-    if (!s.split()) {
-      for (size_t i = mine.size(); i < blocks.size(); ++i) {
-        const double gap = std::abs(static_cast<double>(blocks[i]) - mine[i % mine.size()]);
-        if (!(gap <= replica_divergence_)) {  // NaN counts as a difference
-          replica_divergence_ = gap;
-          most_divergent_tensor_ = s.name;
-        }
-      }
-      tensors.push_back({s.name, std::vector<double>(mine.begin(), mine.end())});
-      continue;
-    }
-    // Rank t's block sits at rows t·local_rows (a split of rows) or cols t·local_cols.
-    std::vector<double> full(static_cast<size_t>(s.rows * s.cols));
-    for (int t = 0; t < tp; ++t) {
-      const int64_t row0 = s.local_rows != s.rows ? t * s.local_rows : 0;
-      const int64_t col0 = s.local_cols != s.cols ? t * s.local_cols : 0;
-      const T* block = blocks.data() + t * s.size();
-      for (int64_t r = 0; r < s.local_rows; ++r)
-        for (int64_t c = 0; c < s.local_cols; ++c)
-          full[static_cast<size_t>((row0 + r) * s.cols + col0 + c)] =
-              static_cast<double>(block[r * s.local_cols + c]);
-    }
-    tensors.push_back({s.name, std::move(full)});
+    // Replica 0 owns the parameters: a split tensor's blocks, tp rank 0's replicated ones.
+    const bool owner = dp_rank_ == 0 && (s.split() || tp_rank_ == 0);
+    runs.push_back({s.name, s.rows, s.cols, s.row0, s.col0, std::max<int64_t>(s.local_cols, 1),
+                    0, s.offset, s.size(), owner});
   }
-  return tensors;
+  auto gathered = gather_held_tensors(runs, std::vector<double>(values.begin(), values.end()),
+                                      grid_.world(), /*compare_copies=*/true);
+  replica_divergence_ = gathered.copy_spread;
+  most_divergent_tensor_ = gathered.most_spread;
+  return std::move(gathered.tensors);
 }
 
 template class Tensor1dTrainer<float>;

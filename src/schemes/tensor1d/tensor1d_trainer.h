@@ -48,10 +48,10 @@ class Tensor1dTrainer : public ForwardBackwardTrainer<T>, private UnitHooks {
   // The analytic volumes (tensor1d_comm_bytes) for this rank's replica: per training step, or
   // with `inference` per evaluate() of a global batch.
   std::map<std::string, double> analytic_bytes(int64_t global_batch, bool inference = false) const;
-  // After gather_parameters(), on rank 0: the largest difference between a replicated tensor
-  // (LayerNorm γ/β, row-parallel and replicated layers' biases ...) on tp rank 0 and its copy on
-  // another tp rank of replica 0, and that tensor's name (empty while all are identical).
-  // Replicated tensors get identical gradients on every tp rank, so this is exactly 0.
+  // After gather_parameters(): the largest spread between the copies of one parameter element
+  // (a replicated tensor's on the tp ranks, LayerNorm γ/β, row-parallel and replicated layers'
+  // biases ..., and every tensor's on the data replicas), and that tensor's name (empty while
+  // all copies are identical). Copies get identical gradients, so this is exactly 0.
   double replica_divergence() const { return replica_divergence_; }
   const std::string& most_divergent_tensor() const { return most_divergent_tensor_; }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "src/schemes/named_tensors.h"
 #include "src/schemes/tensor2d/balanced_split.h"
 
 namespace mlps {
@@ -41,48 +42,17 @@ int64_t Tensor2dTrainer<T>::state_bytes() const {
 
 template <typename T>
 std::vector<NamedTensor> Tensor2dTrainer<T>::gather_parameters() {
-  // Plain MPI (not a Communicator): verification traffic is not part of the measurements.
   const auto values = net_.values().download();
-  const std::vector<double> mine(values.begin(), values.end());
-  int rank = 0;
-  MPI_Comm_rank(grid_.world(), &rank);
-  int ranks = 1;
-  MPI_Comm_size(grid_.world(), &ranks);
-  // Replica 0 (world ranks 0 .. q²−1, grid row r / q, column r % q) holds every shard; shard
-  // sizes differ between ranks when q does not divide a dimension.
-  const int q = grid_.q();
-  std::vector<ShardLayout> layouts;
-  if (rank == 0)
-    for (int r = 0; r < q * q; ++r) layouts.emplace_back(net_.config(), q, r / q, r % q);
-  std::vector<int> counts(static_cast<size_t>(ranks), 0), offsets(counts.size(), 0);
-  int gathered = 0;
-  for (int r = 0; r < static_cast<int>(layouts.size()); ++r) {
-    offsets[r] = gathered;
-    counts[r] = static_cast<int>(layouts[r].total());
-    gathered += counts[r];
+  std::vector<HeldRun> runs;
+  for (const TensorShard& t : net_.layout().tensors()) {
+    // Replica 0 owns the parameters; a vector part is the same on every grid row.
+    const bool owner = grid_.replica() == 0 && (t.matrix || grid_.row() == 0);
+    runs.push_back({t.name, t.global_rows, t.global_cols, t.row0, t.col0,
+                    std::max<int64_t>(t.cols, 1), 0, t.offset, t.size(), owner});
   }
-  const int count = grid_.replica() == 0 ? static_cast<int>(mine.size()) : 0;
-  std::vector<double> all(static_cast<size_t>(gathered));
-  MPI_Gatherv(mine.data(), count, MPI_DOUBLE, all.data(), counts.data(), offsets.data(),
-              MPI_DOUBLE, 0, grid_.world());
-  std::vector<NamedTensor> tensors;
-  if (rank != 0) return tensors;
-  const auto& order = layouts[0].tensors();
-  for (size_t t = 0; t < order.size(); ++t) {
-    NamedTensor out{order[t].name,
-                    std::vector<double>(
-                        static_cast<size_t>(order[t].global_rows * order[t].global_cols))};
-    for (int r = 0; r < q * q; ++r) {
-      const TensorShard& s = layouts[r].tensors()[t];
-      if (!s.matrix && r / q != 0) continue;  // vectors: the same on every grid row
-      const double* shard = all.data() + offsets[r] + s.offset;
-      for (int64_t i = 0; i < s.rows; ++i)
-        for (int64_t j = 0; j < s.cols; ++j)
-          out.values[(s.row0 + i) * s.global_cols + s.col0 + j] = shard[i * s.cols + j];
-    }
-    tensors.push_back(std::move(out));
-  }
-  return tensors;
+  return gather_held_tensors(runs, std::vector<double>(values.begin(), values.end()),
+                             grid_.world())
+      .tensors;
 }
 
 template class Tensor2dTrainer<float>;

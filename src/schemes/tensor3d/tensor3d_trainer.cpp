@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "src/schemes/data_parallel_base.h"
+#include "src/schemes/named_tensors.h"
 
 namespace mlps {
 namespace {
@@ -43,33 +44,23 @@ int64_t Tensor3dTrainer<T>::vector_bytes() const {
 
 template <typename T>
 std::vector<NamedTensor> Tensor3dTrainer<T>::gather_parameters() {
-  // Plain MPI (not a Communicator): verification traffic is not part of the measurements.
-  // Each tensor's owners write their elements into a zeroed full tensor; the sum lands on 0.
+  // One host array: the weight shards, then the vector slices.
   const auto weights = net_.weights().download();
   const auto vectors = net_.vectors().download();
-  int rank = 0;
-  MPI_Comm_rank(grid_.world(), &rank);
-  std::vector<NamedTensor> tensors;
-  for (const LocalTensor& s : net_.tensors()) {
-    std::vector<double> full(static_cast<size_t>(s.rows * s.cols), 0.0);
-    if (s.owner) {
-      for (int64_t k = 0; k < s.count; ++k) {
-        if (s.weight) {
-          const int64_t e = s.first + k, row = s.row0 + e / s.block_cols;
-          if (row < s.rows)
-            full[row * s.cols + s.col0 + e % s.block_cols] =
-                static_cast<double>(weights[s.offset + k]);
-        } else if (s.col0 + k < s.cols) {
-          full[s.col0 + k] = static_cast<double>(vectors[s.offset + k]);
-        }
-      }
+  std::vector<double> values(weights.begin(), weights.end());
+  values.insert(values.end(), vectors.begin(), vectors.end());
+  std::vector<HeldRun> runs;
+  for (const LocalTensor& t : net_.tensors()) {
+    HeldRun run{t.name, t.rows, t.cols, t.row0, t.col0, t.block_cols, t.first,
+                t.offset, t.count, t.owner};
+    if (!t.weight) {  // a vector slice: features col0 .. col0 + count of row 0
+      run.row0 = run.first = 0;
+      run.block_cols = std::max<int64_t>(t.count, 1);
+      run.offset += static_cast<int64_t>(weights.size());
     }
-    std::vector<double> sum(rank == 0 ? full.size() : 0);
-    MPI_Reduce(full.data(), sum.data(), static_cast<int>(full.size()), MPI_DOUBLE, MPI_SUM, 0,
-               grid_.world());
-    if (rank == 0) tensors.push_back({s.name, std::move(sum)});
+    runs.push_back(run);
   }
-  return tensors;
+  return gather_held_tensors(runs, values, grid_.world()).tensors;
 }
 
 template class Tensor3dTrainer<float>;
