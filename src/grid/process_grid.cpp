@@ -4,6 +4,21 @@
 
 namespace mlps {
 
+std::vector<int> grid_coordinates(const std::vector<GridAxis>& axes, int rank) {
+  std::vector<int> coordinates(axes.size());
+  for (size_t i = axes.size(); i-- > 0;) {  // the last axis is the fastest
+    coordinates[i] = rank % axes[i].size;
+    rank /= axes[i].size;
+  }
+  return coordinates;
+}
+
+int grid_rank(const std::vector<GridAxis>& axes, const std::vector<int>& coordinates) {
+  int rank = 0;
+  for (size_t i = 0; i < axes.size(); ++i) rank = rank * axes[i].size + coordinates[i];
+  return rank;
+}
+
 ProcessGrid::ProcessGrid(std::vector<GridAxis> axes, MPI_Comm world)
     : axes_(std::move(axes)), world_(world) {
   int rank = 0, ranks = 0;
@@ -14,12 +29,7 @@ ProcessGrid::ProcessGrid(std::vector<GridAxis> axes, MPI_Comm world)
   if (product != ranks)
     throw std::logic_error("ProcessGrid: axes give " + std::to_string(product) + " ranks, not " +
                            std::to_string(ranks));
-  coordinates_.resize(axes_.size());
-  int rest = rank;
-  for (size_t i = axes_.size(); i-- > 0;) {  // the last axis is the fastest
-    coordinates_[i] = rest % axes_[i].size;
-    rest /= axes_[i].size;
-  }
+  coordinates_ = grid_coordinates(axes_, rank);
   for (size_t i = 0; i < axes_.size(); ++i) {
     // The group's color: this rank with its coordinate on axis i taken out.
     int color = 0;

@@ -26,6 +26,12 @@ struct GridAxis {
   int size = 1;
 };
 
+// The rank order as arithmetic, for code that places other ranks than its own (a pipeline
+// layout's rank of a stage, the memory each rank will need): rank → one coordinate per axis,
+// and back.
+std::vector<int> grid_coordinates(const std::vector<GridAxis>& axes, int rank);
+int grid_rank(const std::vector<GridAxis>& axes, const std::vector<int>& coordinates);
+
 class ProcessGrid {
  public:
   // Collective over world. The sizes' product must be world's size (std::logic_error otherwise:

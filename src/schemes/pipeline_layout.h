@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "src/grid/process_grid.h"
 #include "src/model_config.h"
 #include "src/schemes/pipeline_partition.h"
 #include "src/schemes/pipeline_schedule.h"
@@ -30,9 +31,11 @@ struct PipelineLayout {
   PipelinePartition partition{{0}};
   bool partition_given = false;  // --partition, else balanced
 
-  int stage_of(int rank) const { return rank % stages; }
-  int replica_of(int rank) const { return rank / stages; }
-  int rank_of(int stage, int replica) const { return replica * stages + stage; }
+  // The process grid's axes: a replica's stages are consecutive ranks.
+  std::vector<GridAxis> axes() const { return {{"data", replicas}, {"pipe", stages}}; }
+  int stage_of(int rank) const { return grid_coordinates(axes(), rank)[1]; }
+  int replica_of(int rank) const { return grid_coordinates(axes(), rank)[0]; }
+  int rank_of(int stage, int replica) const { return grid_rank(axes(), {replica, stage}); }
   // The rows of a global batch of `global_rows` that replica d trains on.
   BatchSlice replica_rows(int64_t global_rows, int replica) const;
   // "pp=4,dp=1,micro_batches=8,schedule=1f1b,partition=1,1,1,1"

@@ -18,7 +18,7 @@ using Pass = PipelineAction::Pass;
 template <typename T>
 PipelineTrainer<T>::PipelineTrainer(const TrainerSetup& s, const PipelineLayout& layout)
     : SchemeTrainer<T>(s), layout_(layout),
-      grid_({{"data", layout.replicas}, {"pipe", layout.stages}}, s.world),
+      grid_(layout.axes(), s.world),
       stage_(grid_.coordinate("pipe")), replica_(grid_.coordinate("data")),
       pipe_(grid_.communicator("pipe", s.backend, device_, "pipe", log_)),
       data_(layout.replicas > 1 ? grid_.communicator("data", s.backend, device_, "data", log_,
