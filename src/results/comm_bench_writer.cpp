@@ -9,13 +9,7 @@
 namespace mlps {
 namespace {
 
-using hdf5::checked;
-using hdf5::create_group;
-using hdf5::Handle;
-using hdf5::write_double_attribute;
-using hdf5::write_int64_attribute;
-using hdf5::write_string_attribute;
-using hdf5::write_vector;
+using namespace hdf5;  // this file writes through the HDF5 helpers only
 
 void check_lengths(const CommBenchSweep& sweep, const std::string& path) {
   const size_t n = sweep.bytes.size();

@@ -12,13 +12,7 @@
 namespace mlps {
 namespace {
 
-using hdf5::checked;
-using hdf5::create_group;
-using hdf5::Handle;
-using hdf5::write_double_attribute;
-using hdf5::write_int64_attribute;
-using hdf5::write_string_attribute;
-using hdf5::write_vector;
+using namespace hdf5;  // this file writes through the HDF5 helpers only
 
 void write_table(hid_t parent, const std::string& name, const IterationRankTable& table,
                  std::string_view units, const std::string& where) {
