@@ -39,27 +39,53 @@ class CommRequest {
 };
 using PendingComm = std::unique_ptr<CommRequest>;
 
+// One operation as a backend receives it (roots and peers already checked). `count` is the
+// public call's: each rank's part for all-gather's send and reduce-scatter's recv, else the
+// whole buffer.
+enum class CommOp { all_reduce, all_gather, reduce_scatter, broadcast, send, recv };
+struct CommOperation {
+  CommOp op = CommOp::all_reduce;
+  const void* send = nullptr;  // broadcast, recv: null
+  void* recv = nullptr;        // broadcast: the buffer; send: null
+  int64_t count = 0;
+  DataType type = DataType::f32;
+  int peer = 0;  // broadcast: the root; send, recv: the other rank
+  // All-gather's recv and reduce-scatter's send hold one count-sized part per rank.
+  bool per_rank_parts() const {
+    return op == CommOp::all_gather || op == CommOp::reduce_scatter;
+  }
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
-  virtual int rank() const = 0;
-  virtual int size() const = 0;
+  int rank() const { return rank_; }
+  int size() const { return size_; }
   virtual const char* backend() const = 0;  // "mpi" or "nccl"
   // A name for logs and results: the group it spans, e.g. "world", "data", "depth".
   const std::string& name() const { return name_; }
 
   // recv[count] = Σ_ranks send[count]; send may equal recv (in place).
-  virtual PendingComm all_reduce_async(const void* send, void* recv, int64_t count,
-                                       DataType type) = 0;
+  PendingComm all_reduce_async(const void* send, void* recv, int64_t count, DataType type) {
+    return post({CommOp::all_reduce, send, recv, count, type});
+  }
   // recv[size·count] = concatenation of every rank's send[count], in rank order.
-  virtual PendingComm all_gather_async(const void* send, void* recv, int64_t count,
-                                       DataType type) = 0;
+  PendingComm all_gather_async(const void* send, void* recv, int64_t count, DataType type) {
+    return post({CommOp::all_gather, send, recv, count, type});
+  }
   // recv[count] = Σ_ranks send[rank·count .. (rank+1)·count).
-  virtual PendingComm reduce_scatter_async(const void* send, void* recv, int64_t count,
-                                           DataType type) = 0;
-  virtual PendingComm broadcast_async(void* buffer, int64_t count, DataType type, int root) = 0;
-  virtual PendingComm send_async(const void* buffer, int64_t count, DataType type, int peer) = 0;
-  virtual PendingComm recv_async(void* buffer, int64_t count, DataType type, int peer) = 0;
+  PendingComm reduce_scatter_async(const void* send, void* recv, int64_t count, DataType type) {
+    return post({CommOp::reduce_scatter, send, recv, count, type});
+  }
+  PendingComm broadcast_async(void* buffer, int64_t count, DataType type, int root) {
+    return post({CommOp::broadcast, nullptr, buffer, count, type, checked_rank(root, "broadcast root")});
+  }
+  PendingComm send_async(const void* buffer, int64_t count, DataType type, int peer) {
+    return post({CommOp::send, buffer, nullptr, count, type, checked_rank(peer, "send peer")});
+  }
+  PendingComm recv_async(void* buffer, int64_t count, DataType type, int peer) {
+    return post({CommOp::recv, nullptr, buffer, count, type, checked_rank(peer, "recv peer")});
+  }
 
   // Blocking forms: the asynchronous call, then wait().
   template <typename T>
@@ -95,6 +121,15 @@ class Communicator {
   Communicator(std::string name, std::shared_ptr<CommLog> log)
       : name_(std::move(name)), log_(std::move(log)) {}
 
+  virtual PendingComm post(const CommOperation& call) = 0;
+  int rank_ = 0, size_ = 1;  // set by the backend's constructor
+  // The log's kind and bytes of a call (nccl-tests' sizes, in the bytes actually sent).
+  static CommKind kind_of(CommOp op);
+  double logged_bytes(const CommOperation& call) const {
+    return static_cast<double>(call.count * (call.per_rank_parts() ? size() : 1)) *
+           static_cast<double>(wire_size_of(call.type));
+  }
+
   // True when a payload of this type travels as 16-bit values.
   bool on_16bit_wire(DataType type) const {
     return type == DataType::f32 && wire_format_ != StorageFormat::full;
@@ -103,6 +138,9 @@ class Communicator {
   size_t wire_size_of(DataType type) const { return on_16bit_wire(type) ? 2 : size_of(type); }
 
  private:
+  // std::invalid_argument unless rank is one of this communicator's.
+  int checked_rank(int rank, const char* what) const;
+
   std::string name_;
   std::shared_ptr<CommLog> log_;  // shared by the communicators of one rank
   StorageFormat wire_format_ = StorageFormat::full;

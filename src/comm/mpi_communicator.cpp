@@ -27,12 +27,6 @@ int mpi_count(int64_t count, const char* operation) {
   return static_cast<int>(count);
 }
 
-void check_rank(int rank, int size, const char* what) {
-  if (rank < 0 || rank >= size)
-    throw std::invalid_argument(std::string("MPI ") + what + " " + std::to_string(rank) +
-                                " is not a rank of a communicator of " + std::to_string(size));
-}
-
 // With MPI's default error handler a failure aborts before returning; this covers a handler
 // that returns errors instead.
 void check(int status, const char* call) {
@@ -93,23 +87,28 @@ class MpiCommunicator::Request : public CommRequest {
   }
 
   MPI_Request* handle() { return &request_; }
-  std::byte* stage(size_t bytes) {
-    host_ = std::make_unique_for_overwrite<std::byte[]>(bytes);
+  // The host buffer of count elements: 16-bit wire values in `wire` format, else of
+  // element_size bytes each.
+  std::byte* stage(int64_t count, size_t element_size, StorageFormat wire) {
+    element_size_ = element_size;
+    wire_ = wire;
+    host_ = std::make_unique_for_overwrite<std::byte[]>(static_cast<size_t>(count) * element_size);
     return host_.get();
   }
-  void copy_back_to(void* dst, size_t bytes) {
-    copy_dst_ = dst;
-    copy_bytes_ = bytes;
+  // Elements [offset, offset + count) of the stage from device memory src, packed to the wire.
+  void fill(int64_t offset, const void* src, int64_t count) {
+    std::byte* at = host_.get() + static_cast<size_t>(offset) * element_size_;
+    if (wire_ != StorageFormat::full)
+      owner_->pack_to_wire(reinterpret_cast<uint16_t*>(at), src, count);
+    else
+      owner_->device_.to_host(at, src, static_cast<size_t>(count) * element_size_);
   }
-  // The staging buffer as count 16-bit wire values.
-  uint16_t* stage_wire(int64_t count) {
-    return reinterpret_cast<uint16_t*>(stage(static_cast<size_t>(count) * sizeof(uint16_t)));
-  }
-  // wait() converts the first count wire values to floats at dst.
-  void unpack_to(void* dst, int64_t count, StorageFormat format) {
-    copy_dst_ = dst;
-    unpack_count_ = count;
-    unpack_format_ = format;
+  // wait() copies (or unpacks from the wire) elements [offset, offset + count) of the stage to
+  // device memory dst.
+  void back_to(void* dst, int64_t offset, int64_t count) {
+    back_dst_ = dst;
+    back_offset_ = offset;
+    back_count_ = count;
   }
 
  private:
@@ -121,11 +120,12 @@ class MpiCommunicator::Request : public CommRequest {
     owner.progress();
     check(MPI_Wait(&request_, MPI_STATUS_IGNORE), "MPI_Wait");
     owner.log().finished(call_);
-    if (unpack_count_ > 0)
-      owner.unpack_from_wire(copy_dst_, reinterpret_cast<const uint16_t*>(host_.get()),
-                             unpack_count_, unpack_format_);
-    else if (copy_bytes_ > 0)
-      owner.device_.to_device(copy_dst_, host_.get(), copy_bytes_);
+    const std::byte* from = host_.get() + static_cast<size_t>(back_offset_) * element_size_;
+    if (back_count_ > 0 && wire_ != StorageFormat::full)
+      owner.unpack_from_wire(back_dst_, reinterpret_cast<const uint16_t*>(from), back_count_,
+                             wire_);
+    else if (back_count_ > 0)
+      owner.device_.to_device(back_dst_, from, static_cast<size_t>(back_count_) * element_size_);
     host_.reset();
     const double end = MPI_Wtime();
     owner.log().add_blocked(end - wait_start);
@@ -138,11 +138,11 @@ class MpiCommunicator::Request : public CommRequest {
   double start_seconds_;
   int64_t call_;  // in the log's recent calls
   MPI_Request request_ = MPI_REQUEST_NULL;
-  std::unique_ptr<std::byte[]> host_;
-  void* copy_dst_ = nullptr;
-  size_t copy_bytes_ = 0;
-  int64_t unpack_count_ = 0;
-  StorageFormat unpack_format_ = StorageFormat::full;
+  std::unique_ptr<std::byte[]> host_;  // the stage, when the call goes through host memory
+  size_t element_size_ = 0;
+  StorageFormat wire_ = StorageFormat::full;
+  void* back_dst_ = nullptr;
+  int64_t back_offset_ = 0, back_count_ = 0;
 };
 
 MpiCommunicator::MpiCommunicator(const Device& device, MPI_Comm comm, std::string name,
@@ -206,169 +206,93 @@ void MpiCommunicator::progress() {
   for (Request* request : live_) request->test();
 }
 
-std::unique_ptr<MpiCommunicator::Request> MpiCommunicator::start(CommKind kind, double bytes) {
+bool MpiCommunicator::through_host(const CommOperation& c) const {
+  if (staged() || on_16bit_wire(c.type)) return true;
+  const size_t part = static_cast<size_t>(c.count) * size_of(c.type);
+  const size_t whole = part * static_cast<size_t>(size_);
+  switch (c.op) {
+    case CommOp::all_gather: {  // in place when send is this rank's slot of recv
+      const void* slot = static_cast<std::byte*>(c.recv) + part * static_cast<size_t>(rank_);
+      return c.send != slot && ranges_overlap(c.send, part, c.recv, whole);
+    }
+    case CommOp::reduce_scatter:  // MPI's in-place result lands at the start, not at the slot
+      return ranges_overlap(c.send, whole, c.recv, part);
+    default:
+      return false;
+  }
+}
+
+void MpiCommunicator::start_mpi(const CommOperation& c, const void* send, void* recv,
+                                MPI_Datatype type, MPI_Op sum, MPI_Request* request) {
+  const int n = mpi_count(c.count, to_string(kind_of(c.op)));
+  int element = 0;
+  MPI_Type_size(type, &element);
+  const void* in = send == recv ? MPI_IN_PLACE : send;
+  switch (c.op) {
+    case CommOp::all_reduce:
+      return check(MPI_Iallreduce(in, recv, n, type, sum, comm_, request), "MPI_Iallreduce");
+    case CommOp::all_gather:
+      if (send == static_cast<std::byte*>(recv) + static_cast<size_t>(n) * element * rank_)
+        return check(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, n, type, comm_,
+                                    request),
+                     "MPI_Iallgather");
+      return check(MPI_Iallgather(send, n, type, recv, n, type, comm_, request), "MPI_Iallgather");
+    case CommOp::reduce_scatter:
+      return check(MPI_Ireduce_scatter_block(in, recv, n, type, sum, comm_, request),
+                   "MPI_Ireduce_scatter_block");
+    case CommOp::broadcast:
+      return check(MPI_Ibcast(recv, n, type, c.peer, comm_, request), "MPI_Ibcast");
+    case CommOp::send:
+      return check(MPI_Isend(send, n, type, c.peer, kTag, comm_, request), "MPI_Isend");
+    case CommOp::recv:
+      return check(MPI_Irecv(recv, n, type, c.peer, kTag, comm_, request), "MPI_Irecv");
+  }
+}
+
+PendingComm MpiCommunicator::post(const CommOperation& c) {
   progress();
-  return std::make_unique<Request>(*this, kind, bytes);
-}
-
-PendingComm MpiCommunicator::all_reduce_async(const void* send, void* recv, int64_t count,
-                                              DataType type) {
-  const int n = mpi_count(count, "all-reduce");
-  const size_t bytes = static_cast<size_t>(count) * size_of(type);
-  auto request = start(CommKind::all_reduce, static_cast<double>(count * wire_size_of(type)));
-  if (on_16bit_wire(type)) {
-    uint16_t* wire = request->stage_wire(count);
-    pack_to_wire(wire, send, count);
-    check(MPI_Iallreduce(MPI_IN_PLACE, wire, n, MPI_UINT16_T, sum_op(wire_format()), comm_,
-                         request->handle()),
-          "MPI_Iallreduce");
-    request->unpack_to(recv, count, wire_format());
-  } else if (staged()) {
-    std::byte* host = request->stage(bytes);
-    device_.to_host(host, send, bytes);
-    check(MPI_Iallreduce(MPI_IN_PLACE, host, n, mpi_type(type), MPI_SUM, comm_,
-                         request->handle()),
-          "MPI_Iallreduce");
-    request->copy_back_to(recv, bytes);
-  } else {
-    check(MPI_Iallreduce(send == recv ? MPI_IN_PLACE : send, recv, n, mpi_type(type), MPI_SUM,
-                         comm_, request->handle()),
-          "MPI_Iallreduce");
-  }
-  return request;
-}
-
-PendingComm MpiCommunicator::all_gather_async(const void* send, void* recv, int64_t count,
-                                              DataType type) {
-  const int n = mpi_count(count, "all-gather");
-  const size_t in_bytes = static_cast<size_t>(count) * size_of(type);
-  const size_t out_bytes = in_bytes * static_cast<size_t>(size_);
-  const size_t slot_offset = in_bytes * static_cast<size_t>(rank_);
-  const void* slot = static_cast<std::byte*>(recv) + slot_offset;
-  auto request = start(CommKind::all_gather,
-                       static_cast<double>(count * size_ * wire_size_of(type)));
-  if (on_16bit_wire(type)) {
-    // This rank's own part comes back rounded too, so every rank holds the same values.
-    uint16_t* wire = request->stage_wire(count * size_);
-    pack_to_wire(wire + count * rank_, send, count);
-    check(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, wire, n, MPI_UINT16_T, comm_,
-                         request->handle()),
-          "MPI_Iallgather");
-    request->unpack_to(recv, count * size_, wire_format());
-  } else if (staged() || (send != slot && ranges_overlap(send, in_bytes, recv, out_bytes))) {
-    std::byte* host = request->stage(out_bytes);
-    device_.to_host(host + slot_offset, send, in_bytes);
-    check(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, host, n, mpi_type(type), comm_,
-                         request->handle()),
-          "MPI_Iallgather");
-    request->copy_back_to(recv, out_bytes);
-  } else if (send == slot) {
-    check(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, n, mpi_type(type), comm_,
-                         request->handle()),
-          "MPI_Iallgather");
-  } else {
-    check(MPI_Iallgather(send, n, mpi_type(type), recv, n, mpi_type(type), comm_,
-                         request->handle()),
-          "MPI_Iallgather");
-  }
-  return request;
-}
-
-PendingComm MpiCommunicator::reduce_scatter_async(const void* send, void* recv, int64_t count,
-                                                  DataType type) {
-  const int n = mpi_count(count, "reduce-scatter");
-  const size_t out_bytes = static_cast<size_t>(count) * size_of(type);
-  const size_t in_bytes = out_bytes * static_cast<size_t>(size_);
-  auto request = start(CommKind::reduce_scatter,
-                       static_cast<double>(count * size_ * wire_size_of(type)));
-  // In place (recv inside send, NCCL's convention) goes through a copy: MPI's in-place
-  // reduce-scatter puts the result at the start of the buffer, not at the rank's slot.
-  if (on_16bit_wire(type)) {
-    uint16_t* wire = request->stage_wire(count * size_);
-    pack_to_wire(wire, send, count * size_);
-    check(MPI_Ireduce_scatter_block(MPI_IN_PLACE, wire, n, MPI_UINT16_T, sum_op(wire_format()),
-                                    comm_, request->handle()),
-          "MPI_Ireduce_scatter_block");
-    request->unpack_to(recv, count, wire_format());
-  } else if (staged() || ranges_overlap(send, in_bytes, recv, out_bytes)) {
-    std::byte* host = request->stage(in_bytes);
-    device_.to_host(host, send, in_bytes);
-    check(MPI_Ireduce_scatter_block(MPI_IN_PLACE, host, n, mpi_type(type), MPI_SUM, comm_,
-                                    request->handle()),
-          "MPI_Ireduce_scatter_block");
-    request->copy_back_to(recv, out_bytes);
-  } else {
-    check(MPI_Ireduce_scatter_block(send, recv, n, mpi_type(type), MPI_SUM, comm_,
-                                    request->handle()),
-          "MPI_Ireduce_scatter_block");
-  }
-  return request;
-}
-
-PendingComm MpiCommunicator::broadcast_async(void* buffer, int64_t count, DataType type,
-                                             int root) {
-  check_rank(root, size_, "broadcast root");
-  const int n = mpi_count(count, "broadcast");
-  const size_t bytes = static_cast<size_t>(count) * size_of(type);
-  auto request = start(CommKind::broadcast, static_cast<double>(count * wire_size_of(type)));
-  if (on_16bit_wire(type)) {
-    // The root's buffer is rounded too, so every rank holds the same values.
-    uint16_t* wire = request->stage_wire(count);
-    if (rank_ == root) pack_to_wire(wire, buffer, count);
-    check(MPI_Ibcast(wire, n, MPI_UINT16_T, root, comm_, request->handle()), "MPI_Ibcast");
-    request->unpack_to(buffer, count, wire_format());
+  auto request = std::make_unique<Request>(*this, kind_of(c.op), logged_bytes(c));
+  const bool wire = on_16bit_wire(c.type);
+  const MPI_Datatype type = wire ? MPI_UINT16_T : mpi_type(c.type);
+  const MPI_Op sum = wire ? sum_op(wire_format()) : MPI_SUM;
+  if (!through_host(c)) {
+    start_mpi(c, c.send, c.recv, type, sum, request->handle());
     return request;
   }
-  void* target = buffer;
-  if (staged()) {
-    std::byte* host = request->stage(bytes);
-    if (rank_ == root) device_.to_host(host, buffer, bytes);
-    else request->copy_back_to(buffer, bytes);
-    target = host;
+  // One host buffer, used in place: this rank's input goes in at its slot and the result comes
+  // back from where MPI leaves it. On a 16-bit wire every rank ends with the rounded values,
+  // its own part (all-gather) or a broadcast's root buffer included.
+  const int64_t whole = c.count * (c.per_rank_parts() ? size_ : 1);
+  const int64_t slot = c.count * rank_;
+  std::byte* host = request->stage(whole, wire ? sizeof(uint16_t) : size_of(c.type),
+                                   wire ? wire_format() : StorageFormat::full);
+  switch (c.op) {
+    case CommOp::all_reduce:
+      request->fill(0, c.send, c.count);
+      request->back_to(c.recv, 0, c.count);
+      break;
+    case CommOp::all_gather:
+      request->fill(slot, c.send, c.count);
+      request->back_to(c.recv, 0, whole);
+      break;
+    case CommOp::reduce_scatter:
+      request->fill(0, c.send, whole);
+      request->back_to(c.recv, 0, c.count);
+      break;
+    case CommOp::broadcast:
+      if (rank_ == c.peer) request->fill(0, c.recv, c.count);
+      if (wire || rank_ != c.peer) request->back_to(c.recv, 0, c.count);
+      break;
+    case CommOp::send:
+      request->fill(0, c.send, c.count);
+      break;
+    case CommOp::recv:
+      request->back_to(c.recv, 0, c.count);
+      break;
   }
-  check(MPI_Ibcast(target, n, mpi_type(type), root, comm_, request->handle()), "MPI_Ibcast");
-  return request;
-}
-
-PendingComm MpiCommunicator::send_async(const void* buffer, int64_t count, DataType type,
-                                        int peer) {
-  check_rank(peer, size_, "send peer");
-  const int n = mpi_count(count, "send");
-  const size_t bytes = static_cast<size_t>(count) * size_of(type);
-  auto request = start(CommKind::send_recv, static_cast<double>(count * wire_size_of(type)));
-  if (on_16bit_wire(type)) {
-    uint16_t* wire = request->stage_wire(count);
-    pack_to_wire(wire, buffer, count);
-    check(MPI_Isend(wire, n, MPI_UINT16_T, peer, kTag, comm_, request->handle()), "MPI_Isend");
-    return request;
-  }
-  const void* source = buffer;
-  if (staged()) {
-    std::byte* host = request->stage(bytes);
-    device_.to_host(host, buffer, bytes);
-    source = host;
-  }
-  check(MPI_Isend(source, n, mpi_type(type), peer, kTag, comm_, request->handle()), "MPI_Isend");
-  return request;
-}
-
-PendingComm MpiCommunicator::recv_async(void* buffer, int64_t count, DataType type, int peer) {
-  check_rank(peer, size_, "recv peer");
-  const int n = mpi_count(count, "recv");
-  const size_t bytes = static_cast<size_t>(count) * size_of(type);
-  auto request = start(CommKind::send_recv, static_cast<double>(count * wire_size_of(type)));
-  if (on_16bit_wire(type)) {
-    uint16_t* wire = request->stage_wire(count);
-    check(MPI_Irecv(wire, n, MPI_UINT16_T, peer, kTag, comm_, request->handle()), "MPI_Irecv");
-    request->unpack_to(buffer, count, wire_format());
-    return request;
-  }
-  void* target = buffer;
-  if (staged()) {
-    target = request->stage(bytes);
-    request->copy_back_to(buffer, bytes);
-  }
-  check(MPI_Irecv(target, n, mpi_type(type), peer, kTag, comm_, request->handle()), "MPI_Irecv");
+  const size_t element = wire ? sizeof(uint16_t) : size_of(c.type);
+  start_mpi(c, c.op == CommOp::all_gather ? host + static_cast<size_t>(slot) * element : host,
+            host, type, sum, request->handle());
   return request;
 }
 

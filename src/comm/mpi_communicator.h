@@ -32,29 +32,24 @@ class MpiCommunicator : public Communicator {
   MpiCommunicator(const MpiCommunicator&) = delete;
   MpiCommunicator& operator=(const MpiCommunicator&) = delete;
 
-  int rank() const override { return rank_; }
-  int size() const override { return size_; }
   const char* backend() const override { return "mpi"; }
 
-  PendingComm all_reduce_async(const void* send, void* recv, int64_t count,
-                               DataType type) override;
-  PendingComm all_gather_async(const void* send, void* recv, int64_t count,
-                               DataType type) override;
-  PendingComm reduce_scatter_async(const void* send, void* recv, int64_t count,
-                                   DataType type) override;
-  PendingComm broadcast_async(void* buffer, int64_t count, DataType type, int root) override;
-  PendingComm send_async(const void* buffer, int64_t count, DataType type, int peer) override;
-  PendingComm recv_async(void* buffer, int64_t count, DataType type, int peer) override;
 
  private:
   class Request;
   friend class Request;
 
-  // MPI_Test on every outstanding request, so that MPICH's progress engine runs.
-  void progress() override;
-  std::unique_ptr<Request> start(CommKind kind, double bytes);
+  PendingComm post(const CommOperation& call) override;
   // True when device buffers must go through host memory.
   bool staged() const { return device_.kind() == DeviceKind::cuda; }
+  // MPI_Test on every outstanding request, so that MPICH's progress engine runs.
+  void progress() override;
+  // True when the call goes through a host buffer: device memory, a 16-bit wire, or a send
+  // buffer overlapping the receive buffer (which MPI forbids, but for MPI_IN_PLACE).
+  bool through_host(const CommOperation& call) const;
+  // The MPI call on the buffers it reads and writes (in place where they are equal).
+  void start_mpi(const CommOperation& call, const void* send, void* recv, MPI_Datatype type,
+                 MPI_Op sum, MPI_Request* request);
   // The 16-bit wire: count floats of device memory packed in the current wire format, and back.
   void pack_to_wire(uint16_t* wire, const void* src, int64_t count) const;
   void unpack_from_wire(void* dst, const uint16_t* wire, int64_t count,
@@ -64,8 +59,6 @@ class MpiCommunicator : public Communicator {
 
   const Device& device_;
   MPI_Comm comm_ = MPI_COMM_NULL;
-  int rank_ = 0;
-  int size_ = 1;
   std::vector<Request*> live_;  // requests not yet waited, in posting order
   MPI_Op sum_ops_[2] = {MPI_OP_NULL, MPI_OP_NULL};  // bf16, fp16
 };

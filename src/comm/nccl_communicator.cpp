@@ -32,12 +32,6 @@ ncclDataType_t nccl_type(StorageFormat wire) {
   return wire == StorageFormat::bf16 ? ncclBfloat16 : ncclFloat16;
 }
 
-void check_rank(int rank, int size, const char* what) {
-  if (rank < 0 || rank >= size)
-    throw std::invalid_argument(std::string("NCCL ") + what + " " + std::to_string(rank) +
-                                " is not a rank of a communicator of " + std::to_string(size));
-}
-
 // One CUDA event, destroyed with its owner (never throwing: that runs from destructors).
 class GpuEvent {
  public:
@@ -246,120 +240,70 @@ PendingComm NcclCommunicator::point_to_point(double bytes, std::function<ncclRes
   return request;
 }
 
-PendingComm NcclCommunicator::all_reduce_async(const void* send, void* recv, int64_t count,
-                                               DataType type) {
-  const size_t n = static_cast<size_t>(count);
-  const double bytes = static_cast<double>(n * wire_size_of(type));
-  if (on_16bit_wire(type)) {
-    auto wire = stage_wire(count);
+PendingComm NcclCommunicator::post(const CommOperation& c) {
+  const size_t n = static_cast<size_t>(c.count);
+  const void* send = c.send;
+  void* recv = c.recv;
+  ncclDataType_t type = nccl_type(c.type);
+  std::unique_ptr<Wire> wire;
+  if (on_16bit_wire(c.type)) {
+    // Through a 16-bit device buffer: the input packed in at its slot, the result unpacked from
+    // where NCCL leaves it, so every rank ends with the rounded values (its own all-gather part
+    // and a broadcast's root buffer included).
+    const int64_t whole = c.count * (c.per_rank_parts() ? size_ : 1), slot = c.count * rank_;
+    wire = stage_wire(whole);
     uint16_t* w = wire->data;
-    cuda::pack_16bit(w, static_cast<const float*>(send), count, wire->format);
-    wire->unpack_to(static_cast<float*>(recv), 0, count);
-    const ncclDataType_t t = nccl_type(wire->format);
-    return collective(CommKind::all_reduce, bytes, [=, this] {
-      return ncclAllReduce(w, w, n, t, ncclSum, comm_, stream_);
-    }, std::move(wire));
+    const auto pack = [&](int64_t offset, const void* src, int64_t count) {
+      cuda::pack_16bit(w + offset, static_cast<const float*>(src), count, wire->format);
+    };
+    float* out = static_cast<float*>(c.recv);
+    type = nccl_type(wire->format);
+    send = recv = w;
+    switch (c.op) {
+      case CommOp::all_reduce: pack(0, c.send, c.count); wire->unpack_to(out, 0, c.count); break;
+      case CommOp::all_gather:
+        pack(slot, c.send, c.count);
+        send = w + slot;
+        wire->unpack_to(out, 0, whole);
+        break;
+      case CommOp::reduce_scatter:
+        pack(0, c.send, whole);
+        recv = w + slot;
+        wire->unpack_to(out, slot, c.count);
+        break;
+      case CommOp::broadcast:
+        if (rank_ == c.peer) pack(0, c.recv, c.count);
+        wire->unpack_to(out, 0, c.count);
+        break;
+      case CommOp::send: pack(0, c.send, c.count); break;
+      case CommOp::recv: wire->unpack_to(out, 0, c.count); break;
+    }
   }
-  return collective(CommKind::all_reduce, bytes, [=, this] {
-    return ncclAllReduce(send, recv, n, nccl_type(type), ncclSum, comm_, stream_);
-  });
-}
-
-PendingComm NcclCommunicator::all_gather_async(const void* send, void* recv, int64_t count,
-                                               DataType type) {
-  const size_t n = static_cast<size_t>(count);
-  const double bytes = static_cast<double>(n * wire_size_of(type)) * size_;
-  if (on_16bit_wire(type)) {
-    // This rank's own part comes back rounded too, so every rank holds the same values.
-    auto wire = stage_wire(count * size_);
-    uint16_t* w = wire->data;
-    uint16_t* slot = w + count * rank_;
-    cuda::pack_16bit(slot, static_cast<const float*>(send), count, wire->format);
-    wire->unpack_to(static_cast<float*>(recv), 0, count * size_);
-    const ncclDataType_t t = nccl_type(wire->format);
-    return collective(CommKind::all_gather, bytes, [=, this] {
-      return ncclAllGather(slot, w, n, t, comm_, stream_);
-    }, std::move(wire));
+  const int peer = c.peer;
+  std::function<ncclResult_t()> call;
+  switch (c.op) {
+    case CommOp::all_reduce:
+      call = [=, this] { return ncclAllReduce(send, recv, n, type, ncclSum, comm_, stream_); };
+      break;
+    case CommOp::all_gather:
+      call = [=, this] { return ncclAllGather(send, recv, n, type, comm_, stream_); };
+      break;
+    case CommOp::reduce_scatter:
+      call = [=, this] { return ncclReduceScatter(send, recv, n, type, ncclSum, comm_, stream_); };
+      break;
+    case CommOp::broadcast:
+      call = [=, this] { return ncclBroadcast(recv, recv, n, type, peer, comm_, stream_); };
+      break;
+    case CommOp::send:
+      call = [=, this] { return ncclSend(send, n, type, peer, comm_, stream_); };
+      break;
+    case CommOp::recv:
+      call = [=, this] { return ncclRecv(recv, n, type, peer, comm_, stream_); };
+      break;
   }
-  return collective(CommKind::all_gather, bytes, [=, this] {
-    return ncclAllGather(send, recv, n, nccl_type(type), comm_, stream_);
-  });
-}
-
-PendingComm NcclCommunicator::reduce_scatter_async(const void* send, void* recv, int64_t count,
-                                                   DataType type) {
-  const size_t n = static_cast<size_t>(count);
-  const double bytes = static_cast<double>(n * wire_size_of(type)) * size_;
-  if (on_16bit_wire(type)) {
-    auto wire = stage_wire(count * size_);
-    uint16_t* w = wire->data;
-    uint16_t* slot = w + count * rank_;
-    cuda::pack_16bit(w, static_cast<const float*>(send), count * size_, wire->format);
-    wire->unpack_to(static_cast<float*>(recv), count * rank_, count);
-    const ncclDataType_t t = nccl_type(wire->format);
-    return collective(CommKind::reduce_scatter, bytes, [=, this] {
-      return ncclReduceScatter(w, slot, n, t, ncclSum, comm_, stream_);
-    }, std::move(wire));
-  }
-  return collective(CommKind::reduce_scatter, bytes, [=, this] {
-    return ncclReduceScatter(send, recv, n, nccl_type(type), ncclSum, comm_, stream_);
-  });
-}
-
-PendingComm NcclCommunicator::broadcast_async(void* buffer, int64_t count, DataType type,
-                                              int root) {
-  check_rank(root, size_, "broadcast root");
-  const size_t n = static_cast<size_t>(count);
-  const double bytes = static_cast<double>(n * wire_size_of(type));
-  if (on_16bit_wire(type)) {
-    // The root's buffer is rounded too, so every rank holds the same values.
-    auto wire = stage_wire(count);
-    uint16_t* w = wire->data;
-    if (rank_ == root) cuda::pack_16bit(w, static_cast<const float*>(buffer), count, wire->format);
-    wire->unpack_to(static_cast<float*>(buffer), 0, count);
-    const ncclDataType_t t = nccl_type(wire->format);
-    return collective(CommKind::broadcast, bytes, [=, this] {
-      return ncclBroadcast(w, w, n, t, root, comm_, stream_);
-    }, std::move(wire));
-  }
-  return collective(CommKind::broadcast, bytes, [=, this] {
-    return ncclBroadcast(buffer, buffer, n, nccl_type(type), root, comm_, stream_);
-  });
-}
-
-PendingComm NcclCommunicator::send_async(const void* buffer, int64_t count, DataType type,
-                                         int peer) {
-  check_rank(peer, size_, "send peer");
-  const size_t n = static_cast<size_t>(count);
-  const double bytes = static_cast<double>(n * wire_size_of(type));
-  if (on_16bit_wire(type)) {
-    auto wire = stage_wire(count);
-    const uint16_t* w = wire->data;
-    cuda::pack_16bit(wire->data, static_cast<const float*>(buffer), count, wire->format);
-    const ncclDataType_t t = nccl_type(wire->format);
-    return point_to_point(bytes, [=, this] { return ncclSend(w, n, t, peer, comm_, stream_); },
-                          std::move(wire));
-  }
-  return point_to_point(bytes, [=, this] {
-    return ncclSend(buffer, n, nccl_type(type), peer, comm_, stream_);
-  });
-}
-
-PendingComm NcclCommunicator::recv_async(void* buffer, int64_t count, DataType type, int peer) {
-  check_rank(peer, size_, "recv peer");
-  const size_t n = static_cast<size_t>(count);
-  const double bytes = static_cast<double>(n * wire_size_of(type));
-  if (on_16bit_wire(type)) {
-    auto wire = stage_wire(count);
-    uint16_t* w = wire->data;
-    wire->unpack_to(static_cast<float*>(buffer), 0, count);
-    const ncclDataType_t t = nccl_type(wire->format);
-    return point_to_point(bytes, [=, this] { return ncclRecv(w, n, t, peer, comm_, stream_); },
-                          std::move(wire));
-  }
-  return point_to_point(bytes, [=, this] {
-    return ncclRecv(buffer, n, nccl_type(type), peer, comm_, stream_);
-  });
+  if (c.op == CommOp::send || c.op == CommOp::recv)
+    return point_to_point(logged_bytes(c), std::move(call), std::move(wire));
+  return collective(kind_of(c.op), logged_bytes(c), std::move(call), std::move(wire));
 }
 
 }  // namespace mlps

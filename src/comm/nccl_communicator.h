@@ -34,23 +34,13 @@ class NcclCommunicator : public Communicator {
   NcclCommunicator(const NcclCommunicator&) = delete;
   NcclCommunicator& operator=(const NcclCommunicator&) = delete;
 
-  int rank() const override { return rank_; }
-  int size() const override { return size_; }
   const char* backend() const override { return "nccl"; }
 
-  PendingComm all_reduce_async(const void* send, void* recv, int64_t count,
-                               DataType type) override;
-  PendingComm all_gather_async(const void* send, void* recv, int64_t count,
-                               DataType type) override;
-  PendingComm reduce_scatter_async(const void* send, void* recv, int64_t count,
-                                   DataType type) override;
-  PendingComm broadcast_async(void* buffer, int64_t count, DataType type, int root) override;
-  PendingComm send_async(const void* buffer, int64_t count, DataType type, int peer) override;
-  PendingComm recv_async(void* buffer, int64_t count, DataType type, int peer) override;
 
  private:
   class Request;
   friend class Request;
+  PendingComm post(const CommOperation& operation) override;
   struct Launch;  // the events of one launch on the stream
   // The 16-bit device buffer of one operation on a 16-bit wire and what wait() unpacks from it.
   struct Wire {
@@ -82,8 +72,6 @@ class NcclCommunicator : public Communicator {
 
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
-  int rank_ = 0;
-  int size_ = 1;
   std::vector<Request*> live_;  // requests not yet waited
   std::vector<std::function<ncclResult_t()>> held_calls_;  // sends/receives not yet launched
   std::vector<Request*> held_requests_;

@@ -19,6 +19,15 @@ int grid_rank(const std::vector<GridAxis>& axes, const std::vector<int>& coordin
   return rank;
 }
 
+std::string dims_text(const std::vector<int>& dims) {
+  std::string text;
+  for (int d : dims) {
+    if (!text.empty()) text += ',';
+    text += std::to_string(d);
+  }
+  return text;
+}
+
 ProcessGrid::ProcessGrid(std::vector<GridAxis> axes, MPI_Comm world)
     : axes_(std::move(axes)), world_(world) {
   int rank = 0, ranks = 0;

@@ -31,6 +31,8 @@ struct GridAxis {
 // and back.
 std::vector<int> grid_coordinates(const std::vector<GridAxis>& axes, int rank);
 int grid_rank(const std::vector<GridAxis>& axes, const std::vector<int>& coordinates);
+// Grid dimensions as the flags spell them: "2,2,1".
+std::string dims_text(const std::vector<int>& dims);
 
 class ProcessGrid {
  public:

@@ -7,13 +7,7 @@
 namespace mlps {
 namespace {
 
-std::string comma_list(const std::vector<int>& values) {
-  std::string text;
-  for (int v : values) text += (text.empty() ? "" : ",") + std::to_string(v);
-  return text;
-}
-
-std::string dims(int q) { return std::to_string(q) + "," + std::to_string(q); }
+std::string dims(int q) { return dims_text({q, q}); }
 
 }  // namespace
 
@@ -28,7 +22,7 @@ GridShape resolve_grid_shape(const std::vector<int>& tp_dims, int dp, int world_
                        " ranks per replica are not a square q·q (pass --tp-dims q,q)");
     shape.q = q;
   } else {
-    const std::string given = "--tp-dims " + comma_list(tp_dims);
+    const std::string given = "--tp-dims " + dims_text(tp_dims);
     if (tp_dims.size() != 2) throw InputError(given + ": expected two positive integers q,q");
     if (tp_dims[0] != tp_dims[1]) throw InputError(given + ": the 2D grid must be square (q,q)");
     shape.q = tp_dims[0];

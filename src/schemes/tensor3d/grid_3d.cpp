@@ -7,17 +7,11 @@
 namespace mlps {
 namespace {
 
-std::string comma_list(const std::vector<int>& values) {
-  std::string text;
-  for (int v : values) text += (text.empty() ? "" : ",") + std::to_string(v);
-  return text;
-}
-
 std::string n(int64_t v) { return std::to_string(v); }
 
 }  // namespace
 
-std::string Shape3d::dims() const { return n(outer) + "," + n(inner) + "," + n(depth); }
+std::string Shape3d::dims() const { return dims_text({outer, inner, depth}); }
 
 Shape3d resolve_shape_3d(const std::vector<int>& tp_dims, int dp, int world_size) {
   if (dp < 0) throw InputError("--dp " + n(dp) + " must be positive");
@@ -28,7 +22,7 @@ Shape3d resolve_shape_3d(const std::vector<int>& tp_dims, int dp, int world_size
     shape.outer = dp > 0 ? world_size / dp : world_size;
   } else {
     if (tp_dims.size() != 3)
-      throw InputError("--tp-dims " + comma_list(tp_dims) +
+      throw InputError("--tp-dims " + dims_text(tp_dims) +
                        ": expected three positive integers x,y,z");
     shape.outer = tp_dims[0];
     shape.inner = tp_dims[1];
