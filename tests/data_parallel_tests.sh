@@ -18,27 +18,15 @@ for ranks in 1 2 3 4; do
     name="$ranks ranks, zero $zero${extra:+ $extra}"
     out=$tmp/run-$ranks-$zero${extra:+-no-overlap}.h5
     log=$tmp/log
-    local_status=0
     # shellcheck disable=SC2086
-    timeout 120 mpiexec -n "$ranks" bin/data "${tiny[@]}" --zero "$zero" $extra --verify \
-      --out "$out" >"$log" 2>&1 || local_status=$?
-    if ((local_status != 0)); then
-      not_ok "$name" "exit status $local_status ($(tail -n 2 "$log" | tr '\n' ' '))"
-      continue
-    fi
-    if ! grep -q "verify: PASS" "$log"; then
-      not_ok "$name" "$(grep 'verify:' "$log" | tail -n 1)"
-      continue
-    fi
-    ok "$name matches serial ($(grep -o 'relative error [^ ]* at [^,]*' "$log"))"
-    if [[ -x $python ]] && "$python" -c 'import h5py' 2>/dev/null; then
-      if why=$("$python" tests/check_comm_volumes.py "$out" "$zero" "$ranks" "$bucket_elements"); then
-        ok "$name volumes: $why"
-      else
-        not_ok "$name volumes" "$why"
-      fi
+    run_verified "$name" 120 "$log" "$ranks" bin/data "${tiny[@]}" --zero "$zero" $extra \
+      --verify --out "$out" || continue
+    ok "$name matches serial ($(verify_figure "$log"))"
+    if ((have_h5py)); then
+      expect_output "$name volumes" \
+        "$python" tests/check_comm_volumes.py "$out" "$zero" "$ranks" "$bucket_elements"
     else
-      echo "skip - $name volumes: h5py not available in .venv"
+      skip "$name volumes" "h5py not available in .venv"
     fi
   done
 done

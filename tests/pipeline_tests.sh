@@ -20,10 +20,6 @@ serial=${SERIAL:-$repo/bin/serial}
 # 24 rows: every M below divides the replica's rows (24, or 12 with D = 2).
 tiny=(--hidden 12 --layers 4 --image-size 5 --ffn-mult 2 --batch 24 --iters 3 --warmup 1
       --print-every 0 --eval-samples 30 --precision fp64)
-have_h5py=0
-[[ -x $python ]] && "$python" -c 'import h5py' 2>/dev/null && have_h5py=1
-# The verify line's figure: "relative error 2.9e-16 at block0.norm.bias".
-verify_figure() { grep -m 1 -o 'relative error [^ ]* at [^,]*' "$1"; }
 
 # The micro-batches column of each stage row of the report must be what the schedule holds.
 check_activation_slots() {
@@ -38,21 +34,28 @@ check_activation_slots() {
     END { if (rows != p) { printf "%d stage rows, not %d\n", rows, p; bad = 1 }; exit bad }' "$log"
 }
 
+# pass_with_volumes NAME WHAT OUT LOG: tests/check_pipeline_result.py must accept OUT, then one
+# "ok - NAME WHAT (verify figure); its verdict" (volumes unchecked without h5py).
+pass_with_volumes() {
+  local name=$1 what=$2 out=$3 log=$4 why
+  if ((have_h5py)); then
+    if ! why=$("$python" tests/check_pipeline_result.py "$out"); then
+      not_ok "$name volumes" "$why"
+      return
+    fi
+  else
+    why="volumes not checked: h5py not available in .venv"
+  fi
+  ok "$name $what ($(verify_figure "$log")); $why"
+}
+
 run_case() {
   local ranks=$1 name=$2
   shift 2
-  local out=$tmp/run.h5 log=$tmp/log status=0
+  local out=$tmp/run.h5 log=$tmp/log
   rm -f "$out"
-  timeout 120 mpiexec -n "$ranks" "$pipeline" "${tiny[@]}" "$@" --verify --out "$out" \
-    >"$log" 2>&1 || status=$?
-  if ((status != 0)); then
-    not_ok "$name" "exit status $status ($(tail -n 2 "$log" | tr '\n' ' '))"
+  run_verified "$name" 120 "$log" "$ranks" "$pipeline" "${tiny[@]}" "$@" --verify --out "$out" ||
     return
-  fi
-  if ! grep -q "verify: PASS" "$log"; then
-    not_ok "$name" "$(grep 'verify:' "$log" | tail -n 1)"
-    return
-  fi
   local schedule=1f1b pp=$ranks dp=1 micro=4 why
   while (($#)); do
     case $1 in
@@ -68,15 +71,7 @@ run_case() {
     not_ok "$name activation memory" "$why"
     return
   fi
-  if ((have_h5py)); then
-    if ! why=$("$python" tests/check_pipeline_result.py "$out"); then
-      not_ok "$name volumes" "$why"
-      return
-    fi
-  else
-    why="volumes not checked: h5py not available in .venv"
-  fi
-  ok "$name matches serial ($(verify_figure "$log")); $why"
+  pass_with_volumes "$name" "matches serial" "$out" "$log"
 }
 
 for p in 2 3 4; do
@@ -205,18 +200,10 @@ memory_case 2 "checkpointing lowers peak memory, P=2 1f1b M=4" --pp 2 --schedule
 inference_case() {
   local ranks=$1 name=$2 micro=$3
   shift 3
-  local out=$tmp/inference.h5 log=$tmp/inference.log status=0
+  local out=$tmp/inference.h5 log=$tmp/inference.log
   rm -f "$out"
-  timeout 120 mpiexec -n "$ranks" "$pipeline" "${tiny[@]}" --inference --micro-batches "$micro" \
-    "$@" --verify --out "$out" >"$log" 2>&1 || status=$?
-  if ((status != 0)); then
-    not_ok "$name" "exit status $status ($(tail -n 2 "$log" | tr '\n' ' '))"
-    return
-  fi
-  if ! grep -q "verify: PASS" "$log"; then
-    not_ok "$name" "$(grep 'verify:' "$log" | tail -n 1)"
-    return
-  fi
+  run_verified "$name" 120 "$log" "$ranks" "$pipeline" "${tiny[@]}" --inference \
+    --micro-batches "$micro" "$@" --verify --out "$out" || return
   local want=$((micro < 2 ? micro : 2)) why
   if ! why=$(awk -v want="$want" '
       /^pipeline inference: / { table = 1; next }
@@ -225,15 +212,7 @@ inference_case() {
     not_ok "$name in flight" "$why"
     return
   fi
-  if ((have_h5py)); then
-    if ! why=$("$python" tests/check_pipeline_result.py "$out"); then
-      not_ok "$name volumes" "$why"
-      return
-    fi
-  else
-    why="volumes not checked: h5py not available in .venv"
-  fi
-  ok "$name matches serial forward passes ($(verify_figure "$log")); $why"
+  pass_with_volumes "$name" "matches serial forward passes" "$out" "$log"
 }
 inference_case 2 "inference P=2 M=1" 1 --pp 2
 inference_case 2 "inference P=2 M=4" 4 --pp 2

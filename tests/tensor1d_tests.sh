@@ -25,15 +25,8 @@ run_case() {
   local name=$1 ranks=$2
   shift 2
   local out=$tmp/case.h5 log=$tmp/log
-  if ! timeout 60 mpiexec -n "$ranks" bin/tensor1d "${tiny[@]}" "$@" --verify --out "$out" \
-      >"$log" 2>&1; then
-    not_ok "$name" "exit status $? ($(tail -n 2 "$log" | tr '\n' ' '))"
+  run_verified "$name" 60 "$log" "$ranks" bin/tensor1d "${tiny[@]}" "$@" --verify --out "$out" ||
     return
-  fi
-  if ! grep -q "verify: PASS" "$log"; then
-    not_ok "$name" "$(grep 'verify:' "$log" | tail -n 1)"
-    return
-  fi
   ok "$name matches serial ($(verify_figure "$log"))"
   if [[ " $* " == *" --inference "* ]]; then
     : # no weights are gathered: nothing to compare between tp ranks
@@ -47,14 +40,10 @@ run_case() {
   else
     ok "$name: printed analytic volumes equal the measured ones"
   fi
-  if have_h5py; then
-    if why=$("$python" tests/check_tensor1d.py volumes "$out"); then
-      ok "$name volumes: $why"
-    else
-      not_ok "$name volumes" "$why"
-    fi
+  if ((have_h5py)); then
+    expect_output "$name volumes" "$python" tests/check_tensor1d.py volumes "$out"
   else
-    echo "skip - $name volumes: h5py not available in .venv"
+    skip "$name volumes" "h5py not available in .venv"
   fi
 }
 
@@ -150,13 +139,11 @@ if have_h5py; then
   done
   if ((status != 0)); then
     not_ok "peak memory runs" "exit status $status ($(tail -n 2 "$tmp/log" | tr '\n' ' '))"
-  elif why=$("$python" tests/check_tensor1d.py memory "${files[@]}"); then
-    ok "$why"
   else
-    not_ok "peak memory" "$why"
+    expect_output "peak memory" "$python" tests/check_tensor1d.py memory "${files[@]}"
   fi
 else
-  echo "skip - peak memory: h5py not available in .venv"
+  skip "peak memory" "h5py not available in .venv"
 fi
 
 # Bad grids and splits: non-zero exit on every rank, one line per rank naming the problem.

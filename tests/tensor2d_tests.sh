@@ -43,15 +43,8 @@ run() {
   local -a base=("${tiny[@]}")
   ((${#model[@]} > 0)) && base=("${model[@]}")
   local out=$tmp/$ranks-$(echo "${base[*]} $*" | tr -c 'a-z0-9' '_').h5 log=$tmp/log
-  if ! timeout 60 mpiexec -n "$ranks" "$bin" "${base[@]}" "$@" --verify --out "$out" \
-      >"$log" 2>&1; then
-    not_ok "$name" "exit status $? ($(tail -n 2 "$log" | tr '\n' ' '))"
+  run_verified "$name" 60 "$log" "$ranks" "$bin" "${base[@]}" "$@" --verify --out "$out" ||
     return 1
-  fi
-  if ! grep -q "^verify: PASS" "$log"; then
-    not_ok "$name" "$(grep -E '^verify: (PASS|FAIL)' "$log" | tail -n 1)"
-    return 1
-  fi
   # "verify: PASS  relative error E at ITEM, tolerance there T (...)": show E, ITEM and T.
   local figure
   figure=$(sed -n 's/^verify: PASS *\(relative error [^ ]* at [^,]*\), \(tolerance there [^ ]*\).*/\1, \2/p' "$log")
@@ -62,14 +55,10 @@ run() {
   ok "$name matches serial ($figure)"
   cp "$log" "$tmp/last.log"
   last_out=$out
-  if have_h5py; then
-    if why=$("$python" tests/check_tensor2d_volumes.py "$out"); then
-      ok "$name volumes: $why"
-    else
-      not_ok "$name volumes" "$why"
-    fi
+  if ((have_h5py)); then
+    expect_output "$name volumes" "$python" tests/check_tensor2d_volumes.py "$out"
   else
-    echo "skip - $name volumes: h5py not available in .venv"
+    skip "$name volumes" "h5py not available in .venv"
   fi
 }
 
@@ -96,7 +85,7 @@ compare_checkpointed() {
     return 1
   fi
   run "$name" "$ranks" "$@" --checkpoint-activations || return 1
-  if ! have_h5py; then
+  if ((!have_h5py)); then
     echo "skip - $name against stored: h5py not available in .venv"
     return 0
   fi
@@ -170,7 +159,7 @@ model=()
 same_accuracy() {
   local name=$1 file=$2
   shift 2
-  if ! have_h5py; then
+  if ((!have_h5py)); then
     echo "skip - $name: h5py not available in .venv"
     return 0
   fi
@@ -251,7 +240,7 @@ if [[ -n ${weights[1]:-} && -n ${weights[2]:-} && -n ${weights[3]:-} ]]; then
   else
     not_ok "weight bytes per rank" "${weights[1]} / ${weights[2]} / ${weights[3]} at q = 1 / 2 / 3"
   fi
-  if have_h5py; then
+  if ((have_h5py)); then
     if why=$("$python" - "${peak_file[1]}" "${peak_file[2]}" "${peak_file[3]}" <<'PY'
 import sys, h5py
 peaks = [int(h5py.File(p, "r")["memory/peak_bytes"][()].max()) for p in sys.argv[1:]]

@@ -97,10 +97,9 @@ expect_kinds() {
 
 # check NAME ARGS...: tests/check_tensor3d_volumes.py ARGS must pass.
 check() {
-  local name=$1 why
+  local name=$1
   shift
-  if why=$("$python" tests/check_tensor3d_volumes.py "$@"); then ok "$name: $why"
-  else not_ok "$name" "$why"; fi
+  expect_output "$name" "$python" tests/check_tensor3d_volumes.py "$@"
 }
 
 run "[1,1,1]" 1,1,1 1
