@@ -95,3 +95,30 @@ expect_output() {
     not_ok "$name" "$why"
   fi
 }
+
+# compare_checkpointing NAME CHECK SECONDS RANKS COMMAND...: COMMAND under mpiexec -n RANKS (at
+# most SECONDS a run) without and with --checkpoint-activations, into $tmp/full.h5 and
+# $tmp/checkpointed.h5, then tests/check_checkpointing.py CHECK (same-losses or lower-peak) on
+# the two as the check NAME; skipped without h5py.
+compare_checkpointing() {
+  local name=$1 check=$2 seconds=$3 ranks=$4
+  shift 4
+  if ((!have_h5py)); then
+    skip "$name" "h5py not available in .venv"
+    return
+  fi
+  local status=0 mode extra
+  for mode in full checkpointed; do
+    extra=()
+    [[ $mode == checkpointed ]] && extra=(--checkpoint-activations)
+    rm -f "$tmp/$mode.h5"
+    timeout "$seconds" mpiexec -n "$ranks" "$@" "${extra[@]}" --out "$tmp/$mode.h5" \
+      >"$tmp/$mode.log" 2>&1 || status=$?
+    if ((status != 0)); then
+      not_ok "$name" "$mode run: exit status $status ($(tail -n 2 "$tmp/$mode.log" | tr '\n' ' '))"
+      return
+    fi
+  done
+  expect_output "$name" "$python" tests/check_checkpointing.py "$check" "$tmp/full.h5" \
+    "$tmp/checkpointed.h5"
+}
