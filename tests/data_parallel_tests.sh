@@ -35,20 +35,7 @@ done
 # counted as any iteration's traffic: 3 epochs of a 24-sample IDX set, volumes checked per
 # iteration.
 idx=$tmp/idx
-if [[ -x $python ]] && "$python" - "$idx" <<'PY'
-import os, sys, numpy as np
-d = sys.argv[1]
-os.makedirs(d, exist_ok=True)
-rng = np.random.default_rng(7)
-for prefix, count in (("train", 24), ("t10k", 20)):
-    labels = rng.integers(0, 10, size=count, dtype=np.uint8)
-    images = rng.integers(0, 256, size=(count, 28, 28), dtype=np.uint8)
-    with open(f"{d}/{prefix}-images-idx3-ubyte", "wb") as f:
-        f.write(np.array([0x803, count, 28, 28], dtype=">u4").tobytes() + images.tobytes())
-    with open(f"{d}/{prefix}-labels-idx1-ubyte", "wb") as f:
-        f.write(np.array([0x801, count], dtype=">u4").tobytes() + labels.tobytes())
-PY
-then
+if [[ -x $python ]] && "$python" tests/make_idx.py "$idx" 24 20; then
   out=$tmp/epochs.h5
   if timeout 120 mpiexec -n 2 bin/data "${tiny[@]}" --iters 0 --epochs 3 --data "idx:$idx" \
       --zero 3 --verify --out "$out" >"$tmp/log" 2>&1 && grep -q "verify: PASS" "$tmp/log"; then

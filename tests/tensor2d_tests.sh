@@ -18,7 +18,6 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
 
 bin=${TENSOR2D:-bin/tensor2d}
 serial=${SERIAL:-bin/serial}
-have_h5py() { [[ -x $python ]] && "$python" -c 'import h5py' 2>/dev/null; }
 
 # S² = 36, H = 12, F = 24 and B = 12 divide by 2 and 3 (and B/2 by 2 for two replicas); the
 # classifier's 10 outputs do not divide by 3 (parts 4, 3, 3).
@@ -206,22 +205,7 @@ model=()
 # of 2: over 2 replicas × 2 grid rows that one leaves replica 1's grid rows no sample. A bright
 # band per class makes the data learnable, so the accuracies move (about 0.4 to 0.5).
 idx=$tmp/idx
-if have_h5py && "$python" - "$idx" <<'PY'
-import os, sys, numpy as np
-d = sys.argv[1]
-os.makedirs(d, exist_ok=True)
-rng = np.random.default_rng(7)
-for prefix, count in (("train", 24), ("t10k", 50)):
-    labels = rng.integers(0, 10, size=count, dtype=np.uint8)
-    images = rng.integers(0, 64, size=(count, 28, 28), dtype=np.uint8)
-    for s, y in enumerate(labels):
-        images[s, 2 * y + 4 : 2 * y + 8, :] = 255
-    with open(f"{d}/{prefix}-images-idx3-ubyte", "wb") as f:
-        f.write(np.array([0x803, count, 28, 28], dtype=">u4").tobytes() + images.tobytes())
-    with open(f"{d}/{prefix}-labels-idx1-ubyte", "wb") as f:
-        f.write(np.array([0x801, count], dtype=">u4").tobytes() + labels.tobytes())
-PY
-then
+if ((have_h5py)) && "$python" tests/make_idx.py "$idx" 24 50 --bands; then
   epoch=(--hidden 12 --layers 2 --image-size 6 --ffn-mult 2 --batch 12 --epochs 3 --warmup 1
          --lr 0.02 --print-every 0 --eval-samples 0 --data "idx:$idx" --precision fp64)
   model=("${epoch[@]}")
