@@ -1,5 +1,6 @@
 """What the tests/check_*.py checkers of result files share: bytes per element, the /comm
 tables, group sizes and the one line each prints."""
+import sys
 
 
 def element_bytes(config):
@@ -44,3 +45,14 @@ def verdict(path, problems, summary):
     print(summary())
     return 0
 
+
+def run_checks(check):
+    """Calls check(problems), which appends what it finds; an exception (an unreadable file or
+    field) is one more problem. Prints them on one line (empty when none) and exits 1 if any."""
+    problems = []
+    try:
+        check(problems)
+    except Exception as e:  # any unreadable file or field is a failure, reported on one line
+        problems.append(f"{type(e).__name__}: {e}")
+    print("; ".join(problems))
+    sys.exit(1 if problems else 0)

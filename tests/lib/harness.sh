@@ -122,3 +122,21 @@ compare_checkpointing() {
   expect_output "$name" "$python" tests/check_checkpointing.py "$check" "$tmp/full.h5" \
     "$tmp/checkpointed.h5"
 }
+
+# check_result_file NAME CHECKER FILE ARGS...: the check "NAME (result file)": FILE was written and
+# $python CHECKER FILE ARGS... exits 0 (else its output is the problem); skipped without h5py.
+check_result_file() {
+  local name="$1 (result file)" checker=$2 file=$3
+  shift 3
+  if ((!have_h5py)); then
+    skip "$name" "h5py not available ($python)"
+    return
+  fi
+  local out
+  if [[ ! -f $file ]]; then
+    problem "$file not written"
+  elif ! out=$("$python" "$checker" "$file" "$@" 2>&1); then
+    problem "$file: $out"
+  fi
+  report "$name"
+}
