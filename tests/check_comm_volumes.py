@@ -13,13 +13,15 @@ import sys
 import h5py
 import numpy as np
 
+from result_checks import comm_bytes, verdict
+
 
 def main():
     path, zero, ranks, bucket_elements = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
     with h5py.File(path, "r") as f:
         params = int(f.attrs["parameters"])
         layers = int(__import__("json").loads(f.attrs["config_json"])["layers"])
-        comm = {kind: f["comm"][kind]["bytes"][()] for kind in f["comm"]}
+        comm = comm_bytes(f)
     exact = 8 * params
     tensors = 2 + 6 * layers + 2
     groups = (layers + 2) if zero == 3 else (params // bucket_elements + tensors + 1)
@@ -45,12 +47,8 @@ def main():
             factor = 2 if zero == 3 else 1
             if not np.all(ag == factor * rs):
                 problems.append(f"allgather {np.unique(ag)} != {factor} x reduce_scatter")
-    if problems:
-        print(f"{path}: " + "; ".join(problems))
-        return 1
-    kinds = ", ".join(f"{k} {int(v[0, 0])} B" for k, v in sorted(comm.items()))
-    print(f"volumes ok ({kinds}; parameters {exact} B)")
-    return 0
+    return verdict(path, problems, lambda: "volumes ok (" + ", ".join(
+        f"{k} {int(v[0, 0])} B" for k, v in sorted(comm.items())) + f"; parameters {exact} B)")
 
 
 if __name__ == "__main__":

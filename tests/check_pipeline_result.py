@@ -19,6 +19,8 @@ import sys
 import h5py
 import numpy as np
 
+from result_checks import comm_bytes, data_element_bytes, element_bytes, verdict
+
 
 def stage_parameters(config, partition):
     h, s2, f = config["hidden"], config["image-size"] ** 2, config["ffn-mult"] * config["hidden"]
@@ -44,10 +46,9 @@ def main():
         parameters = int(f.attrs["parameters"])
         config = json.loads(f.attrs["config_json"])
         inference = f.attrs["mode"] == "inference"
-        # bf16/fp16 payloads travel in 16 bits; "data" in fp32 with fp32-grad-comm.
-        element = {"fp64": 8, "fp32": 4}.get(f.attrs["precision"], 2)
-        data_element = 4 if element == 2 and config.get("fp32-grad-comm") else element
-        comm = {k: f["comm"][k]["bytes"][()] for k in f["comm"]}
+        recorded = {**config, "precision": f.attrs["precision"]}
+        element, data_element = element_bytes(recorded), data_element_bytes(recorded)
+        comm = comm_bytes(f)
         bubble = f["timing"]["bubble"][()] if "bubble" in f["timing"] else None
         exposed = f["timing"]["exposed_comm"][()]
         step = f["timing"]["step"][()]
@@ -81,12 +82,9 @@ def main():
         problems.append("no /timing/bubble")
     elif np.any(bubble < 0) or np.any(bubble + exposed > step + 1e-6):
         problems.append("bubble + exposed communication outside [0, step] (counted twice?)")
-    if problems:
-        print(f"{path}: " + "; ".join(problems))
-        return 1
-    kinds = ", ".join(f"{k} {sorted({int(x) for x in v[0]})} B" for k, v in sorted(comm.items()))
-    print(f"volumes ok ({kinds or 'no communication'}), bubble + exposed comm <= step")
-    return 0
+    kinds = lambda: ", ".join(f"{k} {sorted({int(x) for x in v[0]})} B" for k, v in sorted(comm.items()))
+    return verdict(path, problems,
+                   lambda: f"volumes ok ({kinds() or 'no communication'}), bubble + exposed comm <= step")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,8 @@ import sys
 
 import h5py
 
+from result_checks import comm_groups, group_size_problems, verdict
+
 CLASSES = 10
 
 
@@ -23,7 +25,7 @@ def read(path):
     with h5py.File(path, "r") as f:
         config = json.loads(f.attrs["config_json"])
         grid = dict(item.split("=") for item in f.attrs["grid"].split(","))
-        comm = {k: (f["comm"][k]["bytes"][()], int(f["comm"][k].attrs["group_size"])) for k in f["comm"]}
+        comm = comm_groups(f)
         peak = f["memory/peak_bytes"][()]
         config["mode"] = f.attrs["mode"]
     return config, int(grid["tp"]), int(grid["dp"]), comm, peak
@@ -88,16 +90,9 @@ def check_volumes(path):
                 problems.append(f"{kind} rank {rank}: {sorted(set(comm[kind][0][:, rank]))} != {value}")
     if set(comm) != kinds:
         problems.append(f"kinds {sorted(comm)} != {sorted(kinds)}")
-    for kind, (_, size) in comm.items():
-        want = dp if kind.endswith(":data") else tp
-        if size != want:
-            problems.append(f"{kind} group_size {size} != {want}")
-    if problems:
-        print(f"{path}: " + "; ".join(problems))
-        return 1
-    summary = ", ".join(f"{k} {int(v[0][0, 0])} B" for k, v in sorted(comm.items())) or "none"
-    print(f"volumes equal the formulas on all {tp * dp} ranks ({summary})")
-    return 0
+    problems += group_size_problems(comm, tp, dp)
+    return verdict(path, problems, lambda: f"volumes equal the formulas on all {tp * dp} ranks (" +
+                   (", ".join(f"{k} {int(v[0][0, 0])} B" for k, v in sorted(comm.items())) or "none") + ")")
 
 
 def check_memory(paths):

@@ -34,6 +34,8 @@ import sys
 import h5py
 import numpy as np
 
+from result_checks import comm_groups, data_element_bytes, element_bytes, group_size_problems, verdict
+
 
 def part(n, parts, r):
     return n // parts + (1 if r < n % parts else 0)
@@ -45,9 +47,7 @@ def ceil_div(a, b):
 
 def analytic(config, q, dp, d, i, j):
     """The volumes of the rank at replica d, grid row i, grid column j."""
-    # bf16/fp16 payloads travel in 16 bits; "data" in fp32 with fp32-grad-comm.
-    e = {"fp64": 8, "fp32": 4}.get(config["precision"], 2)
-    e_data = 4 if e == 2 and config.get("fp32-grad-comm") else e
+    e, e_data = element_bytes(config), data_element_bytes(config)
     hidden, layers, classes = config["hidden"], config["layers"], 10
     features = config["image-size"] ** 2
     ffn = config["ffn-mult"] * hidden
@@ -99,8 +99,7 @@ def main():
     with h5py.File(path, "r") as f:
         config = json.loads(f.attrs["config_json"])
         grid = f.attrs["grid"]
-        comm = {kind: (f["comm"][kind]["bytes"][()], int(f["comm"][kind].attrs["group_size"]))
-                for kind in f["comm"]}
+        comm = comm_groups(f)
     match = re.fullmatch(r"tp-dims=(\d+),(\d+),dp=(\d+)", grid)
     if not match:
         print(f"{path}: grid attribute '{grid}' is not tp-dims=q,q,dp=D")
@@ -112,7 +111,7 @@ def main():
     if set(comm) != set(want[0]):
         problems.append(f"kinds {sorted(comm)} != {sorted(want[0])}")
     for kind in sorted(set(comm) & set(want[0])):
-        table, group = comm[kind]  # [iterations x ranks]
+        table, _ = comm[kind]  # [iterations x ranks]
         if table.ndim != 2 or table.shape[1] != ranks:
             problems.append(f"{kind} bytes table shape {table.shape} is not [iterations x {ranks}]")
             continue
@@ -120,17 +119,11 @@ def main():
             if not np.all(table[:, r] == want[r][kind]):
                 problems.append(f"{kind} rank {r} bytes {sorted(set(table[:, r].tolist()))} != "
                                 f"{want[r][kind]}")
-        expected_group = dp if kind.endswith(":data") else q
-        if group != expected_group:
-            problems.append(f"{kind} group size {group} != {expected_group}")
-    if problems:
-        print(f"{path}: " + "; ".join(problems))
-        return 1
+    problems += group_size_problems(comm, q, dp)
     distinct = {kind: sorted({w[kind] for w in want}) for kind in want[0]}
-    print("volumes equal the formulas on every rank (" +
-          (", ".join(f"{k} {'/'.join(str(x) for x in distinct[k])} B" for k in sorted(distinct))
-           or "no collectives") + ")")
-    return 0
+    return verdict(path, problems, lambda: "volumes equal the formulas on every rank (" + (", ".join(
+        f"{k} {'/'.join(str(x) for x in distinct[k])} B" for k in sorted(distinct))
+        or "no collectives") + ")")
 
 
 if __name__ == "__main__":

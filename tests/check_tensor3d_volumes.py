@@ -38,6 +38,8 @@ import sys
 import h5py
 import numpy as np
 
+from result_checks import comm_groups, data_element_bytes, element_bytes, verdict
+
 CLASSES = 10
 
 
@@ -49,8 +51,7 @@ def read(path):
     with h5py.File(path, "r") as f:
         attrs = {k: f.attrs[k] for k in f.attrs}
         config = json.loads(attrs["config_json"])
-        comm = {k: (f["comm"][k]["bytes"][()], int(f["comm"][k].attrs["group_size"]))
-                for k in f["comm"]}
+        comm = comm_groups(f)
         peak = f["memory/peak_bytes"][()]
     return attrs, config, comm, peak
 
@@ -61,17 +62,6 @@ def grid_of(attrs):
     if not match:
         raise ValueError(f"grid attribute '{attrs['grid']}' is not tp-dims=x,y,z,dp=D")
     return tuple(int(g) for g in match.groups())
-
-
-def element_bytes(config):
-    """Bytes per element on the wire: bf16/fp16 payloads travel in 16 bits."""
-    return {"fp64": 8, "fp32": 4}.get(config["precision"], 2)
-
-
-def data_element_bytes(config):
-    """The "data" group's: 4 with fp32-grad-comm in a 16-bit run."""
-    e = element_bytes(config)
-    return 4 if e == 2 and config.get("fp32-grad-comm") else e
 
 
 def linears(config):
@@ -186,14 +176,11 @@ def check_volumes(path):
             problems.append(f"{kind} bytes {sorted(set(table.ravel().tolist()))} != {amount}")
         if group != expected_group:
             problems.append(f"{kind} group size {group} != {expected_group}")
-    if problems:
-        print(f"{path}: " + "; ".join(problems))
-        return 1
     recompute = mode == "train" and config.get("checkpoint-activations", False)
     what = mode + (", checkpointed" if recompute else "")
-    print(f"{what} volumes equal the formulas on every rank and iteration (" +
-          (", ".join(f"{k} {want[k][0]} B" for k in sorted(want)) or "no collectives") + ")")
-    return 0
+    return verdict(path, problems, lambda: f"{what} volumes equal the formulas on every rank and "
+                   "iteration (" + (", ".join(f"{k} {want[k][0]} B" for k in sorted(want))
+                                    or "no collectives") + ")")
 
 
 def check_memory(paths):

@@ -18,27 +18,15 @@ for ranks in 1 2 3 4; do
     name="$ranks ranks, zero $zero${extra:+ $extra}"
     out=$tmp/run-$ranks-$zero${extra:+-no-overlap}.h5
     log=$tmp/log
-    local_status=0
     # shellcheck disable=SC2086
-    timeout 120 mpiexec -n "$ranks" bin/data "${tiny[@]}" --zero "$zero" $extra --verify \
-      --out "$out" >"$log" 2>&1 || local_status=$?
-    if ((local_status != 0)); then
-      not_ok "$name" "exit status $local_status ($(tail -n 2 "$log" | tr '\n' ' '))"
-      continue
-    fi
-    if ! grep -q "verify: PASS" "$log"; then
-      not_ok "$name" "$(grep 'verify:' "$log" | tail -n 1)"
-      continue
-    fi
-    ok "$name matches serial ($(grep -o 'relative error [^ ]* at [^,]*' "$log"))"
-    if [[ -x $python ]] && "$python" -c 'import h5py' 2>/dev/null; then
-      if why=$("$python" tests/check_comm_volumes.py "$out" "$zero" "$ranks" "$bucket_elements"); then
-        ok "$name volumes: $why"
-      else
-        not_ok "$name volumes" "$why"
-      fi
+    run_verified "$name" 120 "$log" "$ranks" bin/data "${tiny[@]}" --zero "$zero" $extra \
+      --verify --out "$out" || continue
+    ok "$name matches serial ($(verify_figure "$log"))"
+    if ((have_h5py)); then
+      expect_output "$name volumes" \
+        "$python" tests/check_comm_volumes.py "$out" "$zero" "$ranks" "$bucket_elements"
     else
-      echo "skip - $name volumes: h5py not available in .venv"
+      skip "$name volumes" "h5py not available in .venv"
     fi
   done
 done
@@ -47,20 +35,7 @@ done
 # counted as any iteration's traffic: 3 epochs of a 24-sample IDX set, volumes checked per
 # iteration.
 idx=$tmp/idx
-if [[ -x $python ]] && "$python" - "$idx" <<'PY'
-import os, sys, numpy as np
-d = sys.argv[1]
-os.makedirs(d, exist_ok=True)
-rng = np.random.default_rng(7)
-for prefix, count in (("train", 24), ("t10k", 20)):
-    labels = rng.integers(0, 10, size=count, dtype=np.uint8)
-    images = rng.integers(0, 256, size=(count, 28, 28), dtype=np.uint8)
-    with open(f"{d}/{prefix}-images-idx3-ubyte", "wb") as f:
-        f.write(np.array([0x803, count, 28, 28], dtype=">u4").tobytes() + images.tobytes())
-    with open(f"{d}/{prefix}-labels-idx1-ubyte", "wb") as f:
-        f.write(np.array([0x801, count], dtype=">u4").tobytes() + labels.tobytes())
-PY
-then
+if [[ -x $python ]] && "$python" tests/make_idx.py "$idx" 24 20; then
   out=$tmp/epochs.h5
   if timeout 120 mpiexec -n 2 bin/data "${tiny[@]}" --iters 0 --epochs 3 --data "idx:$idx" \
       --zero 3 --verify --out "$out" >"$tmp/log" 2>&1 && grep -q "verify: PASS" "$tmp/log"; then

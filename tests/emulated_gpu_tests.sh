@@ -26,19 +26,11 @@ check() {
   local ranks=$1 comm=$2 exe=$3
   shift 3
   n=$((n + 1))
-  local name="$exe -n $ranks --comm $comm $*" out=$tmp/run-$n.h5 log=$tmp/log-$n status=0
+  local name="$exe -n $ranks --comm $comm $*" out=$tmp/run-$n.h5 log=$tmp/log-$n
   local comm_option=(--comm "$comm")
   [[ $comm == none ]] && comm_option=()
-  timeout 300 mpiexec -n "$ranks" "$bin/$exe" "${tiny[@]}" --device cuda "${comm_option[@]}" \
-    "$@" --verify --out "$out" >"$log" 2>&1 || status=$?
-  if ((status != 0)); then
-    not_ok "$name" "exit status $status ($(tail -n 2 "$log" | tr '\n' ' '))"
-    return
-  fi
-  if ! grep -q "verify: PASS" "$log"; then
-    not_ok "$name" "$(grep 'verify:' "$log" | tail -n 1)"
-    return
-  fi
+  run_verified "$name" 300 "$log" "$ranks" "$bin/$exe" "${tiny[@]}" --device cuda \
+    "${comm_option[@]}" "$@" --verify --out "$out" || return
   local used
   used=$("$python" -c 'import h5py, sys
 f = h5py.File(sys.argv[1], "r")
@@ -47,7 +39,7 @@ print(f.attrs["device"], f.attrs["comm"])' "$out" 2>&1)
     not_ok "$name" "result file says device/comm '$used', not 'cuda $comm'"
     return
   fi
-  ok "$name ($(grep -o 'relative error [^ ]* at [^,]*' "$log"))"
+  ok "$name ($(verify_figure "$log"))"
 }
 
 # The serial reference has no communicator.

@@ -20,10 +20,6 @@ serial=${SERIAL:-$repo/bin/serial}
 # 24 rows: every M below divides the replica's rows (24, or 12 with D = 2).
 tiny=(--hidden 12 --layers 4 --image-size 5 --ffn-mult 2 --batch 24 --iters 3 --warmup 1
       --print-every 0 --eval-samples 30 --precision fp64)
-have_h5py=0
-[[ -x $python ]] && "$python" -c 'import h5py' 2>/dev/null && have_h5py=1
-# The verify line's figure: "relative error 2.9e-16 at block0.norm.bias".
-verify_figure() { grep -m 1 -o 'relative error [^ ]* at [^,]*' "$1"; }
 
 # The micro-batches column of each stage row of the report must be what the schedule holds.
 check_activation_slots() {
@@ -38,21 +34,28 @@ check_activation_slots() {
     END { if (rows != p) { printf "%d stage rows, not %d\n", rows, p; bad = 1 }; exit bad }' "$log"
 }
 
+# pass_with_volumes NAME WHAT OUT LOG: tests/check_pipeline_result.py must accept OUT, then one
+# "ok - NAME WHAT (verify figure); its verdict" (volumes unchecked without h5py).
+pass_with_volumes() {
+  local name=$1 what=$2 out=$3 log=$4 why
+  if ((have_h5py)); then
+    if ! why=$("$python" tests/check_pipeline_result.py "$out"); then
+      not_ok "$name volumes" "$why"
+      return
+    fi
+  else
+    why="volumes not checked: h5py not available in .venv"
+  fi
+  ok "$name $what ($(verify_figure "$log")); $why"
+}
+
 run_case() {
   local ranks=$1 name=$2
   shift 2
-  local out=$tmp/run.h5 log=$tmp/log status=0
+  local out=$tmp/run.h5 log=$tmp/log
   rm -f "$out"
-  timeout 120 mpiexec -n "$ranks" "$pipeline" "${tiny[@]}" "$@" --verify --out "$out" \
-    >"$log" 2>&1 || status=$?
-  if ((status != 0)); then
-    not_ok "$name" "exit status $status ($(tail -n 2 "$log" | tr '\n' ' '))"
+  run_verified "$name" 120 "$log" "$ranks" "$pipeline" "${tiny[@]}" "$@" --verify --out "$out" ||
     return
-  fi
-  if ! grep -q "verify: PASS" "$log"; then
-    not_ok "$name" "$(grep 'verify:' "$log" | tail -n 1)"
-    return
-  fi
   local schedule=1f1b pp=$ranks dp=1 micro=4 why
   while (($#)); do
     case $1 in
@@ -68,15 +71,7 @@ run_case() {
     not_ok "$name activation memory" "$why"
     return
   fi
-  if ((have_h5py)); then
-    if ! why=$("$python" tests/check_pipeline_result.py "$out"); then
-      not_ok "$name volumes" "$why"
-      return
-    fi
-  else
-    why="volumes not checked: h5py not available in .venv"
-  fi
-  ok "$name matches serial ($(verify_figure "$log")); $why"
+  pass_with_volumes "$name" "matches serial" "$out" "$log"
 }
 
 for p in 2 3 4; do
@@ -102,121 +97,40 @@ run_case 4 "P=2 x D=2 1f1b M=2 --checkpoint-activations" --pp 2 --dp 2 --micro-b
   --checkpoint-activations
 
 # The same run with and without --checkpoint-activations: /train/loss bitwise equal, recompute
-# timed only with it. $1 ranks, $2 name, then the flags.
-same_losses_case() {
-  local ranks=$1 name=$2
-  shift 2
-  if ((!have_h5py)); then
-    echo "skip - $name: h5py not available in .venv"
-    return
-  fi
-  local status=0 mode
-  for mode in full checkpointed; do
-    local extra=()
-    [[ $mode == checkpointed ]] && extra=(--checkpoint-activations)
-    rm -f "$tmp/$mode.h5"
-    timeout 120 mpiexec -n "$ranks" "$pipeline" "${tiny[@]}" "$@" "${extra[@]}" \
-      --out "$tmp/$mode.h5" >"$tmp/$mode.log" 2>&1 || status=$?
-    if ((status != 0)); then
-      not_ok "$name" "$mode run: exit status $status ($(tail -n 2 "$tmp/$mode.log" | tr '\n' ' '))"
-      return
-    fi
-  done
-  local why
-  if why=$("$python" - "$tmp/full.h5" "$tmp/checkpointed.h5" <<'PY'
-import sys
-import h5py
-import numpy as np
-full, checkpointed = (h5py.File(p, "r") for p in sys.argv[1:3])
-a, b = full["train/loss"][()], checkpointed["train/loss"][()]
-problems = []
-if not np.array_equal(a, b):
-    problems.append(f"losses differ: {a.tolist()} vs {b.tolist()}")
-if np.any(full["timing/recompute"][()] != 0):
-    problems.append("recompute time without --checkpoint-activations")
-if not np.all(checkpointed["timing/recompute"][()].sum(axis=0) > 0):
-    problems.append("a rank records no recompute time with --checkpoint-activations")
-print("; ".join(problems) or f"{len(a)} losses bitwise equal (last {a[-1]!r}), recompute timed on every rank")
-sys.exit(1 if problems else 0)
-PY
-  ); then
-    ok "$name: $why"
-  else
-    not_ok "$name" "$why"
-  fi
-}
+# timed only with it.
 for precision in fp32 fp64; do
   for grid in "2 --pp 2" "4 --pp 4"; do
     for schedule in gpipe 1f1b; do
       read -r ranks args <<<"$grid"
       # shellcheck disable=SC2086
-      same_losses_case "$ranks" "checkpointing bitwise, $precision, P=$ranks $schedule M=4" $args \
-        --schedule "$schedule" --micro-batches 4 --precision "$precision"
+      compare_checkpointing "checkpointing bitwise, $precision, P=$ranks $schedule M=4" \
+        same-losses 120 "$ranks" "$pipeline" "${tiny[@]}" $args --schedule "$schedule" \
+        --micro-batches 4 --precision "$precision"
     done
   done
 done
-same_losses_case 2 "checkpointing bitwise, fp32, P=2 plain blocks" --pp 2 --block plain \
-  --micro-batches 3 --precision fp32
+compare_checkpointing "checkpointing bitwise, fp32, P=2 plain blocks" same-losses 120 2 \
+  "$pipeline" "${tiny[@]}" --pp 2 --block plain --micro-batches 3 --precision fp32
 
 # Peak memory falls with checkpointing on every rank, where activations matter.
-memory_case() {
-  local ranks=$1 name=$2
-  shift 2
-  if ((!have_h5py)); then
-    echo "skip - $name: h5py not available in .venv"
-    return
-  fi
-  local status=0 mode
-  for mode in full checkpointed; do
-    local extra=()
-    [[ $mode == checkpointed ]] && extra=(--checkpoint-activations)
-    timeout 120 mpiexec -n "$ranks" "$pipeline" --hidden 64 --layers 4 --image-size 8 \
-      --ffn-mult 4 --batch 64 --iters 2 --warmup 1 --print-every 0 --eval-samples 64 \
-      --precision fp64 "$@" "${extra[@]}" --out "$tmp/$mode.h5" >"$tmp/$mode.log" 2>&1 || status=$?
-    if ((status != 0)); then
-      not_ok "$name" "$mode run: exit status $status ($(tail -n 2 "$tmp/$mode.log" | tr '\n' ' '))"
-      return
-    fi
-  done
-  local why
-  if why=$("$python" - "$tmp/full.h5" "$tmp/checkpointed.h5" <<'PY'
-import sys
-import h5py
-full, checkpointed = (h5py.File(p, "r")["memory/peak_bytes"][()] for p in sys.argv[1:3])
-pairs = ", ".join(f"{a} -> {b}" for a, b in zip(full, checkpointed))
-if len(full) != len(checkpointed) or not all(b < a for a, b in zip(full, checkpointed)):
-    print(f"peak bytes per rank not lower with checkpointing: {pairs}")
-    sys.exit(1)
-print(f"peak bytes per rank {pairs}")
-PY
-  ); then
-    ok "$name: $why"
-  else
-    not_ok "$name" "$why"
-  fi
-}
+memory=(--hidden 64 --layers 4 --image-size 8 --ffn-mult 4 --batch 64 --iters 2 --warmup 1
+        --print-every 0 --eval-samples 64 --precision fp64)
 # (Not P=4 1f1b with 4 blocks: its last stage holds one micro-batch of one block, the same
 # bytes as the one shared recompute set, so its peak can only stay equal.)
-memory_case 4 "checkpointing lowers peak memory, P=4 gpipe M=8" --pp 4 --schedule gpipe --micro-batches 8
-memory_case 2 "checkpointing lowers peak memory, P=2 1f1b M=4" --pp 2 --schedule 1f1b --micro-batches 4
+compare_checkpointing "checkpointing lowers peak memory, P=4 gpipe M=8" lower-peak 120 4 \
+  "$pipeline" "${memory[@]}" --pp 4 --schedule gpipe --micro-batches 8
+compare_checkpointing "checkpointing lowers peak memory, P=2 1f1b M=4" lower-peak 120 2 \
+  "$pipeline" "${memory[@]}" --pp 2 --schedule 1f1b --micro-batches 4
 
 # Inference: the forward-only stream against serial forward passes, its p2p volumes (activations
 # forward only) and two micro-batches in flight per stage (one when M = 1).
 inference_case() {
   local ranks=$1 name=$2 micro=$3
   shift 3
-  local out=$tmp/inference.h5 log=$tmp/inference.log status=0
+  local out=$tmp/inference.h5 log=$tmp/inference.log
   rm -f "$out"
-  timeout 120 mpiexec -n "$ranks" "$pipeline" "${tiny[@]}" --inference --micro-batches "$micro" \
-    "$@" --verify --out "$out" >"$log" 2>&1 || status=$?
-  if ((status != 0)); then
-    not_ok "$name" "exit status $status ($(tail -n 2 "$log" | tr '\n' ' '))"
-    return
-  fi
-  if ! grep -q "verify: PASS" "$log"; then
-    not_ok "$name" "$(grep 'verify:' "$log" | tail -n 1)"
-    return
-  fi
+  run_verified "$name" 120 "$log" "$ranks" "$pipeline" "${tiny[@]}" --inference \
+    --micro-batches "$micro" "$@" --verify --out "$out" || return
   local want=$((micro < 2 ? micro : 2)) why
   if ! why=$(awk -v want="$want" '
       /^pipeline inference: / { table = 1; next }
@@ -225,15 +139,7 @@ inference_case() {
     not_ok "$name in flight" "$why"
     return
   fi
-  if ((have_h5py)); then
-    if ! why=$("$python" tests/check_pipeline_result.py "$out"); then
-      not_ok "$name volumes" "$why"
-      return
-    fi
-  else
-    why="volumes not checked: h5py not available in .venv"
-  fi
-  ok "$name matches serial forward passes ($(verify_figure "$log")); $why"
+  pass_with_volumes "$name" "matches serial forward passes" "$out" "$log"
 }
 inference_case 2 "inference P=2 M=1" 1 --pp 2
 inference_case 2 "inference P=2 M=4" 4 --pp 2

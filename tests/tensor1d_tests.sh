@@ -13,10 +13,6 @@
 # Ends with "N passed, N failed".
 source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
 
-have_h5py() { [[ -x $python ]] && "$python" -c 'import h5py' 2>/dev/null; }
-# The verify line's figure: "relative error 3.8e-16 at block1.norm.bias".
-verify_figure() { grep -m 1 -o 'relative error [^ ]* at [^,]*' "$1"; }
-
 # F = 2·24 = 48 and S² = 36 divide by 2, 3 and 4; the 10 classes by 2 only.
 tiny=(--hidden 24 --layers 2 --image-size 6 --ffn-mult 2 --batch 12 --iters 4 --warmup 1
       --print-every 0 --eval-samples 24 --precision fp64)
@@ -25,15 +21,8 @@ run_case() {
   local name=$1 ranks=$2
   shift 2
   local out=$tmp/case.h5 log=$tmp/log
-  if ! timeout 60 mpiexec -n "$ranks" bin/tensor1d "${tiny[@]}" "$@" --verify --out "$out" \
-      >"$log" 2>&1; then
-    not_ok "$name" "exit status $? ($(tail -n 2 "$log" | tr '\n' ' '))"
+  run_verified "$name" 60 "$log" "$ranks" bin/tensor1d "${tiny[@]}" "$@" --verify --out "$out" ||
     return
-  fi
-  if ! grep -q "verify: PASS" "$log"; then
-    not_ok "$name" "$(grep 'verify:' "$log" | tail -n 1)"
-    return
-  fi
   ok "$name matches serial ($(verify_figure "$log"))"
   if [[ " $* " == *" --inference "* ]]; then
     : # no weights are gathered: nothing to compare between tp ranks
@@ -47,14 +36,10 @@ run_case() {
   else
     ok "$name: printed analytic volumes equal the measured ones"
   fi
-  if have_h5py; then
-    if why=$("$python" tests/check_tensor1d.py volumes "$out"); then
-      ok "$name volumes: $why"
-    else
-      not_ok "$name volumes" "$why"
-    fi
+  if ((have_h5py)); then
+    expect_output "$name volumes" "$python" tests/check_tensor1d.py volumes "$out"
   else
-    echo "skip - $name volumes: h5py not available in .venv"
+    skip "$name volumes" "h5py not available in .venv"
   fi
 }
 
@@ -74,72 +59,19 @@ run_case "tp 3 --inference" 3 --tp 3 --inference
 run_case "tp 2 x dp 2 --inference" 4 --tp 2 --dp 2 --inference
 
 # The same run with and without --checkpoint-activations: /train/loss bitwise equal, recompute
-# timed only with it; then (memory_case) peak memory lower with it on every rank.
-# $1 ranks, $2 name, $3 python check, then the flags.
-compare_checkpointing() {
-  local ranks=$1 name=$2 check=$3
-  shift 3
-  if ! have_h5py; then
-    echo "skip - $name: h5py not available in .venv"
-    return
-  fi
-  local status=0 mode
-  for mode in full checkpointed; do
-    local extra=()
-    [[ $mode == checkpointed ]] && extra=(--checkpoint-activations)
-    rm -f "$tmp/$mode.h5"
-    timeout 60 mpiexec -n "$ranks" bin/tensor1d "$@" "${extra[@]}" --out "$tmp/$mode.h5" \
-      >"$tmp/$mode.log" 2>&1 || status=$?
-    if ((status != 0)); then
-      not_ok "$name" "$mode run: exit status $status ($(tail -n 2 "$tmp/$mode.log" | tr '\n' ' '))"
-      return
-    fi
-  done
-  local why
-  if why=$("$python" -c "$check" "$tmp/full.h5" "$tmp/checkpointed.h5"); then
-    ok "$name: $why"
-  else
-    not_ok "$name" "$why"
-  fi
-}
-same_losses='
-import sys
-import h5py
-import numpy as np
-full, checkpointed = (h5py.File(p, "r") for p in sys.argv[1:3])
-a, b = full["train/loss"][()], checkpointed["train/loss"][()]
-problems = []
-if not np.array_equal(a, b):
-    problems.append(f"losses differ: {a.tolist()} vs {b.tolist()}")
-if np.any(full["timing/recompute"][()] != 0):
-    problems.append("recompute time without --checkpoint-activations")
-if not np.all(checkpointed["timing/recompute"][()].sum(axis=0) > 0):
-    problems.append("a rank records no recompute time with --checkpoint-activations")
-print("; ".join(problems) or f"{len(a)} losses bitwise equal (last {a[-1]!r}), recompute timed on every rank")
-sys.exit(1 if problems else 0)
-'
-lower_peak='
-import sys
-import h5py
-full, checkpointed = (h5py.File(p, "r")["memory/peak_bytes"][()] for p in sys.argv[1:3])
-pairs = ", ".join(f"{a} -> {b}" for a, b in zip(full, checkpointed))
-if len(full) != len(checkpointed) or not all(b < a for a, b in zip(full, checkpointed)):
-    print(f"peak bytes per rank not lower with checkpointing: {pairs}")
-    sys.exit(1)
-print(f"peak bytes per rank {pairs}")
-'
+# timed only with it; then peak memory lower with it on every rank.
 for precision in fp32 fp64; do
-  compare_checkpointing 2 "checkpointing bitwise, $precision, tp 2" "$same_losses" "${tiny[@]}" \
-    --tp 2 --precision "$precision"
-  compare_checkpointing 4 "checkpointing bitwise, $precision, tp 2 x dp 2" "$same_losses" \
-    "${tiny[@]}" --tp 2 --dp 2 --precision "$precision"
+  compare_checkpointing "checkpointing bitwise, $precision, tp 2" same-losses 60 2 bin/tensor1d \
+    "${tiny[@]}" --tp 2 --precision "$precision"
+  compare_checkpointing "checkpointing bitwise, $precision, tp 2 x dp 2" same-losses 60 4 \
+    bin/tensor1d "${tiny[@]}" --tp 2 --dp 2 --precision "$precision"
 done
-compare_checkpointing 2 "checkpointing lowers peak memory, tp 2" "$lower_peak" --hidden 64 \
-  --layers 4 --image-size 8 --ffn-mult 4 --batch 64 --iters 2 --warmup 1 --print-every 0 \
-  --eval-samples 64 --precision fp64 --tp 2
+compare_checkpointing "checkpointing lowers peak memory, tp 2" lower-peak 60 2 bin/tensor1d \
+  --hidden 64 --layers 4 --image-size 8 --ffn-mult 4 --batch 64 --iters 2 --warmup 1 \
+  --print-every 0 --eval-samples 64 --precision fp64 --tp 2
 
 # Peak memory per rank at a size where parameters and Adam state dominate.
-if have_h5py; then
+if ((have_h5py)); then
   files=()
   status=0
   for tp in 1 2 4; do
@@ -150,13 +82,11 @@ if have_h5py; then
   done
   if ((status != 0)); then
     not_ok "peak memory runs" "exit status $status ($(tail -n 2 "$tmp/log" | tr '\n' ' '))"
-  elif why=$("$python" tests/check_tensor1d.py memory "${files[@]}"); then
-    ok "$why"
   else
-    not_ok "peak memory" "$why"
+    expect_output "peak memory" "$python" tests/check_tensor1d.py memory "${files[@]}"
   fi
 else
-  echo "skip - peak memory: h5py not available in .venv"
+  skip "peak memory" "h5py not available in .venv"
 fi
 
 # Bad grids and splits: non-zero exit on every rank, one line per rank naming the problem.

@@ -18,7 +18,6 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
 
 bin=${TENSOR2D:-bin/tensor2d}
 serial=${SERIAL:-bin/serial}
-have_h5py() { [[ -x $python ]] && "$python" -c 'import h5py' 2>/dev/null; }
 
 # S² = 36, H = 12, F = 24 and B = 12 divide by 2 and 3 (and B/2 by 2 for two replicas); the
 # classifier's 10 outputs do not divide by 3 (parts 4, 3, 3).
@@ -43,15 +42,8 @@ run() {
   local -a base=("${tiny[@]}")
   ((${#model[@]} > 0)) && base=("${model[@]}")
   local out=$tmp/$ranks-$(echo "${base[*]} $*" | tr -c 'a-z0-9' '_').h5 log=$tmp/log
-  if ! timeout 60 mpiexec -n "$ranks" "$bin" "${base[@]}" "$@" --verify --out "$out" \
-      >"$log" 2>&1; then
-    not_ok "$name" "exit status $? ($(tail -n 2 "$log" | tr '\n' ' '))"
+  run_verified "$name" 60 "$log" "$ranks" "$bin" "${base[@]}" "$@" --verify --out "$out" ||
     return 1
-  fi
-  if ! grep -q "^verify: PASS" "$log"; then
-    not_ok "$name" "$(grep -E '^verify: (PASS|FAIL)' "$log" | tail -n 1)"
-    return 1
-  fi
   # "verify: PASS  relative error E at ITEM, tolerance there T (...)": show E, ITEM and T.
   local figure
   figure=$(sed -n 's/^verify: PASS *\(relative error [^ ]* at [^,]*\), \(tolerance there [^ ]*\).*/\1, \2/p' "$log")
@@ -62,14 +54,10 @@ run() {
   ok "$name matches serial ($figure)"
   cp "$log" "$tmp/last.log"
   last_out=$out
-  if have_h5py; then
-    if why=$("$python" tests/check_tensor2d_volumes.py "$out"); then
-      ok "$name volumes: $why"
-    else
-      not_ok "$name volumes" "$why"
-    fi
+  if ((have_h5py)); then
+    expect_output "$name volumes" "$python" tests/check_tensor2d_volumes.py "$out"
   else
-    echo "skip - $name volumes: h5py not available in .venv"
+    skip "$name volumes" "h5py not available in .venv"
   fi
 }
 
@@ -96,7 +84,7 @@ compare_checkpointed() {
     return 1
   fi
   run "$name" "$ranks" "$@" --checkpoint-activations || return 1
-  if ! have_h5py; then
+  if ((!have_h5py)); then
     echo "skip - $name against stored: h5py not available in .venv"
     return 0
   fi
@@ -170,7 +158,7 @@ model=()
 same_accuracy() {
   local name=$1 file=$2
   shift 2
-  if ! have_h5py; then
+  if ((!have_h5py)); then
     echo "skip - $name: h5py not available in .venv"
     return 0
   fi
@@ -217,22 +205,7 @@ model=()
 # of 2: over 2 replicas × 2 grid rows that one leaves replica 1's grid rows no sample. A bright
 # band per class makes the data learnable, so the accuracies move (about 0.4 to 0.5).
 idx=$tmp/idx
-if have_h5py && "$python" - "$idx" <<'PY'
-import os, sys, numpy as np
-d = sys.argv[1]
-os.makedirs(d, exist_ok=True)
-rng = np.random.default_rng(7)
-for prefix, count in (("train", 24), ("t10k", 50)):
-    labels = rng.integers(0, 10, size=count, dtype=np.uint8)
-    images = rng.integers(0, 64, size=(count, 28, 28), dtype=np.uint8)
-    for s, y in enumerate(labels):
-        images[s, 2 * y + 4 : 2 * y + 8, :] = 255
-    with open(f"{d}/{prefix}-images-idx3-ubyte", "wb") as f:
-        f.write(np.array([0x803, count, 28, 28], dtype=">u4").tobytes() + images.tobytes())
-    with open(f"{d}/{prefix}-labels-idx1-ubyte", "wb") as f:
-        f.write(np.array([0x801, count], dtype=">u4").tobytes() + labels.tobytes())
-PY
-then
+if ((have_h5py)) && "$python" tests/make_idx.py "$idx" 24 50 --bands; then
   epoch=(--hidden 12 --layers 2 --image-size 6 --ffn-mult 2 --batch 12 --epochs 3 --warmup 1
          --lr 0.02 --print-every 0 --eval-samples 0 --data "idx:$idx" --precision fp64)
   model=("${epoch[@]}")
@@ -251,7 +224,7 @@ if [[ -n ${weights[1]:-} && -n ${weights[2]:-} && -n ${weights[3]:-} ]]; then
   else
     not_ok "weight bytes per rank" "${weights[1]} / ${weights[2]} / ${weights[3]} at q = 1 / 2 / 3"
   fi
-  if have_h5py; then
+  if ((have_h5py)); then
     if why=$("$python" - "${peak_file[1]}" "${peak_file[2]}" "${peak_file[3]}" <<'PY'
 import sys, h5py
 peaks = [int(h5py.File(p, "r")["memory/peak_bytes"][()].max()) for p in sys.argv[1:]]

@@ -97,10 +97,9 @@ expect_kinds() {
 
 # check NAME ARGS...: tests/check_tensor3d_volumes.py ARGS must pass.
 check() {
-  local name=$1 why
+  local name=$1
   shift
-  if why=$("$python" tests/check_tensor3d_volumes.py "$@"); then ok "$name: $why"
-  else not_ok "$name" "$why"; fi
+  expect_output "$name" "$python" tests/check_tensor3d_volumes.py "$@"
 }
 
 run "[1,1,1]" 1,1,1 1
@@ -168,24 +167,6 @@ for g in 2 4; do
 done
 
 # Activation checkpointing: the same run without and with it, each passing run's checks.
-same_run='
-import sys
-import h5py
-import numpy as np
-full, checkpointed = (h5py.File(p, "r") for p in sys.argv[1:3])
-a, b = full["train/loss"][()], checkpointed["train/loss"][()]
-problems = []
-if a.size == 0 or not np.array_equal(a, b):
-    problems.append(f"losses differ: {a.tolist()} vs {b.tolist()}")
-if np.any(full["timing/recompute"][()] != 0):
-    problems.append("recompute time without --checkpoint-activations")
-recompute = checkpointed["timing/recompute"][()]
-if not np.all(recompute.sum(axis=0) > 0):
-    problems.append("a rank records no recompute time with --checkpoint-activations")
-if problems:
-    sys.exit("; ".join(problems))
-print(f"{a.size} losses bitwise equal, recompute {1e3 * recompute.sum(axis=0).max():.2f} ms")
-'
 # checkpointing NAME DIMS DP ARGS...
 checkpointing() {
   local name=$1 dims=$2 dp=$3 why
@@ -196,7 +177,7 @@ checkpointing() {
   local a b
   a=$(h5_of "$full")
   b=$(h5_of "$checkpointed")
-  if ! why=$("$python" -c "$same_run" "$a" "$b" 2>&1); then
+  if ! why=$("$python" tests/check_checkpointing.py same-losses "$a" "$b" 2>&1); then
     not_ok "$name: checkpointing bitwise" "$why"
     return 1
   fi
@@ -244,31 +225,8 @@ done
 
 # Checkpointing lowers the peak memory on every rank where activations matter.
 memory_args=(--hidden 64 --layers 4 --batch 64 --image-size 8 --ffn-mult 4 --eval-samples 64)
-lower_peak='
-import sys
-import h5py
-full, checkpointed = (h5py.File(p, "r")["memory/peak_bytes"][()] for p in sys.argv[1:3])
-pairs = ", ".join(f"{a} -> {b}" for a, b in zip(full, checkpointed))
-lower = len(full) == len(checkpointed) and all(b < a for a, b in zip(full, checkpointed))
-if len(full) == 0 or not lower:
-    sys.exit(f"peak bytes per rank not lower with checkpointing: {pairs}")
-print(f"peak bytes per rank {pairs}")
-'
-peak_ok=1
-for mode in full checkpointed; do
-  flag=()
-  [[ $mode == checkpointed ]] && flag=(--checkpoint-activations)
-  if ! timeout 60 mpiexec -n 4 "$bin" "${tiny[@]}" "${memory_args[@]}" --tp-dims 2,2,1 \
-    "${flag[@]}" --out "$tmp/memory-$mode.h5" >"$tmp/memory.log" 2>&1; then
-    not_ok "[2,2,1] memory run $mode" "$(tail -n 2 "$tmp/memory.log" | tr '\n' ' ')"
-    peak_ok=0
-  fi
-done
-if ((peak_ok)); then
-  if why=$("$python" -c "$lower_peak" "$tmp/memory-full.h5" "$tmp/memory-checkpointed.h5" 2>&1)
-  then ok "[2,2,1] H 64 batch 64: --checkpoint-activations lowers the peak ($why)"
-  else not_ok "[2,2,1] checkpointing memory" "$why"; fi
-fi
+compare_checkpointing "[2,2,1] H 64 batch 64: --checkpoint-activations lowers the peak" \
+  lower-peak 60 4 "$bin" "${tiny[@]}" "${memory_args[@]}" --tp-dims 2,2,1
 
 # bad NAME RANKS PATTERN ARGS...: every rank prints one error line naming the problem; exit 2.
 bad() {

@@ -85,64 +85,11 @@ write_idx_dir() {
   { be32 $((0x801)); be32 "$test"; pattern_bytes "$test" 7 10; } >"$dir/t10k-labels-idx1-ubyte"
 }
 
-have_h5py=0
-[[ -x $python ]] && "$python" -c 'import h5py' 2>/dev/null && have_h5py=1
-cat >"$tmp/check_h5.py" <<'EOF'
-# check_h5.py FILE ITERATIONS [config.KEY=VALUE | attr.NAME=VALUE]...: prints the problems
-# found with a bin/serial result file (VALUE is JSON, or else a plain string).
-import json, math, sys
-import h5py
-
-path, iterations = sys.argv[1], int(sys.argv[2])
-problems = []
-try:
-    with h5py.File(path, "r") as f:
-        attrs = f.attrs
-        if attrs.get("scheme") != "serial":
-            problems.append(f"scheme is {attrs.get('scheme')!r}")
-        if attrs.get("world_size") != 1:
-            problems.append(f"world_size is {attrs.get('world_size')!r}")
-        if attrs.get("iterations") != iterations:
-            problems.append(f"iterations is {attrs.get('iterations')!r}, expected {iterations}")
-        step = f.get("timing/step")
-        if step is None or step.shape != (iterations, 1):
-            problems.append(f"/timing/step shape {None if step is None else step.shape}")
-        loss = f.get("train/loss")
-        if loss is None or loss.shape != (iterations,):
-            problems.append(f"/train/loss shape {None if loss is None else loss.shape}")
-        elif not all(math.isfinite(x) for x in loss[()]):
-            problems.append("/train/loss is not finite")
-        config = json.loads(attrs["config_json"])
-        if not isinstance(config, dict):
-            problems.append("config_json is not a JSON object")
-            config = {}
-        for spec in sys.argv[3:]:
-            key, text = spec.split("=", 1)
-            where, name = key.split(".", 1)
-            try:
-                expected = json.loads(text)
-            except ValueError:
-                expected = text
-            actual = config.get(name, "<missing>") if where == "config" else attrs.get(name, "<missing>")
-            if actual != expected:
-                problems.append(f"{key} is {actual!r}, expected {expected!r}")
-except Exception as e:  # any unreadable file or field is a failure, reported on one line
-    problems.append(f"{type(e).__name__}: {e}")
-print("; ".join(problems))
-sys.exit(1 if problems else 0)
-EOF
-
 # check_result NAME FILE ITERATIONS EXPECTATIONS...: the result file's contents, as its own check.
 check_result() {
-  local name="$1 (result file)" file=$2
-  shift 2
-  if ((!have_h5py)); then
-    skip "$name" "h5py not available ($python)"
-    return
-  fi
-  local out
-  out=$("$python" "$tmp/check_h5.py" "$file" "$@" 2>&1) || problem "$file: $out"
-  report "$name"
+  local name=$1
+  shift
+  check_result_file "$name" tests/check_serial_result.py "$@"
 }
 
 # expect_run NAME OUT ARGS...: a good tiny run with --out OUT (inside $tmp/run) exits 0 and

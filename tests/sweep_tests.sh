@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# Tests of the sweep driver jobs/sweep on its own (no Slurm needed): bad configs are refused
+# with one line and exit status 2, --dry-run prints the sbatch lines and skips grids that do not
+# fit (on the local and the template site), --launcher mpiexec runs a tiny sweep here and every
+# point must leave a valid HDF5 file (tests/check_sweep_results.py). tests/slurm_tests.sh runs
+# the same sweep through a real Slurm. Ends with "N passed, N failed".
+source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
+source "$repo/tests/lib/sweep.sh"
+
+# expect_config_refusal NAME PATTERN JSON [ARGS...]: the sweep must exit 2 with one stderr line
+# matching PATTERN and print no command line.
+expect_config_refusal() {
+  local name=$1 pattern=$2 json=$3 status=0
+  shift 3
+  printf '%s\n' "$json" >"$tmp/bad.json"
+  timeout 30 jobs/sweep "$tmp/bad.json" --dry-run "$@" >"$tmp/out" 2>"$tmp/err" || status=$?
+  if ((status != 2)); then
+    not_ok "$name" "exit status $status, expected 2 ($(tr '\n' '|' <"$tmp/err"))"
+  elif [[ $(grep -c . "$tmp/err") -ne 1 ]] || ! grep -q -- "$pattern" "$tmp/err"; then
+    not_ok "$name" "expected one line naming '$pattern', got: $(tr '\n' '|' <"$tmp/err")"
+  elif grep -q -E 'sbatch|mpiexec' "$tmp/out"; then
+    not_ok "$name" "printed command lines anyway"
+  else
+    ok "$name is refused: $(cat "$tmp/err")"
+  fi
+}
+base='"nodes": [1], "tasks_per_node": [1], "scaling": {"strong": {"batch": 8}}'
+expect_config_refusal "unknown config key" "unknown key 'bogus'" \
+  "{$base, \"schemes\": [{\"executable\": \"serial\"}], \"bogus\": 1}"
+expect_config_refusal "missing schemes" "missing key 'schemes'" "{$base}"
+expect_config_refusal "unknown scheme" 'unknown scheme "hybrid"' \
+  "{$base, \"schemes\": [{\"executable\": \"hybrid\"}]}"
+expect_config_refusal "scheme without executable" "missing key 'executable'" \
+  "{$base, \"schemes\": [{\"grids\": [{}]}]}"
+expect_config_refusal "grid flag of another scheme" "'pp' is not a grid flag of data" \
+  "{$base, \"schemes\": [{\"executable\": \"data\", \"grids\": [{\"pp\": 2}]}]}"
+expect_config_refusal "non-square tensor2d grid" "tp-dims must be square" \
+  "{$base, \"schemes\": [{\"executable\": \"tensor2d\", \"grids\": [{\"tp-dims\": \"2,3\"}]}]}"
+expect_config_refusal "unknown option" "unknown option 'hiden'" \
+  "{$base, \"schemes\": [{\"executable\": \"serial\"}], \"options\": {\"hiden\": 8}}"
+expect_config_refusal "batch among the options" "options.batch is set by the sweep" \
+  "{$base, \"schemes\": [{\"executable\": \"serial\"}], \"options\": {\"batch\": 8}}"
+expect_config_refusal "unknown scaling mode" "unknown scaling mode 'medium'" \
+  '{"nodes": [1], "tasks_per_node": [1], "scaling": {"medium": {"batch": 8}},
+    "schemes": [{"executable": "serial"}]}'
+expect_config_refusal "zero node count" "nodes entry must be a positive integer" \
+  '{"nodes": [0], "tasks_per_node": [1], "scaling": {"strong": {"batch": 8}},
+    "schemes": [{"executable": "serial"}]}'
+expect_config_refusal "invalid JSON" "not valid JSON" "{$base,"
+expect_config_refusal "unknown site" "jobs/site/nosuch.env not found" \
+  "{$base, \"schemes\": [{\"executable\": \"serial\"}]}" --site nosuch
+# Grid values become file, log and job names: no path separators, no shell metacharacters.
+expect_config_refusal "grid value with a path separator" "may hold only" \
+  "{$base, \"schemes\": [{\"executable\": \"pipeline\", \"grids\": [{\"pp\": 1, \"schedule\": \"../x\"}]}]}"
+expect_config_refusal "grid value with shell metacharacters" "may hold only" \
+  "{$base, \"schemes\": [{\"executable\": \"pipeline\", \"grids\": [{\"pp\": 1, \"schedule\": \"1f1b;id\"}]}]}"
+expect_config_refusal "JSON nested 100000 deep" "nested too deeply" \
+  "$(python3 -c 'print("[" * 100000 + "]" * 100000)')"
+# Not a dry run: the results directory is checked before anything runs.
+printf '%s\n' "{$base, \"schemes\": [{\"executable\": \"serial\"}]}" >"$tmp/one.json"
+status=0
+timeout 30 jobs/sweep "$tmp/one.json" --launcher mpiexec --results /proc/mlpscale \
+  >"$tmp/out" 2>"$tmp/err" || status=$?
+if ((status == 2)) && [[ $(grep -c . "$tmp/err") -eq 1 ]] && grep -q -- "--results" "$tmp/err"; then
+  ok "unusable --results is refused: $(cat "$tmp/err")"
+else
+  not_ok "unusable --results" "exit status $status: $(tr '\n' '|' <"$tmp/err")"
+fi
+# The local site has one node: a point on 2 nodes is skipped with the reason.
+printf '%s\n' '{"nodes": [1, 2], "tasks_per_node": [1], "scaling": {"weak": {"batch_per_rank": 8}},
+  "schemes": [{"executable": "data"}]}' >"$tmp/two-nodes.json"
+status=0
+jobs/sweep "$tmp/two-nodes.json" --site local --dry-run >"$tmp/out" 2>&1 || status=$?
+if ((status == 0)) && grep -q "skip .*2 nodes exceed the site's 1" "$tmp/out" &&
+   [[ $(grep -c 'sbatch ' "$tmp/out") -eq 1 ]]; then
+  ok "points on more nodes than the site has are skipped"
+else
+  not_ok "points beyond the site's nodes" "exit status $status: $(tr '\n' '|' <"$tmp/out")"
+fi
+
+# --dry-run: one sbatch line per point that fits, a reason per point that does not, no files.
+status=0
+jobs/sweep "$tmp/tiny.json" --dry-run --results "$tmp/dry" >"$tmp/dry.out" 2>&1 || status=$?
+lines=$(grep -c ' sbatch --parsable ' "$tmp/dry.out")
+skips=$(grep -c '^# skip ' "$tmp/dry.out")
+if ((status != 0 || lines != points || skips != skipped_points)); then
+  not_ok "dry run" "exit status $status, $lines sbatch lines (expected $points), $skips skips" \
+    "(expected $skipped_points): $(head -c 600 "$tmp/dry.out" | tr '\n' '|')"
+elif [[ -e $tmp/dry ]]; then
+  not_ok "dry run" "created $tmp/dry"
+else
+  ok "dry run prints $lines sbatch lines and $skips skipped points, creates nothing"
+fi
+if grep -q -F -x '# skip strong-data-dp3-1x4: --dp 3 does not match the 4 ranks (data parallelism uses all of them)' "$tmp/dry.out" &&
+   grep -q -F -x '# skip weak-serial-1x2: bin/serial runs on exactly one rank, not 2 (use bin/data for several)' "$tmp/dry.out"; then
+  ok "skipped points say why (--dp 3 on 4 ranks, serial on 2)"
+else
+  not_ok "skip reasons" "$(grep '^# skip' "$tmp/dry.out" | head -n 3 | tr '\n' '|')"
+fi
+# batch_of LABEL: the --batch of that point's sbatch line.
+batch_of() { sed -nE "s/.*job-name=mlpscale-$1 .* --batch ([0-9]+) .*/\1/p" "$tmp/dry.out"; }
+weak=$(batch_of weak-data-zero3-1x2)/$(batch_of weak-data-zero3-1x4)
+strong=$(batch_of strong-data-zero3-1x2)/$(batch_of strong-data-zero3-1x4)
+if [[ $weak == 4/8 && $strong == 8/8 ]]; then
+  ok "weak scaling: batch 2 per rank gives 4 and 8 at 2 and 4 ranks; strong keeps 8"
+else
+  not_ok "batch per mode" "weak $weak (expected 4/8), strong $strong (expected 8/8)"
+fi
+
+# A GPU site: the template asks for 4 GPUs per node, so 8 tasks per node cannot fit.
+sed 's/"tasks_per_node": \[1, 2, 4\]/"tasks_per_node": [4, 8]/' "$tmp/tiny.json" >"$tmp/gpu.json"
+status=0
+jobs/sweep "$tmp/gpu.json" --site template --dry-run >"$tmp/gpu.out" 2>&1 || status=$?
+if ((status == 0)) &&
+   grep -q -- '--partition=gpu .*--gpus-per-node=4 .*--exclusive' "$tmp/gpu.out" &&
+   grep -q "^# skip strong-data-zero0-1x8: 8 tasks per node exceed the site's 4 GPUs per node" \
+     "$tmp/gpu.out"; then
+  ok "site template: partition, GPUs per node, extra flags reach sbatch; 8 tasks on 4 GPUs skipped"
+else
+  not_ok "site template" "exit status $status: $(head -c 600 "$tmp/gpu.out" | tr '\n' '|')"
+fi
+
+# Grids of the schemes still to come are checked the same way (a dry run needs no binary), on
+# the template site, which has as many nodes as asked for (the local one has one).
+cat >"$tmp/grids.json" <<'EOF'
+{"nodes": [1, 2], "tasks_per_node": [4], "scaling": {"strong": {"batch": 16}},
+ "schemes": [{"executable": "pipeline", "grids": [{"pp": 3}, {"pp": 2}]},
+             {"executable": "tensor1d", "grids": [{"tp": 3}]},
+             {"executable": "tensor2d", "grids": [{"tp-dims": "2,2", "dp": 1}]},
+             {"executable": "tensor3d", "grids": [{"tp-dims": [2, 2, 2]},
+                                                  {"tp-dims": "2,2,1", "dp": 1}]}]}
+EOF
+status=0
+jobs/sweep "$tmp/grids.json" --site template --dry-run >"$tmp/grids.out" 2>&1 || status=$?
+expected_skips=(
+  "strong-pipeline-pp3-1x4: --pp 3 does not divide the 4 ranks"
+  "strong-tensor1d-tp3-2x4: --tp 3 does not divide the 8 ranks"
+  "strong-tensor2d-tp-dims2x2-dp1-2x4: --tp-dims 2,2 --dp 1 needs 4 ranks (q·q·dp), not 8"
+  "strong-tensor3d-tp-dims2x2x2-1x4: --tp-dims 2,2,2: 4 ranks are not a multiple of x·y·z = 8")
+missing_skips=()
+for line in "${expected_skips[@]}"; do
+  grep -q -F -x "# skip $line" "$tmp/grids.out" || missing_skips+=("$line")
+done
+lines=$(grep -c ' sbatch --parsable ' "$tmp/grids.out")
+skips=$(grep -c '^# skip ' "$tmp/grids.out")
+if ((status == 0 && lines == 5 && skips == 7 && ${#missing_skips[@]} == 0)); then
+  ok "pipeline and tensor grids: products checked against the ranks, 5 fit, 7 skipped"
+else
+  not_ok "pipeline and tensor grids" "exit status $status, $lines lines, $skips skips," \
+    "missing: ${missing_skips[*]:-none}; $(head -c 600 "$tmp/grids.out" | tr '\n' '|')"
+fi
+
+# --launcher mpiexec: the same points here, one after another.
+status=0
+timeout 300 jobs/sweep "$tmp/tiny.json" --launcher mpiexec --results "$tmp/mpiexec" \
+  >"$tmp/mpiexec.out" 2>&1 || status=$?
+if ((status == 0)) && grep -q "^$points ran, $skipped_points skipped, 0 failed" "$tmp/mpiexec.out"; then
+  ok "--launcher mpiexec ran $points points"
+  check_results "$tmp/mpiexec/tiny" "mpiexec"
+else
+  not_ok "--launcher mpiexec" "exit status $status: $(tail -n 4 "$tmp/mpiexec.out" | tr '\n' '|')"
+fi
+
+finish
