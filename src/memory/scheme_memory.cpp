@@ -8,6 +8,7 @@
 #include "src/schemes/tensor2d/balanced_split.h"
 #include "src/schemes/tensor2d/shard_layout.h"
 #include "src/schemes/tensor3d/depth_scratch.h"
+#include "src/schemes/tensor3d/volumes_3d.h"
 
 namespace mlps {
 namespace {
@@ -152,8 +153,8 @@ MemoryNeed tensor2d_memory(const Options& o, const GridShape& shape) {
 
 MemoryNeed tensor3d_memory(const Options& o, const Shape3d& shape, const Overlap3d& overlap) {
   MemoryNeed need;
-  const int ranks = shape.tensor_ranks();
-  const double held = as_double(parameter_count(o.model)) / ranks;
+  const Local3d local = tensor3d_local_elements(o.model, shape);
+  const double held = local.weights + local.vectors;
   add_parameter_state(need, held, held, o.optimizer, o.precision);
   const size_t e = element_bytes(o.precision);
   const int64_t rows = rows_per_rank(o.batch, shape.dp * shape.depth);

@@ -8,6 +8,40 @@ double Volume3d::ring_bytes() const {
   return bytes * factor;
 }
 
+namespace {
+
+int group_size(const Shape3d& shape, ShardAxis a) {
+  return a == ShardAxis::inner ? shape.inner : shape.outer;
+}
+ShardAxis other(ShardAxis a) { return a == ShardAxis::inner ? ShardAxis::outer : ShardAxis::inner; }
+
+}  // namespace
+
+Local3d tensor3d_local_elements(const ModelConfig& model, const Shape3d& shape) {
+  Local3d local;
+  ShardAxis axis = ShardAxis::outer;  // the pixels; each Linear flips the axis
+  auto linear = [&](int64_t in, int64_t out) {
+    const int gi = group_size(shape, axis), go = group_size(shape, other(axis));
+    const int64_t out_local = (out + go - 1) / go;  // the classifier's blocks are padded
+    local.weights += static_cast<double>(out_local * (in / gi)) / shape.depth;
+    local.vectors += static_cast<double>(out_local);
+    axis = other(axis);
+  };
+  const int64_t h = model.hidden, f = model.ffn_hidden();
+  linear(model.input_features(), h);
+  for (int64_t l = 0; l < model.layers; ++l) {
+    if (model.block == BlockKind::plain) {
+      linear(h, h);
+      continue;
+    }
+    local.vectors += 2.0 * static_cast<double>(h / group_size(shape, axis));  // γ, β
+    linear(h, f);
+    linear(f, h);
+  }
+  linear(h, model.classes);
+  return local;
+}
+
 std::vector<Volume3d> tensor3d_layer_volumes(const ModelConfig& model, int64_t global_batch,
                                              const Shape3d& shape, size_t element_bytes,
                                              bool cache_weights, bool inference) {
@@ -18,15 +52,13 @@ std::vector<Volume3d> tensor3d_layer_volumes(const ModelConfig& model, int64_t g
   auto add = [&](const std::string& layer, const std::string& kind, int n, double bytes) {
     if (n > 1) out.push_back({layer, kind, n, bytes});
   };
-  auto size_of = [&](ShardAxis a) { return a == ShardAxis::inner ? shape.inner : shape.outer; };
+  auto size_of = [&](ShardAxis a) { return group_size(shape, a); };
   auto name_of = [](ShardAxis a) { return a == ShardAxis::inner ? "inner" : "outer"; };
-  auto flip = [](ShardAxis a) { return a == ShardAxis::inner ? ShardAxis::outer : ShardAxis::inner; };
-  double vectors = 0, weights = 0;
   ShardAxis axis = ShardAxis::outer;  // the pixels
   // in_block: rerun by the recompute; last: the block's last Linear (its gather is reused).
   auto linear = [&](const std::string& name, int64_t in, int64_t outf, bool has_dx,
                     bool in_block, bool last) {
-    const ShardAxis out_axis = flip(axis);
+    const ShardAxis out_axis = other(axis);
     const int gi = size_of(axis), go = size_of(out_axis);
     const int64_t out_local = (outf + go - 1) / go;  // the classifier's blocks are padded
     const double block = static_cast<double>(out_local) * static_cast<double>(in / gi);
@@ -41,8 +73,6 @@ std::vector<Volume3d> tensor3d_layer_volumes(const ModelConfig& model, int64_t g
       if (!cache_weights && !last) add(rerun, "allgather:depth", shape.depth, block * e);
       add(rerun, sum_in, gi, b * out_local * e);
     }
-    weights += block / shape.depth;
-    vectors += static_cast<double>(out_local);
     axis = out_axis;
   };
   const int64_t h = model.hidden, f = model.ffn_hidden();
@@ -58,7 +88,6 @@ std::vector<Volume3d> tensor3d_layer_volumes(const ModelConfig& model, int64_t g
     add(name + ".norm", "allgather:" + group, g, 2 * b * g * e);
     if (train) add(name + ".norm", "allreduce:" + group, g, 2 * b * e);
     if (recompute) add(name + ".norm (recompute)", "allgather:" + group, g, 2 * b * g * e);
-    vectors += 2.0 * static_cast<double>(h / g);
     linear(name + ".fc1", h, f, true, true, false);
     linear(name + ".fc2", f, h, true, true, true);
   }
@@ -67,8 +96,9 @@ std::vector<Volume3d> tensor3d_layer_volumes(const ModelConfig& model, int64_t g
       b * static_cast<double>((model.classes + size_of(axis) - 1) / size_of(axis)) *
           size_of(axis) * e);
   if (train) {
-    add("gradients", "allreduce:depth", shape.depth, vectors * e);
-    add("gradients", "allreduce:data", shape.dp, (vectors + weights) * e);
+    const Local3d local = tensor3d_local_elements(model, shape);
+    add("gradients", "allreduce:depth", shape.depth, local.vectors * e);
+    add("gradients", "allreduce:data", shape.dp, (local.vectors + local.weights) * e);
   }
   return out;
 }

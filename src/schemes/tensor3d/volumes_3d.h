@@ -40,6 +40,14 @@ struct Volume3d {
   double ring_bytes() const;  // bytes a rank sends on a ring
 };
 
+// This rank's parameter elements: its weight shards (block/G_d per Linear) and vector slices
+// (each bias, γ and β split over its group, the classifier's padded): what the gradient
+// all-reduces carry and the memory accounting holds.
+struct Local3d {
+  double weights = 0, vectors = 0;
+};
+Local3d tensor3d_local_elements(const ModelConfig& model, const Shape3d& shape);
+
 // One training step's, or with `inference` one forward pass's.
 std::vector<Volume3d> tensor3d_layer_volumes(const ModelConfig& model, int64_t global_batch,
                                              const Shape3d& shape, size_t element_bytes,
