@@ -17,6 +17,7 @@
 #include "bench/support/kernel_bench_options.h"
 #include "bench/support/kernel_bench_registry.h"
 #include "src/device.h"
+#include "src/human_bytes.h"
 #include "src/memory/available_memory.h"
 #include "src/memory/memory_need.h"
 #include "src/model_config.h"

@@ -8,7 +8,7 @@
 
 #include "kernels/kernels.h"
 #include "src/model_config.h"
-#include "src/optim/optimizer.h"
+#include "src/optimizer_config.h"
 
 namespace mlps {
 

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "src/comm/comm_log.h"
+#include "src/human_bytes.h"
 #include "src/memory/memory_need.h"
 #include "src/timing/step_statistics.h"
 

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "kernels/cuda/device_select.h"
+#include "src/human_bytes.h"
 #include "src/memory/memory_need.h"
 
 namespace mlps {

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "src/errors.h"
+#include "src/human_bytes.h"
 
 namespace mlps {
 

@@ -2,21 +2,10 @@
 
 #include <cstdio>
 
+#include "src/human_bytes.h"
 #include "src/options.h"
 
 namespace mlps {
-
-std::string human_bytes(double bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  int unit = 0;
-  while (bytes >= 1024.0 && unit < 5) {
-    bytes /= 1024.0;
-    ++unit;
-  }
-  char text[32];
-  std::snprintf(text, sizeof text, "%.*f %s", unit == 0 ? 0 : 2, bytes, units[unit]);
-  return text;
-}
 
 std::string MemoryNeed::breakdown() const {
   return "parameters " + human_bytes(parameters) + ", gradients " + human_bytes(gradients) +

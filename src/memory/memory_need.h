@@ -50,6 +50,4 @@ ActivationWidths full_widths(const ModelConfig& model);
 double replica_activation_bytes(const ModelConfig& model, int64_t rows,
                                 const ActivationWidths& widths, size_t element_bytes);
 
-std::string human_bytes(double bytes);
-
 }  // namespace mlps

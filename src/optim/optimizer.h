@@ -15,18 +15,9 @@
 
 #include "src/buffer.h"
 #include "src/optim/loss_scaler.h"
+#include "src/optimizer_config.h"
 
 namespace mlps {
-
-enum class OptimizerKind { adam, sgd };
-
-struct OptimizerConfig {
-  OptimizerKind kind = OptimizerKind::adam;
-  double lr = 1e-3;
-  double beta1 = 0.9;
-  double beta2 = 0.999;
-  double eps = 1e-8;
-};
 
 template <typename T>
 class Optimizer {

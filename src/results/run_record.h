@@ -7,14 +7,9 @@
 #include <string>
 #include <vector>
 
-namespace mlps {
+#include "src/timing/iteration_table.h"
 
-// Row-major [iterations × ranks] table of seconds or bytes.
-struct IterationRankTable {
-  int64_t iterations = 0;
-  int64_t ranks = 0;
-  std::vector<double> values;  // values[i * ranks + r]
-};
+namespace mlps {
 
 struct CommRecord {
   IterationRankTable time_seconds;

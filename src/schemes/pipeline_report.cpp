@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "src/memory/memory_need.h"
+#include "src/human_bytes.h"
 
 namespace mlps {
 

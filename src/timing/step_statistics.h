@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "src/results/run_record.h"
+#include "src/timing/iteration_table.h"
 
 namespace mlps {
 
