@@ -6,6 +6,7 @@
 #include "kernels/cuda/cuda_context.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/layernorm_param_grad.cuh"
+#include "kernels/cuda/layernorm_rows.cuh"
 #include "kernels/kernels.h"
 
 namespace mlps::cuda {
@@ -18,15 +19,9 @@ __global__ void layernorm_forward_kernel(T* y, T* mean, T* rstd, const T* x, con
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const T* xr = x + r * cols;
     T* yr = y + r * cols;
-    double sum = 0.0;
-    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) sum += static_cast<double>(xr[c]);
-    const double mu = detail::block_sum(sum) / static_cast<double>(cols);
-    double sq = 0.0;
-    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-      const double d = static_cast<double>(xr[c]) - mu;
-      sq += d * d;
-    }
-    const double var = detail::block_sum(sq) / static_cast<double>(cols);
+    const detail::RowMoments moments = detail::block_row_moments(xr, cols);
+    const double mu = moments.mean;
+    const double var = moments.m2 / static_cast<double>(cols);
     const double rs = 1.0 / sqrt(var + eps);
     for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
       yr[c] = static_cast<T>((static_cast<double>(xr[c]) - mu) * rs *
@@ -49,15 +44,9 @@ __global__ void layernorm_dx_kernel(T* dx, const T* dy, const T* x, const T* mea
     T* dxr = dx + r * cols;
     const double mu = static_cast<double>(mean[r]);
     const double rs = static_cast<double>(rstd[r]);
-    double sum_dxhat = 0.0;
-    double sum_dxhat_xhat = 0.0;
-    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-      const double dxhat = static_cast<double>(dyr[c]) * static_cast<double>(gamma[c]);
-      sum_dxhat += dxhat;
-      sum_dxhat_xhat += dxhat * (static_cast<double>(xr[c]) - mu) * rs;
-    }
-    const double mean_dxhat = detail::block_sum(sum_dxhat) / static_cast<double>(cols);
-    const double mean_dxhat_xhat = detail::block_sum(sum_dxhat_xhat) / static_cast<double>(cols);
+    const detail::DxhatSums sums = detail::block_dxhat_sums(dyr, xr, gamma, mu, rs, cols);
+    const double mean_dxhat = sums.dxhat / static_cast<double>(cols);
+    const double mean_dxhat_xhat = sums.dxhat_xhat / static_cast<double>(cols);
     for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
       const double dxhat = static_cast<double>(dyr[c]) * static_cast<double>(gamma[c]);
       const double xhat = (static_cast<double>(xr[c]) - mu) * rs;

@@ -5,6 +5,7 @@
 #include "kernels/cuda/cuda_context.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/layernorm_param_grad.cuh"
+#include "kernels/cuda/layernorm_rows.cuh"
 #include "kernels/sliced_rows.h"
 
 namespace mlps::cuda {
@@ -15,19 +16,10 @@ constexpr int kThreads = 256;
 template <typename T>
 __global__ void row_moments_kernel(T* moments, const T* x, int64_t rows, int64_t cols) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const T* xr = x + r * cols;
-    double sum = 0.0;
-    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) sum += static_cast<double>(xr[c]);
-    const double mu = detail::block_sum(sum) / static_cast<double>(cols);
-    double sq = 0.0;
-    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-      const double d = static_cast<double>(xr[c]) - mu;
-      sq += d * d;
-    }
-    const double m2 = detail::block_sum(sq);
+    const detail::RowMoments row = detail::block_row_moments(x + r * cols, cols);
     if (threadIdx.x == 0) {
-      moments[2 * r] = static_cast<T>(mu);
-      moments[2 * r + 1] = static_cast<T>(m2);
+      moments[2 * r] = static_cast<T>(row.mean);
+      moments[2 * r + 1] = static_cast<T>(row.m2);
     }
   }
 }
@@ -73,18 +65,10 @@ __global__ void backward_row_sums_kernel(T* sums, const T* dy, const T* x, const
     const T* dyr = dy + r * cols;
     const double mu = static_cast<double>(mean[r]);
     const double rs = static_cast<double>(rstd[r]);
-    double sum_dxhat = 0.0;
-    double sum_dxhat_xhat = 0.0;
-    for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-      const double dxhat = static_cast<double>(dyr[c]) * static_cast<double>(gamma[c]);
-      sum_dxhat += dxhat;
-      sum_dxhat_xhat += dxhat * (static_cast<double>(xr[c]) - mu) * rs;
-    }
-    const double total_dxhat = detail::block_sum(sum_dxhat);
-    const double total_dxhat_xhat = detail::block_sum(sum_dxhat_xhat);
+    const detail::DxhatSums row = detail::block_dxhat_sums(dyr, xr, gamma, mu, rs, cols);
     if (threadIdx.x == 0) {
-      sums[2 * r] = static_cast<T>(total_dxhat);
-      sums[2 * r + 1] = static_cast<T>(total_dxhat_xhat);
+      sums[2 * r] = static_cast<T>(row.dxhat);
+      sums[2 * r + 1] = static_cast<T>(row.dxhat_xhat);
     }
   }
 }
