@@ -1,6 +1,7 @@
 // Bias, ReLU and residual kernels on the CPU: plain loops the compiler vectorises.
 #include <vector>
 
+#include "kernels/cpu/column_sums.h"
 #include "kernels/kernels.h"
 
 namespace mlps::cpu {
@@ -21,8 +22,7 @@ void bias_grad(T* dbias, const T* dy, int64_t rows, int64_t cols, bool accumulat
     const T* row = dy + r * cols;
     for (int64_t c = 0; c < cols; ++c) sum[c] += static_cast<double>(row[c]);
   }
-  for (int64_t c = 0; c < cols; ++c)
-    dbias[c] = static_cast<T>(accumulate ? static_cast<double>(dbias[c]) + sum[c] : sum[c]);
+  detail::store_column_sums(dbias, sum, accumulate);
 }
 
 template <typename T>

@@ -4,7 +4,8 @@
 #include <cmath>
 #include <vector>
 
-#include "kernels/cpu/lane_sum.h"
+#include "kernels/cpu/column_sums.h"
+#include "kernels/cpu/layernorm_rows.h"
 #include "kernels/aliasing.h"
 #include "kernels/kernels.h"
 
@@ -17,15 +18,9 @@ void layernorm_forward(T* y, T* mean, T* rstd, const T* x, const T* gamma, const
   for (int64_t r = 0; r < rows; ++r) {
     const T* xr = x + r * cols;
     T* yr = y + r * cols;
-    const double mu =
-        detail::lane_sum(cols, [&](int64_t c) { return static_cast<double>(xr[c]); }) /
-        static_cast<double>(cols);
-    // Two passes (mean, then squared deviations) avoid the cancellation of E[x²] − E[x]².
-    const double var = detail::lane_sum(cols, [&](int64_t c) {
-                         const double d = static_cast<double>(xr[c]) - mu;
-                         return d * d;
-                       }) /
-                       static_cast<double>(cols);
+    const detail::RowMoments moments = detail::row_moments_of(xr, cols);
+    const double mu = moments.mean;
+    const double var = moments.m2 / static_cast<double>(cols);
     const double rs = 1.0 / std::sqrt(var + eps);
     for (int64_t c = 0; c < cols; ++c)
       yr[c] = static_cast<T>((static_cast<double>(xr[c]) - mu) * rs *
@@ -59,9 +54,9 @@ void layernorm_backward(T* dx, T* dgamma, T* dbeta, const T* dy, const T* x, con
       return static_cast<double>(dyr[c]) * static_cast<double>(gamma[c]);
     };
     // dx = rstd·(dxhat − mean(dxhat) − xhat·mean(dxhat·xhat))
-    const double mean_dxhat = detail::lane_sum(cols, dxhat) * inv_cols;
-    const double mean_dxhat_xhat =
-        detail::lane_sum(cols, [&](int64_t c) { return dxhat(c) * xhat(c); }) * inv_cols;
+    const detail::DxhatSums sums = detail::dxhat_sums(dyr, xr, gamma, mu, rs, cols);
+    const double mean_dxhat = sums.dxhat * inv_cols;
+    const double mean_dxhat_xhat = sums.dxhat_xhat * inv_cols;
     for (int64_t c = 0; c < cols; ++c) {
       const double xh = xhat(c);
       const double g = static_cast<double>(dyr[c]);
@@ -70,12 +65,8 @@ void layernorm_backward(T* dx, T* dgamma, T* dbeta, const T* dy, const T* x, con
       dxr[c] = static_cast<T>(rs * (dxhat(c) - mean_dxhat - xh * mean_dxhat_xhat));
     }
   }
-  for (int64_t c = 0; c < cols; ++c) {
-    dgamma[c] = static_cast<T>(accumulate ? static_cast<double>(dgamma[c]) + dgamma_sum[c]
-                                          : dgamma_sum[c]);
-    dbeta[c] = static_cast<T>(accumulate ? static_cast<double>(dbeta[c]) + dbeta_sum[c]
-                                         : dbeta_sum[c]);
-  }
+  detail::store_column_sums(dgamma, dgamma_sum, accumulate);
+  detail::store_column_sums(dbeta, dbeta_sum, accumulate);
 }
 
 #define MLPS_INSTANTIATE(T)                                                                 \

@@ -5,7 +5,8 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/cpu/lane_sum.h"
+#include "kernels/cpu/column_sums.h"
+#include "kernels/cpu/layernorm_rows.h"
 #include "kernels/sliced_rows.h"
 
 namespace mlps::cpu {
@@ -14,16 +15,9 @@ template <typename T>
 void row_moments(T* moments, const T* x, int64_t rows, int64_t cols) {
   if (cols == 0) return;
   for (int64_t r = 0; r < rows; ++r) {
-    const T* xr = x + r * cols;
-    const double mu =
-        detail::lane_sum(cols, [&](int64_t c) { return static_cast<double>(xr[c]); }) /
-        static_cast<double>(cols);
-    const double m2 = detail::lane_sum(cols, [&](int64_t c) {
-      const double d = static_cast<double>(xr[c]) - mu;
-      return d * d;
-    });
-    moments[2 * r] = static_cast<T>(mu);
-    moments[2 * r + 1] = static_cast<T>(m2);
+    const detail::RowMoments row = detail::row_moments_of(x + r * cols, cols);
+    moments[2 * r] = static_cast<T>(row.mean);
+    moments[2 * r + 1] = static_cast<T>(row.m2);
   }
 }
 
@@ -75,25 +69,18 @@ void layernorm_backward_partial(T* sums, T* dgamma, T* dbeta, const T* dy, const
     const T* dyr = dy + r * cols;
     const double mu = static_cast<double>(mean[r]);
     const double rs = static_cast<double>(rstd[r]);
-    auto xhat = [&](int64_t c) { return (static_cast<double>(xr[c]) - mu) * rs; };
-    auto dxhat = [&](int64_t c) {
-      return static_cast<double>(dyr[c]) * static_cast<double>(gamma[c]);
-    };
-    sums[2 * r] = static_cast<T>(detail::lane_sum(cols, dxhat));
-    sums[2 * r + 1] =
-        static_cast<T>(detail::lane_sum(cols, [&](int64_t c) { return dxhat(c) * xhat(c); }));
+    const detail::DxhatSums row = detail::dxhat_sums(dyr, xr, gamma, mu, rs, cols);
+    sums[2 * r] = static_cast<T>(row.dxhat);
+    sums[2 * r + 1] = static_cast<T>(row.dxhat_xhat);
     for (int64_t c = 0; c < cols; ++c) {
       const double g = static_cast<double>(dyr[c]);
-      dgamma_sum[c] += g * xhat(c);
+      const double xhat = (static_cast<double>(xr[c]) - mu) * rs;
+      dgamma_sum[c] += g * xhat;
       dbeta_sum[c] += g;
     }
   }
-  for (int64_t c = 0; c < cols; ++c) {
-    dgamma[c] = static_cast<T>(accumulate ? static_cast<double>(dgamma[c]) + dgamma_sum[c]
-                                          : dgamma_sum[c]);
-    dbeta[c] = static_cast<T>(accumulate ? static_cast<double>(dbeta[c]) + dbeta_sum[c]
-                                         : dbeta_sum[c]);
-  }
+  detail::store_column_sums(dgamma, dgamma_sum, accumulate);
+  detail::store_column_sums(dbeta, dbeta_sum, accumulate);
 }
 
 template <typename T>

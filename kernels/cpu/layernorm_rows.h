@@ -1,0 +1,44 @@
+#pragma once
+// LayerNorm's row reductions on the CPU, shared by the whole-row LayerNorm (layernorm_cpu.cpp)
+// and the sliced one (sliced_rows_cpu.cpp), so that a row taken as one slice gives LayerNorm's
+// own sums.
+#include <cstdint>
+
+#include "kernels/cpu/lane_sum.h"
+
+namespace mlps::cpu::detail {
+
+struct RowMoments {
+  double mean;
+  double m2;  // Σ_c (x − mean)²
+};
+
+// Two passes (mean, then squared deviations) avoid the cancellation of E[x²] − E[x]².
+template <typename T>
+RowMoments row_moments_of(const T* xr, int64_t cols) {
+  const double mu = lane_sum(cols, [&](int64_t c) { return static_cast<double>(xr[c]); }) /
+                    static_cast<double>(cols);
+  const double m2 = lane_sum(cols, [&](int64_t c) {
+    const double d = static_cast<double>(xr[c]) - mu;
+    return d * d;
+  });
+  return {mu, m2};
+}
+
+struct DxhatSums {
+  double dxhat;       // Σ_c dxhat, dxhat = dy·gamma
+  double dxhat_xhat;  // Σ_c dxhat·xhat, xhat = (x − mean)·rstd
+};
+
+template <typename T>
+DxhatSums dxhat_sums(const T* dyr, const T* xr, const T* gamma, double mu, double rs,
+                     int64_t cols) {
+  auto xhat = [&](int64_t c) { return (static_cast<double>(xr[c]) - mu) * rs; };
+  auto dxhat = [&](int64_t c) {
+    return static_cast<double>(dyr[c]) * static_cast<double>(gamma[c]);
+  };
+  const double sum_dxhat = lane_sum(cols, dxhat);
+  return {sum_dxhat, lane_sum(cols, [&](int64_t c) { return dxhat(c) * xhat(c); })};
+}
+
+}  // namespace mlps::cpu::detail
