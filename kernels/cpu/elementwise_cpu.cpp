@@ -2,6 +2,7 @@
 #include <vector>
 
 #include "kernels/cpu/column_sums.h"
+#include "kernels/kernel_instances.h"
 #include "kernels/kernels.h"
 
 namespace mlps::cpu {
@@ -44,14 +45,6 @@ void residual_add(T* y, const T* a, const T* b, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
 }
 
-#define MLPS_INSTANTIATE(T)                                                     \
-  template void bias_add<T>(T*, const T*, int64_t, int64_t);                    \
-  template void bias_grad<T>(T*, const T*, int64_t, int64_t, bool);             \
-  template void relu_forward<T>(T*, const T*, int64_t);                         \
-  template void relu_backward<T>(T*, const T*, const T*, int64_t);              \
-  template void residual_add<T>(T*, const T*, const T*, int64_t);
-MLPS_INSTANTIATE(float)
-MLPS_INSTANTIATE(double)
-#undef MLPS_INSTANTIATE
+MLPS_INSTANTIATE_KERNELS(MLPS_ELEMENTWISE_INSTANCES)
 
 }  // namespace mlps::cpu

@@ -2,6 +2,7 @@
 #include <cblas.h>
 
 #include "kernels/cpu/blas_dims.h"
+#include "kernels/kernel_instances.h"
 #include "kernels/kernels.h"
 
 namespace mlps::cpu {
@@ -34,9 +35,6 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, 
             b, blas_int(ldb, "ldb"), beta, c, blas_int(ldc, "ldc"));
 }
 
-template void gemm<float>(bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
-                          const float*, int64_t, float, float*, int64_t);
-template void gemm<double>(bool, bool, int64_t, int64_t, int64_t, double, const double*, int64_t,
-                           const double*, int64_t, double, double*, int64_t);
+MLPS_INSTANTIATE_KERNELS(MLPS_GEMM_INSTANCES)
 
 }  // namespace mlps::cpu

@@ -7,6 +7,7 @@
 #include "kernels/cpu/column_sums.h"
 #include "kernels/cpu/layernorm_rows.h"
 #include "kernels/aliasing.h"
+#include "kernels/kernel_instances.h"
 #include "kernels/kernels.h"
 
 namespace mlps::cpu {
@@ -69,13 +70,6 @@ void layernorm_backward(T* dx, T* dgamma, T* dbeta, const T* dy, const T* x, con
   detail::store_column_sums(dbeta, dbeta_sum, accumulate);
 }
 
-#define MLPS_INSTANTIATE(T)                                                                 \
-  template void layernorm_forward<T>(T*, T*, T*, const T*, const T*, const T*, int64_t,     \
-                                     int64_t, double);                                      \
-  template void layernorm_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*,   \
-                                      const T*, int64_t, int64_t, bool);
-MLPS_INSTANTIATE(float)
-MLPS_INSTANTIATE(double)
-#undef MLPS_INSTANTIATE
+MLPS_INSTANTIATE_KERNELS(MLPS_LAYERNORM_INSTANCES)
 
 }  // namespace mlps::cpu

@@ -1,6 +1,7 @@
 // Adam and SGD updates on the CPU, in the parameter's own precision as PyTorch does.
 #include <cmath>
 
+#include "kernels/kernel_instances.h"
 #include "kernels/kernels.h"
 
 namespace mlps::cpu {
@@ -47,11 +48,6 @@ void sgd_update(T* param, const T* grad, int64_t n, double lr) {
   for (int64_t i = 0; i < n; ++i) param[i] -= rate * grad[i];
 }
 
-#define MLPS_INSTANTIATE(T)                                                          \
-  template void adam_update<T>(T*, const T*, T*, T*, int64_t, const AdamStep&);      \
-  template void sgd_update<T>(T*, const T*, int64_t, double);
-MLPS_INSTANTIATE(float)
-MLPS_INSTANTIATE(double)
-#undef MLPS_INSTANTIATE
+MLPS_INSTANTIATE_KERNELS(MLPS_OPTIMIZER_INSTANCES)
 
 }  // namespace mlps::cpu

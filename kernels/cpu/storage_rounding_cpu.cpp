@@ -6,6 +6,7 @@
 #include <string>
 
 #include "kernels/cpu/float16_bits.h"
+#include "kernels/kernel_instances.h"
 #include "kernels/kernels.h"
 
 namespace mlps::cpu {
@@ -84,9 +85,6 @@ void unpack_16bit(float* dst, const uint16_t* src, int64_t n, StorageFormat form
     for (int64_t i = 0; i < n; ++i) dst[i] = fp16_bits_to_float(src[i]);
 }
 
-template int64_t count_nonfinite<float>(const float*, int64_t);
-template int64_t count_nonfinite<double>(const double*, int64_t);
-template void add_nonfinite_count<float>(uint64_t*, const float*, int64_t);
-template void add_nonfinite_count<double>(uint64_t*, const double*, int64_t);
+MLPS_INSTANTIATE_KERNELS(MLPS_NONFINITE_COUNT_INSTANCES)
 
 }  // namespace mlps::cpu

@@ -3,6 +3,7 @@
 #include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/cuda_context.h"
 #include "kernels/cuda/launch.h"
+#include "kernels/kernel_instances.h"
 #include "kernels/kernels.h"
 
 namespace mlps::cuda {
@@ -102,14 +103,6 @@ void residual_add(T* y, const T* a, const T* b, int64_t n) {
   MLPS_CUDA_CHECK_LAUNCH();
 }
 
-#define MLPS_INSTANTIATE(T)                                                     \
-  template void bias_add<T>(T*, const T*, int64_t, int64_t);                    \
-  template void bias_grad<T>(T*, const T*, int64_t, int64_t, bool);             \
-  template void relu_forward<T>(T*, const T*, int64_t);                         \
-  template void relu_backward<T>(T*, const T*, const T*, int64_t);              \
-  template void residual_add<T>(T*, const T*, const T*, int64_t);
-MLPS_INSTANTIATE(float)
-MLPS_INSTANTIATE(double)
-#undef MLPS_INSTANTIATE
+MLPS_INSTANTIATE_KERNELS(MLPS_ELEMENTWISE_INSTANCES)
 
 }  // namespace mlps::cuda

@@ -7,6 +7,7 @@
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/layernorm_param_grad.cuh"
 #include "kernels/cuda/layernorm_rows.cuh"
+#include "kernels/kernel_instances.h"
 #include "kernels/kernels.h"
 
 namespace mlps::cuda {
@@ -85,13 +86,6 @@ void layernorm_backward(T* dx, T* dgamma, T* dbeta, const T* dy, const T* x, con
   detail::launch_layernorm_param_grad(dgamma, dbeta, dy, x, mean, rstd, rows, cols, accumulate);
 }
 
-#define MLPS_INSTANTIATE(T)                                                                 \
-  template void layernorm_forward<T>(T*, T*, T*, const T*, const T*, const T*, int64_t,     \
-                                     int64_t, double);                                      \
-  template void layernorm_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*,   \
-                                      const T*, int64_t, int64_t, bool);
-MLPS_INSTANTIATE(float)
-MLPS_INSTANTIATE(double)
-#undef MLPS_INSTANTIATE
+MLPS_INSTANTIATE_KERNELS(MLPS_LAYERNORM_INSTANCES)
 
 }  // namespace mlps::cuda

@@ -4,6 +4,7 @@
 
 #include "kernels/cuda/cuda_context.h"
 #include "kernels/cuda/launch.h"
+#include "kernels/kernel_instances.h"
 #include "kernels/kernels.h"
 
 namespace mlps::cuda {
@@ -64,11 +65,6 @@ void sgd_update(T* param, const T* grad, int64_t n, double lr) {
   MLPS_CUDA_CHECK_LAUNCH();
 }
 
-#define MLPS_INSTANTIATE(T)                                                          \
-  template void adam_update<T>(T*, const T*, T*, T*, int64_t, const AdamStep&);      \
-  template void sgd_update<T>(T*, const T*, int64_t, double);
-MLPS_INSTANTIATE(float)
-MLPS_INSTANTIATE(double)
-#undef MLPS_INSTANTIATE
+MLPS_INSTANTIATE_KERNELS(MLPS_OPTIMIZER_INSTANCES)
 
 }  // namespace mlps::cuda

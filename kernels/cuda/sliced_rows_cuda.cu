@@ -6,6 +6,7 @@
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/layernorm_param_grad.cuh"
 #include "kernels/cuda/layernorm_rows.cuh"
+#include "kernels/kernel_instances.h"
 #include "kernels/sliced_rows.h"
 
 namespace mlps::cuda {
@@ -157,18 +158,6 @@ void copy_2d(T* dst, int64_t dst_ld, const T* src, int64_t src_ld, int64_t rows,
                                     detail::stream()));
 }
 
-#define MLPS_INSTANTIATE(T)                                                                   \
-  template void row_moments<T>(T*, const T*, int64_t, int64_t);                              \
-  template void combine_row_moments<T>(T*, T*, const T*, int64_t, int64_t, int64_t, double);  \
-  template void layernorm_apply<T>(T*, const T*, const T*, const T*, const T*, const T*,      \
-                                   int64_t, int64_t);                                         \
-  template void layernorm_backward_partial<T>(T*, T*, T*, const T*, const T*, const T*,       \
-                                              const T*, const T*, int64_t, int64_t, bool);    \
-  template void layernorm_backward_apply<T>(T*, const T*, const T*, const T*, const T*,       \
-                                            const T*, const T*, int64_t, int64_t, int64_t);   \
-  template void copy_2d<T>(T*, int64_t, const T*, int64_t, int64_t, int64_t);
-MLPS_INSTANTIATE(float)
-MLPS_INSTANTIATE(double)
-#undef MLPS_INSTANTIATE
+MLPS_INSTANTIATE_KERNELS(MLPS_SLICED_ROWS_INSTANCES)
 
 }  // namespace mlps::cuda

@@ -5,6 +5,7 @@
 #include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/cuda_context.h"
 #include "kernels/cuda/launch.h"
+#include "kernels/kernel_instances.h"
 #include "kernels/kernels.h"
 
 namespace mlps::cuda {
@@ -72,12 +73,6 @@ void softmax_xent_backward(T* dlogits, const T* probs, const int32_t* labels, in
   MLPS_CUDA_CHECK_LAUNCH();
 }
 
-#define MLPS_INSTANTIATE(T)                                                                   \
-  template void softmax_xent_forward<T>(T*, T*, const T*, const int32_t*, int64_t, int64_t);  \
-  template void softmax_xent_backward<T>(T*, const T*, const int32_t*, int64_t, int64_t,      \
-                                         double);
-MLPS_INSTANTIATE(float)
-MLPS_INSTANTIATE(double)
-#undef MLPS_INSTANTIATE
+MLPS_INSTANTIATE_KERNELS(MLPS_SOFTMAX_XENT_INSTANCES)
 
 }  // namespace mlps::cuda

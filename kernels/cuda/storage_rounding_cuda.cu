@@ -11,6 +11,7 @@
 #include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/cuda_context.h"
 #include "kernels/cuda/launch.h"
+#include "kernels/kernel_instances.h"
 #include "kernels/kernels.h"
 
 namespace mlps::cuda {
@@ -169,9 +170,6 @@ void unpack_16bit(float* dst, const uint16_t* src, int64_t n, StorageFormat form
   MLPS_CUDA_CHECK_LAUNCH();
 }
 
-template int64_t count_nonfinite<float>(const float*, int64_t);
-template int64_t count_nonfinite<double>(const double*, int64_t);
-template void add_nonfinite_count<float>(uint64_t*, const float*, int64_t);
-template void add_nonfinite_count<double>(uint64_t*, const double*, int64_t);
+MLPS_INSTANTIATE_KERNELS(MLPS_NONFINITE_COUNT_INSTANCES)
 
 }  // namespace mlps::cuda

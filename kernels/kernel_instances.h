@@ -1,0 +1,49 @@
+#pragma once
+// The explicit instantiations of the kernel templates, one list per pair of twin sources. Both
+// twins expand the same list inside their own namespace (mlps::cpu or mlps::cuda), so the two
+// backends cannot drift apart in the functions or element types they provide. Usage, at the
+// end of a twin: MLPS_INSTANTIATE_KERNELS(MLPS_GEMM_INSTANCES)
+
+// The element types of kernel_api.inc and sliced_rows_api.inc.
+#define MLPS_INSTANTIATE_KERNELS(INSTANCES) INSTANCES(float) INSTANCES(double)
+
+#define MLPS_GEMM_INSTANCES(T)                                                                \
+  template void gemm<T>(bool, bool, int64_t, int64_t, int64_t, T, const T*, int64_t, const T*, \
+                        int64_t, T, T*, int64_t);
+
+#define MLPS_ELEMENTWISE_INSTANCES(T)                                           \
+  template void bias_add<T>(T*, const T*, int64_t, int64_t);                    \
+  template void bias_grad<T>(T*, const T*, int64_t, int64_t, bool);             \
+  template void relu_forward<T>(T*, const T*, int64_t);                         \
+  template void relu_backward<T>(T*, const T*, const T*, int64_t);              \
+  template void residual_add<T>(T*, const T*, const T*, int64_t);
+
+#define MLPS_LAYERNORM_INSTANCES(T)                                                         \
+  template void layernorm_forward<T>(T*, T*, T*, const T*, const T*, const T*, int64_t,     \
+                                     int64_t, double);                                      \
+  template void layernorm_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*,   \
+                                      const T*, int64_t, int64_t, bool);
+
+#define MLPS_SOFTMAX_XENT_INSTANCES(T)                                                        \
+  template void softmax_xent_forward<T>(T*, T*, const T*, const int32_t*, int64_t, int64_t);  \
+  template void softmax_xent_backward<T>(T*, const T*, const int32_t*, int64_t, int64_t,      \
+                                         double);
+
+#define MLPS_OPTIMIZER_INSTANCES(T)                                                  \
+  template void adam_update<T>(T*, const T*, T*, T*, int64_t, const AdamStep&);      \
+  template void sgd_update<T>(T*, const T*, int64_t, double);
+
+#define MLPS_NONFINITE_COUNT_INSTANCES(T)                          \
+  template int64_t count_nonfinite<T>(const T*, int64_t);          \
+  template void add_nonfinite_count<T>(uint64_t*, const T*, int64_t);
+
+#define MLPS_SLICED_ROWS_INSTANCES(T)                                                         \
+  template void row_moments<T>(T*, const T*, int64_t, int64_t);                              \
+  template void combine_row_moments<T>(T*, T*, const T*, int64_t, int64_t, int64_t, double);  \
+  template void layernorm_apply<T>(T*, const T*, const T*, const T*, const T*, const T*,      \
+                                   int64_t, int64_t);                                         \
+  template void layernorm_backward_partial<T>(T*, T*, T*, const T*, const T*, const T*,       \
+                                              const T*, const T*, int64_t, int64_t, bool);    \
+  template void layernorm_backward_apply<T>(T*, const T*, const T*, const T*, const T*,       \
+                                            const T*, const T*, int64_t, int64_t, int64_t);   \
+  template void copy_2d<T>(T*, int64_t, const T*, int64_t, int64_t, int64_t);
