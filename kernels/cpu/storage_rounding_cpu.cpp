@@ -3,23 +3,14 @@
 #include <bit>
 #include <cstdint>
 #include <stdexcept>
-#include <string>
 
 #include "kernels/cpu/float16_bits.h"
 #include "kernels/kernel_instances.h"
 #include "kernels/kernels.h"
+#include "kernels/storage_checks.h"
 
 namespace mlps::cpu {
 namespace {
-
-void check_16bit(StorageFormat format, const char* what) {
-  if (format != StorageFormat::bf16 && format != StorageFormat::fp16)
-    throw std::invalid_argument(std::string(what) + ": the format must be bf16 or fp16");
-}
-
-void check_count(int64_t n, const char* what) {
-  if (n < 0) throw std::invalid_argument(std::string(what) + ": negative count");
-}
 
 // One function per format so each loop is branch-free inside.
 template <uint16_t (*ToBits)(float), float (*FromBits)(uint16_t)>
@@ -41,8 +32,7 @@ inline bool nonfinite(double v) {
 }  // namespace
 
 void round_to_storage(float* x, int64_t rows, int64_t cols, int64_t ld, StorageFormat format) {
-  if (rows < 0 || cols < 0 || ld < cols)
-    throw std::invalid_argument("round_to_storage: need rows, cols >= 0 and ld >= cols");
+  mlps::detail::check_rounding_shape(rows, cols, ld);
   switch (format) {
     case StorageFormat::full:
       return;
@@ -56,7 +46,7 @@ void round_to_storage(float* x, int64_t rows, int64_t cols, int64_t ld, StorageF
 
 template <typename T>
 int64_t count_nonfinite(const T* x, int64_t n) {
-  check_count(n, "count_nonfinite");
+  mlps::detail::check_count(n, "count_nonfinite");
   int64_t count = 0;
   for (int64_t i = 0; i < n; ++i) count += nonfinite(x[i]) ? 1 : 0;
   return count;
@@ -68,8 +58,7 @@ void add_nonfinite_count(uint64_t* total, const T* x, int64_t n) {
 }
 
 void pack_16bit(uint16_t* dst, const float* src, int64_t n, StorageFormat format) {
-  check_16bit(format, "pack_16bit");
-  check_count(n, "pack_16bit");
+  mlps::detail::check_16bit_wire(format, n, "pack_16bit");
   if (format == StorageFormat::bf16)
     for (int64_t i = 0; i < n; ++i) dst[i] = float_to_bf16_bits(src[i]);
   else
@@ -77,8 +66,7 @@ void pack_16bit(uint16_t* dst, const float* src, int64_t n, StorageFormat format
 }
 
 void unpack_16bit(float* dst, const uint16_t* src, int64_t n, StorageFormat format) {
-  check_16bit(format, "unpack_16bit");
-  check_count(n, "unpack_16bit");
+  mlps::detail::check_16bit_wire(format, n, "unpack_16bit");
   if (format == StorageFormat::bf16)
     for (int64_t i = 0; i < n; ++i) dst[i] = bf16_bits_to_float(src[i]);
   else

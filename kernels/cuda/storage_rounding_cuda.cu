@@ -5,14 +5,13 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <stdexcept>
-#include <string>
 
 #include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/cuda_context.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/kernel_instances.h"
 #include "kernels/kernels.h"
+#include "kernels/storage_checks.h"
 
 namespace mlps::cuda {
 namespace {
@@ -21,15 +20,6 @@ constexpr int kThreads = 256;
 // The count's blocks each add one partial sum atomically: enough blocks to fill the GPU, few
 // enough that the atomics cost nothing.
 constexpr int64_t kCountBlocks = 1024;
-
-void check_16bit(StorageFormat format, const char* what) {
-  if (format != StorageFormat::bf16 && format != StorageFormat::fp16)
-    throw std::invalid_argument(std::string(what) + ": the format must be bf16 or fp16");
-}
-
-void check_count(int64_t n, const char* what) {
-  if (n < 0) throw std::invalid_argument(std::string(what) + ": negative count");
-}
 
 struct Bf16 {
   __device__ static unsigned short to_bits(float v) {
@@ -105,8 +95,7 @@ void launch_round(float* x, int64_t rows, int64_t cols, int64_t ld) {
 }  // namespace
 
 void round_to_storage(float* x, int64_t rows, int64_t cols, int64_t ld, StorageFormat format) {
-  if (rows < 0 || cols < 0 || ld < cols)
-    throw std::invalid_argument("round_to_storage: need rows, cols >= 0 and ld >= cols");
+  mlps::detail::check_rounding_shape(rows, cols, ld);
   if (format == StorageFormat::full || rows == 0 || cols == 0) return;
   if (format == StorageFormat::bf16) launch_round<Bf16>(x, rows, cols, ld);
   else launch_round<Fp16>(x, rows, cols, ld);
@@ -114,7 +103,7 @@ void round_to_storage(float* x, int64_t rows, int64_t cols, int64_t ld, StorageF
 
 template <typename T>
 void add_nonfinite_count(uint64_t* total, const T* x, int64_t n) {
-  check_count(n, "add_nonfinite_count");
+  mlps::detail::check_count(n, "add_nonfinite_count");
   if (n == 0) return;
   static_assert(sizeof(uint64_t) == sizeof(unsigned long long));
   const auto blocks =
@@ -126,7 +115,7 @@ void add_nonfinite_count(uint64_t* total, const T* x, int64_t n) {
 
 template <typename T>
 int64_t count_nonfinite(const T* x, int64_t n) {
-  check_count(n, "count_nonfinite");
+  mlps::detail::check_count(n, "count_nonfinite");
   if (n == 0) return 0;
   const cudaStream_t stream = detail::stream();
   uint64_t* total = nullptr;
@@ -147,8 +136,7 @@ int64_t count_nonfinite(const T* x, int64_t n) {
 }
 
 void pack_16bit(uint16_t* dst, const float* src, int64_t n, StorageFormat format) {
-  check_16bit(format, "pack_16bit");
-  check_count(n, "pack_16bit");
+  mlps::detail::check_16bit_wire(format, n, "pack_16bit");
   if (n == 0) return;
   const unsigned int blocks = detail::grid_blocks(n, kThreads);
   if (format == StorageFormat::bf16)
@@ -159,8 +147,7 @@ void pack_16bit(uint16_t* dst, const float* src, int64_t n, StorageFormat format
 }
 
 void unpack_16bit(float* dst, const uint16_t* src, int64_t n, StorageFormat format) {
-  check_16bit(format, "unpack_16bit");
-  check_count(n, "unpack_16bit");
+  mlps::detail::check_16bit_wire(format, n, "unpack_16bit");
   if (n == 0) return;
   const unsigned int blocks = detail::grid_blocks(n, kThreads);
   if (format == StorageFormat::bf16)
