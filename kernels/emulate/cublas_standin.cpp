@@ -35,6 +35,21 @@ cublasStatus_t wait_for_inputs(cublasHandle_t handle) {
                                                               : CUBLAS_STATUS_EXECUTION_FAILED;
 }
 
+// Sgemm and Dgemm: cuBLAS's checks, then the column-major cblas call (cblas_sgemm or
+// cblas_dgemm) once earlier work on the stream has finished.
+template <typename T, typename CblasGemm>
+cublasStatus_t gemm(CblasGemm cblas_gemm, cublasHandle_t handle, cublasOperation_t transa,
+                    cublasOperation_t transb, int m, int n, int k, const T* alpha, const T* a,
+                    int lda, const T* b, int ldb, const T* beta, T* c, int ldc) {
+  if (const auto status = check_gemm(handle, transa, transb, m, n, k, lda, ldb, ldc))
+    return status;
+  if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
+  if (const auto status = wait_for_inputs(handle)) return status;
+  cblas_gemm(CblasColMajor, cblas_op(transa), cblas_op(transb), m, n, k, *alpha, a, lda, b, ldb,
+             *beta, c, ldc);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
 }  // namespace
 
 cublasStatus_t cublasCreate(cublasHandle_t* handle) {
@@ -59,26 +74,14 @@ cublasStatus_t cublasSgemm(cublasHandle_t handle, cublasOperation_t transa,
                            cublasOperation_t transb, int m, int n, int k, const float* alpha,
                            const float* a, int lda, const float* b, int ldb, const float* beta,
                            float* c, int ldc) {
-  if (const auto status = check_gemm(handle, transa, transb, m, n, k, lda, ldb, ldc))
-    return status;
-  if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
-  if (const auto status = wait_for_inputs(handle)) return status;
-  cblas_sgemm(CblasColMajor, cblas_op(transa), cblas_op(transb), m, n, k, *alpha, a, lda, b, ldb,
-              *beta, c, ldc);
-  return CUBLAS_STATUS_SUCCESS;
+  return gemm(cblas_sgemm, handle, transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 cublasStatus_t cublasDgemm(cublasHandle_t handle, cublasOperation_t transa,
                            cublasOperation_t transb, int m, int n, int k, const double* alpha,
                            const double* a, int lda, const double* b, int ldb,
                            const double* beta, double* c, int ldc) {
-  if (const auto status = check_gemm(handle, transa, transb, m, n, k, lda, ldb, ldc))
-    return status;
-  if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
-  if (const auto status = wait_for_inputs(handle)) return status;
-  cblas_dgemm(CblasColMajor, cblas_op(transa), cblas_op(transb), m, n, k, *alpha, a, lda, b, ldb,
-              *beta, c, ldc);
-  return CUBLAS_STATUS_SUCCESS;
+  return gemm(cblas_dgemm, handle, transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 const char* cublasGetStatusName(cublasStatus_t status) {
