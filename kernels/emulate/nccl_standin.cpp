@@ -197,6 +197,18 @@ ncclResult_t check(ncclComm_t comm, ncclDataType_t type, TypeInfo& info,
 
 int mpi_count(size_t count) { return static_cast<int>(count); }
 
+// ncclSend and ncclRecv: the shared checks and a peer inside the communicator; `start` posts
+// the MPI side of the transfer with the element type's MPI datatype.
+template <typename Start>
+ncclResult_t point_to_point(const char* what, ncclDataType_t datatype, int peer, ncclComm_t comm,
+                            cudaStream_t stream, Start start) {
+  TypeInfo t;
+  if (const ncclResult_t result = check(comm, datatype, t)) return result;
+  if (peer < 0 || peer >= comm->size)
+    return fail(comm, ncclInvalidArgument, std::string(what) + " peer out of range");
+  return submit(stream, [=](Batch& batch) { start(t.mpi, &batch.requests.emplace_back()); });
+}
+
 }  // namespace
 
 ncclResult_t ncclGetVersion(int* version) {
@@ -349,22 +361,18 @@ ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count,
 
 ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
                       ncclComm_t comm, cudaStream_t stream) {
-  TypeInfo t;
-  if (const ncclResult_t result = check(comm, datatype, t)) return result;
-  if (peer < 0 || peer >= comm->size) return fail(comm, ncclInvalidArgument, "send peer out of range");
-  return submit(stream, [=](Batch& batch) {
-    MPI_Isend(sendbuff, mpi_count(count), t.mpi, peer, kPointToPointTag, comm->mpi,
-              &batch.requests.emplace_back());
-  });
+  return point_to_point("send", datatype, peer, comm, stream,
+                        [=](MPI_Datatype type, MPI_Request* request) {
+                          MPI_Isend(sendbuff, mpi_count(count), type, peer, kPointToPointTag,
+                                    comm->mpi, request);
+                        });
 }
 
 ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
                       ncclComm_t comm, cudaStream_t stream) {
-  TypeInfo t;
-  if (const ncclResult_t result = check(comm, datatype, t)) return result;
-  if (peer < 0 || peer >= comm->size) return fail(comm, ncclInvalidArgument, "recv peer out of range");
-  return submit(stream, [=](Batch& batch) {
-    MPI_Irecv(recvbuff, mpi_count(count), t.mpi, peer, kPointToPointTag, comm->mpi,
-              &batch.requests.emplace_back());
-  });
+  return point_to_point("recv", datatype, peer, comm, stream,
+                        [=](MPI_Datatype type, MPI_Request* request) {
+                          MPI_Irecv(recvbuff, mpi_count(count), type, peer, kPointToPointTag,
+                                    comm->mpi, request);
+                        });
 }
