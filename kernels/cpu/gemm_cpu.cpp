@@ -25,14 +25,9 @@ template <typename T>
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
           int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
-  if (k == 0) {
-    lda = mlps::detail::legal_ld(lda, trans_a ? m : k);
-    ldb = mlps::detail::legal_ld(ldb, trans_b ? k : n);
-  }
-  using mlps::detail::blas_int;
-  call_gemm(trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-            blas_int(m, "m"), blas_int(n, "n"), blas_int(k, "k"), alpha, a, blas_int(lda, "lda"),
-            b, blas_int(ldb, "ldb"), beta, c, blas_int(ldc, "ldc"));
+  const auto d = mlps::detail::gemm_dims(trans_a, trans_b, m, n, k, lda, ldb, ldc);
+  call_gemm(trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, d.m, d.n,
+            d.k, alpha, a, d.lda, b, d.ldb, beta, c, d.ldc);
 }
 
 MLPS_INSTANTIATE_KERNELS(MLPS_GEMM_INSTANCES)

@@ -28,16 +28,11 @@ template <typename T>
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
           int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
-  if (k == 0) {
-    lda = mlps::detail::legal_ld(lda, trans_a ? m : k);
-    ldb = mlps::detail::legal_ld(ldb, trans_b ? k : n);
-  }
-  using mlps::detail::blas_int;
+  const auto d = mlps::detail::gemm_dims(trans_a, trans_b, m, n, k, lda, ldb, ldc);
   // Column-major view: (n×m) = op(B)ᵀ (n×k) · op(A)ᵀ (k×m).
   MLPS_CUBLAS_CHECK(call_gemm(trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                              trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, blas_int(n, "n"),
-                              blas_int(m, "m"), blas_int(k, "k"), &alpha, b, blas_int(ldb, "ldb"),
-                              a, blas_int(lda, "lda"), &beta, c, blas_int(ldc, "ldc")));
+                              trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, d.n, d.m, d.k, &alpha, b,
+                              d.ldb, a, d.lda, &beta, c, d.ldc));
 }
 
 MLPS_INSTANTIATE_KERNELS(MLPS_GEMM_INSTANCES)
