@@ -22,4 +22,13 @@ inline void require_disjoint(const void* output, const void* input, size_t bytes
     throw std::invalid_argument(std::string(kernel) + ": " + what + " overlap");
 }
 
+// layernorm_backward: its dgamma/dbeta pass reads dy and x after dx is written.
+template <typename T>
+void require_layernorm_backward_disjoint(const T* dx, const T* dy, const T* x, int64_t rows,
+                                         int64_t cols) {
+  const size_t bytes = sizeof(T) * static_cast<size_t>(rows * cols);
+  require_disjoint(dx, dy, bytes, "layernorm_backward", "dx and dy");
+  require_disjoint(dx, x, bytes, "layernorm_backward", "dx and x");
+}
+
 }  // namespace mlps::detail

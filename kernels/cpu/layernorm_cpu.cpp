@@ -37,10 +37,7 @@ void layernorm_backward(T* dx, T* dgamma, T* dbeta, const T* dy, const T* x, con
                         const T* rstd, const T* gamma, int64_t rows, int64_t cols,
                         bool accumulate) {
   if (cols == 0) return;
-  const size_t bytes = sizeof(T) * static_cast<size_t>(rows * cols);
-  // The dgamma/dbeta pass reads dy and x after dx is written.
-  mlps::detail::require_disjoint(dx, dy, bytes, "layernorm_backward", "dx and dy");
-  mlps::detail::require_disjoint(dx, x, bytes, "layernorm_backward", "dx and x");
+  mlps::detail::require_layernorm_backward_disjoint(dx, dy, x, rows, cols);
   std::vector<double> dgamma_sum(static_cast<size_t>(cols), 0.0);
   std::vector<double> dbeta_sum(static_cast<size_t>(cols), 0.0);
   const double inv_cols = 1.0 / static_cast<double>(cols);
