@@ -5,13 +5,12 @@
 #include <cstdint>
 
 #include "kernels/cpu/lane_sum.h"
+#include "kernels/layernorm_row_sums.h"
 
 namespace mlps::cpu::detail {
 
-struct RowMoments {
-  double mean;
-  double m2;  // Σ_c (x − mean)²
-};
+using mlps::detail::DxhatSums;
+using mlps::detail::RowMoments;
 
 // Two passes (mean, then squared deviations) avoid the cancellation of E[x²] − E[x]².
 template <typename T>
@@ -24,11 +23,6 @@ RowMoments row_moments_of(const T* xr, int64_t cols) {
   });
   return {mu, m2};
 }
-
-struct DxhatSums {
-  double dxhat;       // Σ_c dxhat, dxhat = dy·gamma
-  double dxhat_xhat;  // Σ_c dxhat·xhat, xhat = (x − mean)·rstd
-};
 
 template <typename T>
 DxhatSums dxhat_sums(const T* dyr, const T* xr, const T* gamma, double mu, double rs,

@@ -4,13 +4,12 @@
 // in the same order. One block per row: every thread of the block must call them (they
 // synchronise), and each gets the block's sums.
 #include "kernels/cuda/block_reduce.cuh"
+#include "kernels/layernorm_row_sums.h"
 
 namespace mlps::cuda::detail {
 
-struct RowMoments {
-  double mean;
-  double m2;  // Σ_c (x − mean)²
-};
+using mlps::detail::DxhatSums;
+using mlps::detail::RowMoments;
 
 // Two passes (mean, then squared deviations) avoid the cancellation of E[x²] − E[x]².
 template <typename T>
@@ -25,11 +24,6 @@ __device__ RowMoments block_row_moments(const T* xr, int64_t cols) {
   }
   return {mu, block_sum(sq)};
 }
-
-struct DxhatSums {
-  double dxhat;       // Σ_c dxhat, dxhat = dy·gamma
-  double dxhat_xhat;  // Σ_c dxhat·xhat, xhat = (x − mean)·rstd
-};
 
 template <typename T>
 __device__ DxhatSums block_dxhat_sums(const T* dyr, const T* xr, const T* gamma, double mu,
