@@ -18,15 +18,11 @@ void layernorm_forward(T* y, T* mean, T* rstd, const T* x, const T* gamma, const
   if (cols == 0) return;
   for (int64_t r = 0; r < rows; ++r) {
     const T* xr = x + r * cols;
-    T* yr = y + r * cols;
     const detail::RowMoments moments = detail::row_moments_of(xr, cols);
     const double mu = moments.mean;
     const double var = moments.m2 / static_cast<double>(cols);
     const double rs = 1.0 / std::sqrt(var + eps);
-    for (int64_t c = 0; c < cols; ++c)
-      yr[c] = static_cast<T>((static_cast<double>(xr[c]) - mu) * rs *
-                                 static_cast<double>(gamma[c]) +
-                             static_cast<double>(beta[c]));
+    detail::normalize_row(y + r * cols, xr, gamma, beta, mu, rs, cols);
     mean[r] = static_cast<T>(mu);
     rstd[r] = static_cast<T>(rs);
   }

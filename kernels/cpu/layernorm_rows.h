@@ -1,7 +1,7 @@
 #pragma once
-// LayerNorm's row reductions on the CPU, shared by the whole-row LayerNorm (layernorm_cpu.cpp)
-// and the sliced one (sliced_rows_cpu.cpp), so that a row taken as one slice gives LayerNorm's
-// own sums.
+// LayerNorm's row reductions and row normalisation on the CPU, shared by the whole-row
+// LayerNorm (layernorm_cpu.cpp) and the sliced one (sliced_rows_cpu.cpp), so that a row taken
+// as one slice gives LayerNorm's own results.
 #include <cstdint>
 
 #include "kernels/cpu/lane_sum.h"
@@ -33,6 +33,16 @@ DxhatSums dxhat_sums(const T* dyr, const T* xr, const T* gamma, double mu, doubl
   };
   const double sum_dxhat = lane_sum(cols, dxhat);
   return {sum_dxhat, lane_sum(cols, [&](int64_t c) { return dxhat(c) * xhat(c); })};
+}
+
+// y = (x − mean)·rstd·gamma + beta over one row: the forward pass of both LayerNorms.
+template <typename T>
+void normalize_row(T* yr, const T* xr, const T* gamma, const T* beta, double mu, double rs,
+                   int64_t cols) {
+  for (int64_t c = 0; c < cols; ++c)
+    yr[c] = static_cast<T>((static_cast<double>(xr[c]) - mu) * rs *
+                               static_cast<double>(gamma[c]) +
+                           static_cast<double>(beta[c]));
 }
 
 }  // namespace mlps::cpu::detail

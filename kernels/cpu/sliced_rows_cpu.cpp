@@ -47,16 +47,9 @@ void combine_row_moments(T* mean, T* rstd, const T* moments, int64_t parts, int6
 template <typename T>
 void layernorm_apply(T* y, const T* x, const T* mean, const T* rstd, const T* gamma,
                      const T* beta, int64_t rows, int64_t cols) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const double mu = static_cast<double>(mean[r]);
-    const double rs = static_cast<double>(rstd[r]);
-    const T* xr = x + r * cols;
-    T* yr = y + r * cols;
-    for (int64_t c = 0; c < cols; ++c)
-      yr[c] = static_cast<T>((static_cast<double>(xr[c]) - mu) * rs *
-                                 static_cast<double>(gamma[c]) +
-                             static_cast<double>(beta[c]));
-  }
+  for (int64_t r = 0; r < rows; ++r)
+    detail::normalize_row(y + r * cols, x + r * cols, gamma, beta, static_cast<double>(mean[r]),
+                          static_cast<double>(rstd[r]), cols);
 }
 
 template <typename T>
