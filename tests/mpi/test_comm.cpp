@@ -14,6 +14,7 @@
 #include "src/comm/make_communicator.h"
 #include "src/comm/process_placement.h"
 #include "tests/mpi/collective_checks.h"
+#include "tests/mpi/gpu_ranks.h"
 #include "tests/mpi/mpi_test.h"
 
 namespace mlps {
@@ -196,31 +197,13 @@ TEST_F(MpiTest, SubCommunicatorsSpanTheirGroupOnly) {
 
 // ---- Device memory: MPI staged through the host, and NCCL
 
-#ifdef MLPSCALE_WITH_CUDA
-bool gpu_here() { return cuda::gpu_available(); }
-#else
-bool gpu_here() { return false; }
-#endif
-
-class GpuCommTest : public MpiTest {
- protected:
-  // Binds each rank's GPU; false (on every rank) when some rank has none.
-  bool bind_gpus() {
-    if (!testing::on_all_ranks(gpu_here())) return false;
-    placement = discover_placement(MPI_COMM_WORLD);
-    bind_gpu(placement, DeviceKind::cuda);
-    return true;
-  }
-  RankPlacement placement;
-};
+class GpuCommTest : public testing::GpuRanksTest {};
 
 TEST_F(GpuCommTest, MpiStagesDeviceBuffersThroughHost) {
   if (!bind_gpus()) GTEST_SKIP() << "no GPU on every rank: MPI on the cuda backend not checked";
-  Device device(DeviceKind::cuda);
-  auto log = std::make_shared<CommLog>();
-  auto comm = make_communicator(CommBackend::mpi, device, MPI_COMM_WORLD, "world", log);
-  testing::check_every_operation<float>(device, *comm, *log);
-  testing::check_every_operation<double>(device, *comm, *log);
+  testing::GpuWorld world(CommBackend::mpi);
+  testing::check_every_operation<float>(world.device, *world.comm, *world.log);
+  testing::check_every_operation<double>(world.device, *world.comm, *world.log);
 }
 
 TEST_F(GpuCommTest, NcclMatchesExactAnswers) {
@@ -228,17 +211,14 @@ TEST_F(GpuCommTest, NcclMatchesExactAnswers) {
   GTEST_SKIP() << "built without NCCL: the NCCL backend not checked";
 #else
   if (!bind_gpus()) GTEST_SKIP() << "no GPU on every rank: the NCCL backend not checked";
-  if (resolve_comm_backend("auto", DeviceKind::cuda, placement, MPI_COMM_WORLD) !=
-      CommBackend::nccl)
+  if (!nccl_chosen())
     GTEST_SKIP() << "ranks share a GPU: the NCCL backend not checked (run one rank per GPU)";
-  Device device(DeviceKind::cuda);
-  auto log = std::make_shared<CommLog>();
-  auto comm = make_communicator(CommBackend::nccl, device, MPI_COMM_WORLD, "world", log);
-  EXPECT_STREQ(comm->backend(), "nccl");
-  EXPECT_EQ(comm->rank(), world_rank());
-  EXPECT_EQ(comm->size(), world_size());
-  testing::check_every_operation<float>(device, *comm, *log);
-  testing::check_every_operation<double>(device, *comm, *log);
+  testing::GpuWorld world(CommBackend::nccl);
+  EXPECT_STREQ(world.comm->backend(), "nccl");
+  EXPECT_EQ(world.comm->rank(), world_rank());
+  EXPECT_EQ(world.comm->size(), world_size());
+  testing::check_every_operation<float>(world.device, *world.comm, *world.log);
+  testing::check_every_operation<double>(world.device, *world.comm, *world.log);
 #endif
 }
 
