@@ -20,11 +20,10 @@
 namespace mlps {
 namespace {
 
+using testing::kCounts;
 using testing::MpiTest;
 using testing::world_rank;
 using testing::world_size;
-
-const int64_t kCounts[] = {1, 7, 1000, 40000};
 
 // ---- CommLog and helpers (no communication)
 
@@ -82,6 +81,11 @@ class MpiCpuCommTest : public testing::TypedMpiTest<T> {
   std::shared_ptr<CommLog> log = std::make_shared<CommLog>();
   std::unique_ptr<Communicator> comm =
       make_communicator(CommBackend::mpi, device, MPI_COMM_WORLD, "world", log);
+
+  // One of collective_checks.h's checks at every count.
+  void at_every_count(void (*check)(Device&, Communicator&, int64_t)) {
+    for (const int64_t count : kCounts) check(device, *comm, count);
+  }
 };
 using ValueTypes = ::testing::Types<float, double>;
 TYPED_TEST_SUITE(MpiCpuCommTest, ValueTypes);
@@ -95,33 +99,27 @@ TYPED_TEST(MpiCpuCommTest, DescribesItsGroup) {
 }
 
 TYPED_TEST(MpiCpuCommTest, AllReduceSumsExactly) {
-  for (const int64_t count : kCounts)
-    testing::check_all_reduce<TypeParam>(this->device, *this->comm, count);
+  this->at_every_count(&testing::check_all_reduce<TypeParam>);
 }
 
 TYPED_TEST(MpiCpuCommTest, AllGatherConcatenatesInRankOrder) {
-  for (const int64_t count : kCounts)
-    testing::check_all_gather<TypeParam>(this->device, *this->comm, count);
+  this->at_every_count(&testing::check_all_gather<TypeParam>);
 }
 
 TYPED_TEST(MpiCpuCommTest, ReduceScatterGivesEachRankItsSummedSlice) {
-  for (const int64_t count : kCounts)
-    testing::check_reduce_scatter<TypeParam>(this->device, *this->comm, count);
+  this->at_every_count(&testing::check_reduce_scatter<TypeParam>);
 }
 
 TYPED_TEST(MpiCpuCommTest, BroadcastFromEveryRoot) {
-  for (const int64_t count : kCounts)
-    testing::check_broadcast<TypeParam>(this->device, *this->comm, count);
+  this->at_every_count(&testing::check_broadcast<TypeParam>);
 }
 
 TYPED_TEST(MpiCpuCommTest, RingExchangeDeliversInOrder) {
-  for (const int64_t count : kCounts)
-    testing::check_ring_exchange<TypeParam>(this->device, *this->comm, count);
+  this->at_every_count(&testing::check_ring_exchange<TypeParam>);
 }
 
 TYPED_TEST(MpiCpuCommTest, OutstandingOperationsWaitedOutOfOrder) {
-  for (const int64_t count : kCounts)
-    testing::check_outstanding_out_of_order<TypeParam>(this->device, *this->comm, count);
+  this->at_every_count(&testing::check_outstanding_out_of_order<TypeParam>);
 }
 
 TYPED_TEST(MpiCpuCommTest, DroppedRequestCompletes) {

@@ -30,8 +30,7 @@ namespace mlps {
 namespace {
 
 using testing::differences;
-
-const int64_t kCounts[] = {1, 7, 1000, 40000};
+using testing::kCounts;
 
 // Integers up to 36 times 1, 2^-20 (fp16 subnormals) or 4, either sign: every partial sum over
 // at most four ranks is an integer below 256 times the same power of two, exact in bf16 and fp16.
@@ -184,6 +183,12 @@ class WireFormatTest : public testing::MpiTest,
   std::shared_ptr<CommLog> log = std::make_shared<CommLog>();
   std::unique_ptr<Communicator> comm =
       make_communicator(CommBackend::mpi, device, MPI_COMM_WORLD, "world", log);
+
+  // One of WireChecks' checks at every count, on this test's wire format.
+  void at_every_count(void (WireChecks::*check)(int64_t)) {
+    WireChecks checks(device, *comm, GetParam());
+    for (const int64_t count : kCounts) (checks.*check)(count);
+  }
 };
 INSTANTIATE_TEST_SUITE_P(Formats, WireFormatTest,
                          ::testing::Values(StorageFormat::bf16, StorageFormat::fp16),
@@ -211,28 +216,23 @@ TEST_P(WireFormatTest, DefaultIsFullAndSetSticks) {
 }
 
 TEST_P(WireFormatTest, AllReduce) {
-  WireChecks checks(device, *comm, GetParam());
-  for (const int64_t count : kCounts) checks.all_reduce(count);
+  at_every_count(&WireChecks::all_reduce);
 }
 
 TEST_P(WireFormatTest, AllGather) {
-  WireChecks checks(device, *comm, GetParam());
-  for (const int64_t count : kCounts) checks.all_gather(count);
+  at_every_count(&WireChecks::all_gather);
 }
 
 TEST_P(WireFormatTest, ReduceScatter) {
-  WireChecks checks(device, *comm, GetParam());
-  for (const int64_t count : kCounts) checks.reduce_scatter(count);
+  at_every_count(&WireChecks::reduce_scatter);
 }
 
 TEST_P(WireFormatTest, Broadcast) {
-  WireChecks checks(device, *comm, GetParam());
-  for (const int64_t count : kCounts) checks.broadcast(count);
+  at_every_count(&WireChecks::broadcast);
 }
 
 TEST_P(WireFormatTest, SendRecv) {
-  WireChecks checks(device, *comm, GetParam());
-  for (const int64_t count : kCounts) checks.ring_exchange(count);
+  at_every_count(&WireChecks::ring_exchange);
 }
 
 // nccl-tests' sizes with 2 bytes per element; f64 payloads keep 8 and are not rounded.
