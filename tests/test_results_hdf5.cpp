@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 #include <hdf5.h>
 #include <mpi.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
