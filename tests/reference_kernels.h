@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -79,6 +80,53 @@ template <typename T>
 template <typename T>
 constexpr double tolerance() {
   return sizeof(T) == sizeof(double) ? 1e-12 : 1e-5;
+}
+
+// The typed kernel suites: every case in float and double, each at its stated tolerance.
+template <typename T>
+class KernelTest : public ::testing::Test {
+ protected:
+  static constexpr double tol = tolerance<T>();
+};
+using KernelTypes = ::testing::Types<float, double>;
+
+// "rows x cols", naming a case in failure messages.
+inline std::string dims(int64_t rows, int64_t cols) {
+  return std::to_string(rows) + "x" + std::to_string(cols);
+}
+
+// Inputs for ReLU with exact zeros among them (the boundary where the masks must agree).
+inline Vec relu_inputs(size_t n, uint64_t seed) {
+  Vec x = random_values(n, seed);
+  for (size_t i = 0; i < n; i += 7) x[i] = 0.0;
+  return x;
+}
+
+struct GemmCase {
+  bool trans_a, trans_b;
+  int64_t m, n, k;
+  int64_t pad;  // extra elements per row of A, B and C (leading dimension > columns)
+  double alpha, beta;
+  int64_t a_rows() const { return trans_a ? k : m; }
+  int64_t a_cols() const { return trans_a ? m : k; }
+  int64_t b_rows() const { return trans_b ? n : k; }
+  int64_t b_cols() const { return trans_b ? k : n; }
+};
+
+inline std::ostream& operator<<(std::ostream& os, const GemmCase& g) {
+  return os << "trans_a=" << g.trans_a << " trans_b=" << g.trans_b << " m=" << g.m
+            << " n=" << g.n << " k=" << g.k << " pad=" << g.pad << " beta=" << g.beta;
+}
+
+// The cases both GEMM twins are checked on: every transpose pair, with and without padded
+// leading dimensions, overwriting C (beta 0) and accumulating into it.
+inline std::vector<GemmCase> gemm_sweep() {
+  std::vector<GemmCase> cases;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (int64_t pad : {0, 5})
+        for (double beta : {0.0, -0.3}) cases.push_back({ta, tb, 37, 23, 19, pad, 0.7, beta});
+  return cases;
 }
 
 // ---- reference kernels (row-major, leading dimensions as in kernel_api.inc)

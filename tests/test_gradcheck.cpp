@@ -7,6 +7,7 @@
 
 #include "src/counter_hash.h"
 #include "src/model/serial_net.h"
+#include "tests/model_shapes.h"
 
 namespace mlps {
 namespace {
@@ -22,12 +23,7 @@ class GradientCheck : public ::testing::TestWithParam<Case> {};
 
 TEST_P(GradientCheck, EveryParameterMatchesCentralDifferences) {
   Device device(DeviceKind::cpu);
-  ModelConfig config;
-  config.image_size = 3;  // 9 input features
-  config.hidden = 6;
-  config.layers = 2;
-  config.ffn_mult = 2;
-  config.block = GetParam().block;
+  const ModelConfig config = model_shape(3, 6, 2, 2, GetParam().block);  // 9 input features
   const int64_t rows = 5;
   const int64_t global_batch = 7;  // the loss is a mean over a larger global batch
   SerialNet<double> model(device, config, rows);
@@ -75,11 +71,7 @@ INSTANTIATE_TEST_SUITE_P(Blocks, GradientCheck,
 
 TEST(GradientAccumulation, AccumulateAddsToTheStoredGradients) {
   Device device(DeviceKind::cpu);
-  ModelConfig config;
-  config.image_size = 3;
-  config.hidden = 4;
-  config.layers = 1;
-  config.ffn_mult = 2;
+  const ModelConfig config = model_shape(3, 4, 1, 2);
   SerialNet<double> model(device, config, 4);
   model.parameters().initialise(3);
   std::vector<double> inputs(4 * 9);

@@ -16,31 +16,19 @@
 namespace mlps {
 namespace {
 
+using ref::GemmCase;
 using ref::Vec;
 
 template <typename T>
-class CpuKernelsTest : public ::testing::Test {
- protected:
-  static constexpr double tol = ref::tolerance<T>();
-};
-using KernelTypes = ::testing::Types<float, double>;
-TYPED_TEST_SUITE(CpuKernelsTest, KernelTypes);
-
-struct GemmCase {
-  bool trans_a, trans_b;
-  int64_t m, n, k;
-  int64_t pad;  // extra elements per row of A, B and C (leading dimension > columns)
-  double alpha, beta;
-};
+class CpuKernelsTest : public ref::KernelTest<T> {};
+TYPED_TEST_SUITE(CpuKernelsTest, ref::KernelTypes);
 
 // Runs one GEMM case through cpu::gemm<T> and the reference on the same (T-rounded) inputs.
 template <typename T>
 void check_gemm(const GemmCase& g, uint64_t seed) {
-  const int64_t a_rows = g.trans_a ? g.k : g.m, a_cols = g.trans_a ? g.m : g.k;
-  const int64_t b_rows = g.trans_b ? g.n : g.k, b_cols = g.trans_b ? g.k : g.n;
-  const int64_t lda = a_cols + g.pad, ldb = b_cols + g.pad, ldc = g.n + g.pad;
-  const Vec a = ref::rounded_to<T>(ref::random_values(a_rows * lda, seed));
-  const Vec b = ref::rounded_to<T>(ref::random_values(b_rows * ldb, seed + 1));
+  const int64_t lda = g.a_cols() + g.pad, ldb = g.b_cols() + g.pad, ldc = g.n + g.pad;
+  const Vec a = ref::rounded_to<T>(ref::random_values(g.a_rows() * lda, seed));
+  const Vec b = ref::rounded_to<T>(ref::random_values(g.b_rows() * ldb, seed + 1));
   Vec c = ref::rounded_to<T>(ref::random_values(g.m * ldc, seed + 2));
   std::vector<T> c_kernel = ref::cast_to<T>(c);
   if (g.beta == 0.0)  // beta = 0 must overwrite C without reading it
@@ -50,18 +38,12 @@ void check_gemm(const GemmCase& g, uint64_t seed) {
   cpu::gemm<T>(g.trans_a, g.trans_b, g.m, g.n, g.k, static_cast<T>(g.alpha), a_t.data(), lda,
                b_t.data(), ldb, static_cast<T>(g.beta), c_kernel.data(), ldc);
   ref::gemm(g.trans_a, g.trans_b, g.m, g.n, g.k, g.alpha, a, lda, b, ldb, g.beta, c, ldc);
-  EXPECT_TRUE(ref::all_close(c_kernel, c, ref::tolerance<T>(), "C"))
-      << "trans_a=" << g.trans_a << " trans_b=" << g.trans_b << " m=" << g.m << " n=" << g.n
-      << " k=" << g.k << " pad=" << g.pad << " beta=" << g.beta;
+  EXPECT_TRUE(ref::all_close(c_kernel, c, ref::tolerance<T>(), "C")) << g;
 }
 
 TYPED_TEST(CpuKernelsTest, GemmAllTransposesAndLeadingDimensions) {
   uint64_t seed = 100;
-  for (bool ta : {false, true})
-    for (bool tb : {false, true})
-      for (int64_t pad : {0, 5})
-        for (double beta : {0.0, -0.3})
-          check_gemm<TypeParam>({ta, tb, 37, 23, 19, pad, 0.7, beta}, seed++);
+  for (const GemmCase& g : ref::gemm_sweep()) check_gemm<TypeParam>(g, seed++);
   check_gemm<TypeParam>({false, false, 1, 64, 300, 0, 1.0, 1.0}, seed++);  // long k, one row
 }
 
@@ -104,17 +86,10 @@ TYPED_TEST(CpuKernelsTest, BiasGradOverwritesAndAccumulates) {
   }
 }
 
-// Inputs for ReLU with exact zeros among them (the boundary where the masks must agree).
-Vec relu_inputs(size_t n, uint64_t seed) {
-  Vec x = ref::random_values(n, seed);
-  for (size_t i = 0; i < n; i += 7) x[i] = 0.0;
-  return x;
-}
-
 TYPED_TEST(CpuKernelsTest, ReluForwardOutOfPlaceAndInPlace) {
   using T = TypeParam;
   const int64_t n = 1001;
-  const Vec x = ref::rounded_to<T>(relu_inputs(n, 5));
+  const Vec x = ref::rounded_to<T>(ref::relu_inputs(n, 5));
   const Vec want = ref::relu_forward(x);
   std::vector<T> x_t = ref::cast_to<T>(x), y_t(n);
   cpu::relu_forward<T>(y_t.data(), x_t.data(), n);
@@ -126,7 +101,7 @@ TYPED_TEST(CpuKernelsTest, ReluForwardOutOfPlaceAndInPlace) {
 TYPED_TEST(CpuKernelsTest, ReluBackwardOutOfPlaceAndInPlace) {
   using T = TypeParam;
   const int64_t n = 1001;
-  const Vec y = ref::relu_forward(ref::rounded_to<T>(relu_inputs(n, 6)));
+  const Vec y = ref::relu_forward(ref::rounded_to<T>(ref::relu_inputs(n, 6)));
   const Vec dy = ref::rounded_to<T>(ref::random_values(n, 7));
   const Vec want = ref::relu_backward(dy, y);
   const std::vector<T> y_t = ref::cast_to<T>(y);
@@ -179,7 +154,7 @@ TYPED_TEST(CpuKernelsTest, LayerNormForward) {
     std::vector<T> y_t(rows * cols), mean_t(rows), rstd_t(rows);
     cpu::layernorm_forward<T>(y_t.data(), mean_t.data(), rstd_t.data(), x_t.data(),
                               gamma_t.data(), beta_t.data(), rows, cols, eps);
-    const std::string shape = std::to_string(rows) + "x" + std::to_string(cols);
+    const std::string shape = ref::dims(rows, cols);
     // x − mean loses log10(offset/spread) digits in any fp64 evaluation, the reference's too.
     const double tol = this->tol + 1e-15 * lc.offset / lc.spread;
     EXPECT_TRUE(ref::all_close(y_t, y, tol, "y " + shape));
@@ -275,7 +250,7 @@ TYPED_TEST(CpuKernelsTest, SoftmaxXentForward) {
     std::vector<T> probs_t(rows * classes), loss_t(rows);
     cpu::softmax_xent_forward<T>(probs_t.data(), loss_t.data(), logits_t.data(), labels.data(),
                                  rows, classes);
-    const std::string shape = std::to_string(rows) + "x" + std::to_string(classes);
+    const std::string shape = ref::dims(rows, classes);
     EXPECT_TRUE(ref::all_close(probs_t, probs, this->tol, "probs " + shape));
     EXPECT_TRUE(ref::all_close(loss_t, loss, this->tol, "loss " + shape));
   }

@@ -18,12 +18,8 @@ namespace {
 using ref::Vec;
 
 template <typename T>
-class CpuOptimizerKernelsTest : public ::testing::Test {
- protected:
-  static constexpr double tol = ref::tolerance<T>();
-};
-using KernelTypes = ::testing::Types<float, double>;
-TYPED_TEST_SUITE(CpuOptimizerKernelsTest, KernelTypes);
+class CpuOptimizerKernelsTest : public ref::KernelTest<T> {};
+TYPED_TEST_SUITE(CpuOptimizerKernelsTest, ref::KernelTypes);
 
 TYPED_TEST(CpuOptimizerKernelsTest, AdamUpdateOverSeveralSteps) {
   using T = TypeParam;

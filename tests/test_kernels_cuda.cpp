@@ -20,39 +20,28 @@ namespace mlps {
 namespace {
 
 template <typename T>
-class CudaKernelsTest : public ::testing::Test {};
-using KernelTypes = ::testing::Types<float, double>;
-TYPED_TEST_SUITE(CudaKernelsTest, KernelTypes);
+class CudaKernelsTest : public ref::KernelTest<T> {};
+TYPED_TEST_SUITE(CudaKernelsTest, ref::KernelTypes);
 
 #ifdef MLPSCALE_WITH_CUDA
 
-using ref::Vec;
+using ref::GemmCase;
 using namespace cuda_test;
-
-struct GemmCase {
-  bool trans_a, trans_b;
-  int64_t m, n, k, pad;
-  double alpha, beta;
-};
 
 template <typename T>
 void check_gemm(const GemmCase& g, uint64_t seed) {
-  const int64_t a_rows = g.trans_a ? g.k : g.m, a_cols = g.trans_a ? g.m : g.k;
-  const int64_t b_rows = g.trans_b ? g.n : g.k, b_cols = g.trans_b ? g.k : g.n;
-  const int64_t lda = std::max<int64_t>(a_cols + g.pad, 1);
-  const int64_t ldb = std::max<int64_t>(b_cols + g.pad, 1);
+  const int64_t lda = std::max<int64_t>(g.a_cols() + g.pad, 1);
+  const int64_t ldb = std::max<int64_t>(g.b_cols() + g.pad, 1);
   const int64_t ldc = g.n + g.pad;
-  const std::vector<T> a = random_t<T>(std::max<int64_t>(a_rows * lda, 1), seed);
-  const std::vector<T> b = random_t<T>(std::max<int64_t>(b_rows * ldb, 1), seed + 1);
+  const std::vector<T> a = random_t<T>(std::max<int64_t>(g.a_rows() * lda, 1), seed);
+  const std::vector<T> b = random_t<T>(std::max<int64_t>(g.b_rows() * ldb, 1), seed + 1);
   std::vector<T> c = random_t<T>(g.m * ldc, seed + 2);
   GpuArray<T> a_d(a), b_d(b), c_d(c);
   cuda::gemm<T>(g.trans_a, g.trans_b, g.m, g.n, g.k, T(g.alpha), a_d.get(), lda, b_d.get(), ldb,
                 T(g.beta), c_d.get(), ldc);
   cpu::gemm<T>(g.trans_a, g.trans_b, g.m, g.n, g.k, T(g.alpha), a.data(), lda, b.data(), ldb,
                T(g.beta), c.data(), ldc);
-  EXPECT_TRUE(matches_cpu(c_d.host(), c, "C"))
-      << "trans_a=" << g.trans_a << " trans_b=" << g.trans_b << " m=" << g.m << " n=" << g.n
-      << " k=" << g.k << " pad=" << g.pad << " beta=" << g.beta;
+  EXPECT_TRUE(matches_cpu(c_d.host(), c, "C")) << g;
 }
 
 #endif  // MLPSCALE_WITH_CUDA
@@ -61,11 +50,7 @@ TYPED_TEST(CudaKernelsTest, Gemm) {
   MLPS_REQUIRE_GPU("gemm");
 #ifdef MLPSCALE_WITH_CUDA
   uint64_t seed = 100;
-  for (bool ta : {false, true})
-    for (bool tb : {false, true})
-      for (int64_t pad : {0, 5})
-        for (double beta : {0.0, -0.3})
-          check_gemm<TypeParam>({ta, tb, 37, 23, 19, pad, 0.7, beta}, seed++);
+  for (const GemmCase& g : ref::gemm_sweep()) check_gemm<TypeParam>(g, seed++);
   check_gemm<TypeParam>({false, false, 1, 64, 300, 0, 1.0, 1.0}, seed++);
   check_gemm<TypeParam>({true, false, 256, 512, 128, 0, 1.0, 0.0}, seed++);
   check_gemm<TypeParam>({false, true, 4, 3, 0, 0, 1.0, 0.5}, seed++);  // k = 0: C = beta·C
@@ -110,8 +95,7 @@ TYPED_TEST(CudaKernelsTest, ReluForward) {
 #ifdef MLPSCALE_WITH_CUDA
   using T = TypeParam;
   const int64_t n = 100003;
-  std::vector<T> x = random_t<T>(n, 5);
-  for (int64_t i = 0; i < n; i += 7) x[i] = T(0);
+  const std::vector<T> x = ref::cast_to<T>(ref::relu_inputs(n, 5));
   std::vector<T> y(n);
   GpuArray<T> x_d(x), y_d(y);
   cuda::relu_forward<T>(y_d.get(), x_d.get(), n);
@@ -127,8 +111,7 @@ TYPED_TEST(CudaKernelsTest, ReluBackward) {
 #ifdef MLPSCALE_WITH_CUDA
   using T = TypeParam;
   const int64_t n = 100003;
-  std::vector<T> y = random_t<T>(n, 6);
-  for (int64_t i = 0; i < n; i += 7) y[i] = T(0);
+  std::vector<T> y = ref::cast_to<T>(ref::relu_inputs(n, 6));
   cpu::relu_forward<T>(y.data(), y.data(), n);
   const std::vector<T> dy = random_t<T>(n, 7);
   std::vector<T> dx(n);
@@ -173,7 +156,7 @@ TYPED_TEST(CudaKernelsTest, LayerNormForward) {
                                beta_d.get(), rows, cols, 1e-5);
     cpu::layernorm_forward<T>(y.data(), mean.data(), rstd.data(), x.data(), gamma.data(),
                               beta.data(), rows, cols, 1e-5);
-    const std::string shape = std::to_string(rows) + "x" + std::to_string(cols);
+    const std::string shape = ref::dims(rows, cols);
     EXPECT_TRUE(matches_cpu(y_d.host(), y, "y " + shape));
     EXPECT_TRUE(matches_cpu(mean_d.host(), mean, "mean " + shape));
     EXPECT_TRUE(matches_cpu(rstd_d.host(), rstd, "rstd " + shape));
@@ -202,8 +185,7 @@ TYPED_TEST(CudaKernelsTest, LayerNormBackward) {
                                   accumulate);
       cpu::layernorm_backward<T>(dx.data(), dgamma.data(), dbeta.data(), dy.data(), x.data(),
                                  mean.data(), rstd.data(), gamma.data(), rows, cols, accumulate);
-      const std::string what = std::to_string(rows) + "x" + std::to_string(cols) +
-                             (accumulate ? " accumulate" : "");
+      const std::string what = ref::dims(rows, cols) + (accumulate ? " accumulate" : "");
       EXPECT_TRUE(matches_cpu(dx_d.host(), dx, "dx " + what));
       EXPECT_TRUE(matches_cpu(dgamma_d.host(), dgamma, "dgamma " + what));
       EXPECT_TRUE(matches_cpu(dbeta_d.host(), dbeta, "dbeta " + what));
@@ -230,7 +212,7 @@ TYPED_TEST(CudaKernelsTest, SoftmaxXentForward) {
                                   rows, classes);
     cpu::softmax_xent_forward<T>(probs.data(), loss.data(), logits.data(), labels.data(), rows,
                                  classes);
-    const std::string shape = std::to_string(rows) + "x" + std::to_string(classes);
+    const std::string shape = ref::dims(rows, classes);
     EXPECT_TRUE(matches_cpu(probs_d.host(), probs, "probs " + shape));
     std::vector<T> loss_gpu = loss_d.host();
     EXPECT_TRUE(std::isnan(loss_gpu[0])) << "label out of range, " << shape;

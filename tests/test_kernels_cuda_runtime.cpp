@@ -23,9 +23,8 @@ namespace mlps {
 namespace {
 
 template <typename T>
-class CudaOptimizerKernelsTest : public ::testing::Test {};
-using KernelTypes = ::testing::Types<float, double>;
-TYPED_TEST_SUITE(CudaOptimizerKernelsTest, KernelTypes);
+class CudaOptimizerKernelsTest : public ref::KernelTest<T> {};
+TYPED_TEST_SUITE(CudaOptimizerKernelsTest, ref::KernelTypes);
 
 #ifdef MLPSCALE_WITH_CUDA
 using namespace cuda_test;

@@ -12,6 +12,7 @@
 #include "src/optim/loss_scaler.h"
 #include "src/optim/optimizer.h"
 #include "src/schemes/serial_trainer.h"
+#include "tests/model_shapes.h"
 
 namespace mlps {
 namespace {
@@ -82,11 +83,7 @@ TEST(MixedPrecisionOptimizer, NaNGradientOnlyInSomeTensorStillSkipsEverything) {
 }
 
 ModelConfig small_model(bool checkpoint) {
-  ModelConfig c;
-  c.image_size = 6;
-  c.hidden = 16;
-  c.layers = 3;
-  c.ffn_mult = 2;
+  ModelConfig c = model_shape(6, 16, 3, 2);
   c.checkpoint_activations = checkpoint;
   return c;
 }

@@ -8,6 +8,7 @@
 #include "src/data/shuffle.h"
 #include "src/model/serial_net.h"
 #include "src/schemes/serial_trainer.h"
+#include "tests/model_shapes.h"
 
 namespace mlps {
 namespace {
@@ -20,22 +21,14 @@ TEST(ModelShape, TutorialConfigHasTheTutorialParameterCount) {
 TEST(ModelShape, ParameterCountMatchesTheBuiltModel) {
   Device device(DeviceKind::cpu);
   for (BlockKind block : {BlockKind::residual_mlp, BlockKind::plain}) {
-    ModelConfig config;
-    config.image_size = 5;
-    config.hidden = 12;
-    config.layers = 3;
-    config.ffn_mult = 3;
-    config.block = block;
+    const ModelConfig config = model_shape(5, 12, 3, 3, block);
     SerialNet<float> model(device, config, 2);
     EXPECT_EQ(model.parameters().element_count(), parameter_count(config));
   }
 }
 
 TEST(ModelShape, TrainingStepGemmFlopsAreSixTimesTheWeightCountPerSample) {
-  ModelConfig config;
-  config.image_size = 4;
-  config.hidden = 8;
-  config.layers = 2;
+  const ModelConfig config = model_shape(4, 8, 2);
   const int64_t batch = 3;
   double flops = 0;
   for (const auto& g : training_step_gemms(config, batch)) flops += g.flops();
@@ -88,10 +81,7 @@ double train_and_evaluate(SerialTrainer<T>& trainer, const Dataset& data, int64_
 
 TEST(Training, SyntheticDataIsLearnedWellAboveChance) {
   const auto data = open_dataset("synthetic", 3);
-  ModelConfig config;
-  config.image_size = 16;
-  config.hidden = 32;
-  config.layers = 1;
+  const ModelConfig config = model_shape(16, 32, 1);
   OptimizerConfig adam;
   SerialTrainer<float> trainer(DeviceKind::cpu, config, adam, 1, 32);
   const double accuracy = train_and_evaluate(trainer, *data, 150, 32, 16);
@@ -100,10 +90,7 @@ TEST(Training, SyntheticDataIsLearnedWellAboveChance) {
 
 TEST(Training, Fp32TracksFp64OverManySteps) {
   const auto data = open_dataset("synthetic", 3);
-  ModelConfig config;
-  config.image_size = 8;
-  config.hidden = 16;
-  config.layers = 2;
+  const ModelConfig config = model_shape(8, 16, 2);
   OptimizerConfig adam;
   SerialTrainer<float> single(DeviceKind::cpu, config, adam, 1, 16);
   SerialTrainer<double> reference(DeviceKind::cpu, config, adam, 1, 16);

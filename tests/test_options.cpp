@@ -2,7 +2,6 @@
 // overriding them), the inputs/tutorial.json preset, one-line InputErrors naming the bad option,
 // key or file, the resolved JSON recorded in result files, and --help.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -12,6 +11,7 @@
 
 #include "src/errors.h"
 #include "src/options.h"
+#include "tests/temp_dir_test.h"
 
 namespace mlps {
 namespace {
@@ -45,29 +45,20 @@ std::string error_of(const Args& args) {
   return "<no InputError>";
 }
 
-// A fresh directory per test for config files, removed afterwards.
-class OptionParserTest : public ::testing::Test {
+// A fresh directory per test for config files.
+class OptionParserTest : public TempDirTest {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           ("mlps_options_" + std::to_string(getpid()) + "_" + info->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  OptionParserTest() : TempDirTest("mlps_options_") {}
 
   std::string write_config(const std::string& name, const std::string& text) const {
     const fs::path path = dir_ / name;
     std::ofstream(path) << text;
     return path.string();
   }
-
-  fs::path dir_;
 };
 
-TEST(OptionDefaults, MatchTheTutorial) {
-  const Options o = parsed({});
+// The tutorial's model and training settings, which both the defaults and its preset give.
+void expect_tutorial_model_and_training(const Options& o) {
   EXPECT_EQ(o.model.hidden, 2048);
   EXPECT_EQ(o.model.layers, 4);
   EXPECT_EQ(o.model.image_size, 64);
@@ -76,6 +67,11 @@ TEST(OptionDefaults, MatchTheTutorial) {
   EXPECT_EQ(o.batch, 32);
   EXPECT_DOUBLE_EQ(o.optimizer.lr, 1e-3);
   EXPECT_EQ(o.optimizer.kind, OptimizerKind::adam);
+}
+
+TEST(OptionDefaults, MatchTheTutorial) {
+  const Options o = parsed({});
+  expect_tutorial_model_and_training(o);
   EXPECT_EQ(o.precision, Precision::fp32);
   EXPECT_EQ(o.data, "synthetic");
   EXPECT_EQ(o.device, "auto");
@@ -135,14 +131,7 @@ TEST(OptionPresets, TutorialJsonParses) {
   ASSERT_TRUE(fs::exists(preset)) << "inputs/tutorial.json not found from " << fs::current_path();
   const Options o = parsed({"--config", preset.string()});
   EXPECT_EQ(o.epochs, 2);
-  EXPECT_EQ(o.model.hidden, 2048);
-  EXPECT_EQ(o.model.layers, 4);
-  EXPECT_EQ(o.model.ffn_mult, 4);
-  EXPECT_EQ(o.model.image_size, 64);
-  EXPECT_EQ(o.model.block, BlockKind::residual_mlp);
-  EXPECT_EQ(o.batch, 32);
-  EXPECT_EQ(o.optimizer.kind, OptimizerKind::adam);
-  EXPECT_DOUBLE_EQ(o.optimizer.lr, 1e-3);
+  expect_tutorial_model_and_training(o);
 }
 
 struct BadInput {

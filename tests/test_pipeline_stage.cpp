@@ -54,6 +54,24 @@ ChainedStages<T> chained_forward(Device& device, const ModelConfig& c, const Pip
   return chain;
 }
 
+// Every micro-batch's backward through the stages in reverse, each stage's input gradient
+// handed on as the previous stage's output gradient; parameter gradients accumulate over the
+// micro-batches of the global batch `rows`.
+template <typename T>
+void chained_backward(Device& device, const ModelConfig& c,
+                      std::vector<std::unique_ptr<PipelineStage<T>>>& stages,
+                      std::vector<std::vector<StageActivations<T>>>& saved, int micro_batches,
+                      int64_t rows) {
+  const int64_t micro = rows / micro_batches;
+  Buffer<T> grad(device, micro * c.hidden);
+  for (int m = 0; m < micro_batches; ++m)
+    for (size_t s = stages.size(); s-- > 0;) {
+      if (s + 1 < stages.size())
+        device.copy(saved[s][m].output_grad.data(), grad.data(), sizeof(T) * micro * c.hidden);
+      stages[s]->backward(saved[s][m], micro, rows, m > 0, s == 0 ? nullptr : grad.data());
+    }
+}
+
 // Stages chained in one process, micro-batch by micro-batch (activations of all micro-batches
 // held at once, as GPipe does), must give FcNet's loss and gradients on the whole batch.
 template <typename T>
@@ -71,20 +89,13 @@ void expect_stages_match_fcnet(BlockKind block, std::vector<int64_t> split, int 
   const double reference_loss = reference.forward(inputs.data(), labels.data(), rows);
   reference.backward(rows, rows, false);
 
-  const int64_t micro = rows / micro_batches;
   Buffer<T> row_loss(device, rows);
   auto [stages, saved] =
       chained_forward<T>(device, c, partition, seed, inputs, labels, micro_batches, row_loss);
   double loss = 0;
   for (T v : row_loss.download()) loss += static_cast<double>(v);
   EXPECT_NEAR(loss, reference_loss, 1e-12 * std::abs(reference_loss));
-  Buffer<T> grad(device, micro * c.hidden);
-  for (int m = 0; m < micro_batches; ++m)
-    for (size_t s = stages.size(); s-- > 0;) {
-      if (s + 1 < stages.size())
-        device.copy(saved[s][m].output_grad.data(), grad.data(), sizeof(T) * micro * c.hidden);
-      stages[s]->backward(saved[s][m], micro, rows, m > 0, s == 0 ? nullptr : grad.data());
-    }
+  chained_backward<T>(device, c, stages, saved, micro_batches, rows);
 
   // Names, ids and shapes are FcNet's; each stage's tensors equal FcNet's gradients.
   std::vector<const Parameter<T>*> ours;
@@ -161,13 +172,7 @@ ChainedRun<T> run_chained(const ModelConfig& c, const std::vector<int64_t>& spli
     const auto logits = a.outputs.back().download();
     run.logits.insert(run.logits.end(), logits.begin(), logits.end());
   }
-  Buffer<T> grad(device, micro * c.hidden);
-  for (int m = 0; m < micro_batches; ++m)
-    for (size_t s = stages.size(); s-- > 0;) {
-      if (s + 1 < stages.size())
-        device.copy(saved[s][m].output_grad.data(), grad.data(), sizeof(T) * micro * c.hidden);
-      stages[s]->backward(saved[s][m], micro, rows, m > 0, s == 0 ? nullptr : grad.data());
-    }
+  chained_backward<T>(device, c, stages, saved, micro_batches, rows);
   for (auto& stage : stages) {
     const auto g = Buffer<T>::view(device, stage->grads(), stage->parameter_elements()).download();
     run.grads.insert(run.grads.end(), g.begin(), g.end());

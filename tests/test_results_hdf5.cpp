@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 #include <hdf5.h>
 #include <mpi.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -17,27 +16,19 @@
 #include "src/results/run_info.h"
 #include "src/results/run_record.h"
 #include "src/results/schema.h"
+#include "tests/temp_dir_test.h"
 
 namespace mlps {
 namespace {
 
 namespace fs = std::filesystem;
 
-// A fresh directory per test, removed afterwards.
-class ResultsHdf5Test : public ::testing::Test {
+// A fresh directory per test for result files.
+class ResultsHdf5Test : public TempDirTest {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           ("mlps_results_" + std::to_string(getpid()) + "_" + info->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  ResultsHdf5Test() : TempDirTest("mlps_results_") {}
 
   std::string file(const std::string& name) const { return (dir_ / name).string(); }
-
-  fs::path dir_;
 };
 
 IterationRankTable make_table(int64_t iterations, int64_t ranks, double scale) {

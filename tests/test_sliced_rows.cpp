@@ -16,9 +16,8 @@ namespace mlps {
 namespace {
 
 template <typename T>
-class SlicedRowsTest : public ::testing::Test {};
-using KernelTypes = ::testing::Types<float, double>;
-TYPED_TEST_SUITE(SlicedRowsTest, KernelTypes);
+class SlicedRowsTest : public ref::KernelTest<T> {};
+TYPED_TEST_SUITE(SlicedRowsTest, ref::KernelTypes);
 
 // Columns [p·w, (p+1)·w) of a [rows × cols] matrix.
 template <typename T>

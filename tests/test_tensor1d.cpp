@@ -8,18 +8,13 @@
 #include "src/model/parameter.h"
 #include "src/schemes/tensor1d/sharded_linear.h"
 #include "src/schemes/tensor1d/tensor1d_plan.h"
+#include "tests/model_shapes.h"
 
 namespace mlps {
 namespace {
 
 ModelConfig tiny(BlockKind block = BlockKind::residual_mlp, int64_t layers = 2) {
-  ModelConfig c;
-  c.image_size = 6;  // S² = 36
-  c.hidden = 24;
-  c.ffn_mult = 2;  // F = 48
-  c.layers = layers;
-  c.block = block;
-  return c;
+  return model_shape(6, 24, layers, 2, block);  // S² = 36, F = 48
 }
 
 std::vector<LinearSplit> splits(const Tensor1dPlan& plan) {

@@ -18,18 +18,13 @@
 #include "src/schemes/tensor2d/grid_2d.h"
 #include "src/schemes/tensor2d/shard_layout.h"
 #include "src/schemes/tensor2d/volumes_2d.h"
+#include "tests/model_shapes.h"
 
 namespace mlps {
 namespace {
 
 ModelConfig small_model(BlockKind block) {
-  ModelConfig m;
-  m.image_size = 6;  // 36 features
-  m.hidden = 24;
-  m.layers = 2;
-  m.ffn_mult = 2;
-  m.block = block;
-  return m;
+  return model_shape(6, 24, 2, 2, block);  // 36 features
 }
 
 TEST(Tensor2dSplit, PartsTileTheDimensionAndTheFirstOnesAreOneLonger) {

@@ -13,6 +13,9 @@
 
 namespace mlps::testing {
 
+// The element counts each operation is checked at, in every backend's and wire format's tests.
+inline constexpr int64_t kCounts[] = {1, 7, 1000, 40000};
+
 template <typename T>
 std::vector<T> ramp(int rank, int64_t count) {
   std::vector<T> values(static_cast<size_t>(count));
@@ -270,7 +273,7 @@ void check_log_accounting(Device& device, Communicator& comm, CommLog& log, int6
 
 template <typename T>
 void check_every_operation(Device& device, Communicator& comm, CommLog& log) {
-  for (const int64_t count : {1, 7, 1000, 40000}) {
+  for (const int64_t count : kCounts) {
     check_all_reduce<T>(device, comm, count);
     check_all_gather<T>(device, comm, count);
     check_reduce_scatter<T>(device, comm, count);

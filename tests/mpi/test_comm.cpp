@@ -14,16 +14,16 @@
 #include "src/comm/make_communicator.h"
 #include "src/comm/process_placement.h"
 #include "tests/mpi/collective_checks.h"
+#include "tests/mpi/gpu_ranks.h"
 #include "tests/mpi/mpi_test.h"
 
 namespace mlps {
 namespace {
 
+using testing::kCounts;
 using testing::MpiTest;
 using testing::world_rank;
 using testing::world_size;
-
-const int64_t kCounts[] = {1, 7, 1000, 40000};
 
 // ---- CommLog and helpers (no communication)
 
@@ -81,6 +81,11 @@ class MpiCpuCommTest : public testing::TypedMpiTest<T> {
   std::shared_ptr<CommLog> log = std::make_shared<CommLog>();
   std::unique_ptr<Communicator> comm =
       make_communicator(CommBackend::mpi, device, MPI_COMM_WORLD, "world", log);
+
+  // One of collective_checks.h's checks at every count.
+  void at_every_count(void (*check)(Device&, Communicator&, int64_t)) {
+    for (const int64_t count : kCounts) check(device, *comm, count);
+  }
 };
 using ValueTypes = ::testing::Types<float, double>;
 TYPED_TEST_SUITE(MpiCpuCommTest, ValueTypes);
@@ -94,33 +99,27 @@ TYPED_TEST(MpiCpuCommTest, DescribesItsGroup) {
 }
 
 TYPED_TEST(MpiCpuCommTest, AllReduceSumsExactly) {
-  for (const int64_t count : kCounts)
-    testing::check_all_reduce<TypeParam>(this->device, *this->comm, count);
+  this->at_every_count(&testing::check_all_reduce<TypeParam>);
 }
 
 TYPED_TEST(MpiCpuCommTest, AllGatherConcatenatesInRankOrder) {
-  for (const int64_t count : kCounts)
-    testing::check_all_gather<TypeParam>(this->device, *this->comm, count);
+  this->at_every_count(&testing::check_all_gather<TypeParam>);
 }
 
 TYPED_TEST(MpiCpuCommTest, ReduceScatterGivesEachRankItsSummedSlice) {
-  for (const int64_t count : kCounts)
-    testing::check_reduce_scatter<TypeParam>(this->device, *this->comm, count);
+  this->at_every_count(&testing::check_reduce_scatter<TypeParam>);
 }
 
 TYPED_TEST(MpiCpuCommTest, BroadcastFromEveryRoot) {
-  for (const int64_t count : kCounts)
-    testing::check_broadcast<TypeParam>(this->device, *this->comm, count);
+  this->at_every_count(&testing::check_broadcast<TypeParam>);
 }
 
 TYPED_TEST(MpiCpuCommTest, RingExchangeDeliversInOrder) {
-  for (const int64_t count : kCounts)
-    testing::check_ring_exchange<TypeParam>(this->device, *this->comm, count);
+  this->at_every_count(&testing::check_ring_exchange<TypeParam>);
 }
 
 TYPED_TEST(MpiCpuCommTest, OutstandingOperationsWaitedOutOfOrder) {
-  for (const int64_t count : kCounts)
-    testing::check_outstanding_out_of_order<TypeParam>(this->device, *this->comm, count);
+  this->at_every_count(&testing::check_outstanding_out_of_order<TypeParam>);
 }
 
 TYPED_TEST(MpiCpuCommTest, DroppedRequestCompletes) {
@@ -196,31 +195,13 @@ TEST_F(MpiTest, SubCommunicatorsSpanTheirGroupOnly) {
 
 // ---- Device memory: MPI staged through the host, and NCCL
 
-#ifdef MLPSCALE_WITH_CUDA
-bool gpu_here() { return cuda::gpu_available(); }
-#else
-bool gpu_here() { return false; }
-#endif
-
-class GpuCommTest : public MpiTest {
- protected:
-  // Binds each rank's GPU; false (on every rank) when some rank has none.
-  bool bind_gpus() {
-    if (!testing::on_all_ranks(gpu_here())) return false;
-    placement = discover_placement(MPI_COMM_WORLD);
-    bind_gpu(placement, DeviceKind::cuda);
-    return true;
-  }
-  RankPlacement placement;
-};
+class GpuCommTest : public testing::GpuRanksTest {};
 
 TEST_F(GpuCommTest, MpiStagesDeviceBuffersThroughHost) {
   if (!bind_gpus()) GTEST_SKIP() << "no GPU on every rank: MPI on the cuda backend not checked";
-  Device device(DeviceKind::cuda);
-  auto log = std::make_shared<CommLog>();
-  auto comm = make_communicator(CommBackend::mpi, device, MPI_COMM_WORLD, "world", log);
-  testing::check_every_operation<float>(device, *comm, *log);
-  testing::check_every_operation<double>(device, *comm, *log);
+  testing::GpuWorld world(CommBackend::mpi);
+  testing::check_every_operation<float>(world.device, *world.comm, *world.log);
+  testing::check_every_operation<double>(world.device, *world.comm, *world.log);
 }
 
 TEST_F(GpuCommTest, NcclMatchesExactAnswers) {
@@ -228,17 +209,14 @@ TEST_F(GpuCommTest, NcclMatchesExactAnswers) {
   GTEST_SKIP() << "built without NCCL: the NCCL backend not checked";
 #else
   if (!bind_gpus()) GTEST_SKIP() << "no GPU on every rank: the NCCL backend not checked";
-  if (resolve_comm_backend("auto", DeviceKind::cuda, placement, MPI_COMM_WORLD) !=
-      CommBackend::nccl)
+  if (!nccl_chosen())
     GTEST_SKIP() << "ranks share a GPU: the NCCL backend not checked (run one rank per GPU)";
-  Device device(DeviceKind::cuda);
-  auto log = std::make_shared<CommLog>();
-  auto comm = make_communicator(CommBackend::nccl, device, MPI_COMM_WORLD, "world", log);
-  EXPECT_STREQ(comm->backend(), "nccl");
-  EXPECT_EQ(comm->rank(), world_rank());
-  EXPECT_EQ(comm->size(), world_size());
-  testing::check_every_operation<float>(device, *comm, *log);
-  testing::check_every_operation<double>(device, *comm, *log);
+  testing::GpuWorld world(CommBackend::nccl);
+  EXPECT_STREQ(world.comm->backend(), "nccl");
+  EXPECT_EQ(world.comm->rank(), world_rank());
+  EXPECT_EQ(world.comm->size(), world_size());
+  testing::check_every_operation<float>(world.device, *world.comm, *world.log);
+  testing::check_every_operation<double>(world.device, *world.comm, *world.log);
 #endif
 }
 

@@ -22,6 +22,7 @@
 #include "src/comm/make_communicator.h"
 #include "src/comm/process_placement.h"
 #include "tests/mpi/collective_checks.h"
+#include "tests/mpi/gpu_ranks.h"
 #include "tests/mpi/mpi_test.h"
 #include "tests/storage_rounding_reference.h"
 
@@ -29,8 +30,7 @@ namespace mlps {
 namespace {
 
 using testing::differences;
-
-const int64_t kCounts[] = {1, 7, 1000, 40000};
+using testing::kCounts;
 
 // Integers up to 36 times 1, 2^-20 (fp16 subnormals) or 4, either sign: every partial sum over
 // at most four ranks is an integer below 256 times the same power of two, exact in bf16 and fp16.
@@ -183,6 +183,12 @@ class WireFormatTest : public testing::MpiTest,
   std::shared_ptr<CommLog> log = std::make_shared<CommLog>();
   std::unique_ptr<Communicator> comm =
       make_communicator(CommBackend::mpi, device, MPI_COMM_WORLD, "world", log);
+
+  // One of WireChecks' checks at every count, on this test's wire format.
+  void at_every_count(void (WireChecks::*check)(int64_t)) {
+    WireChecks checks(device, *comm, GetParam());
+    for (const int64_t count : kCounts) (checks.*check)(count);
+  }
 };
 INSTANTIATE_TEST_SUITE_P(Formats, WireFormatTest,
                          ::testing::Values(StorageFormat::bf16, StorageFormat::fp16),
@@ -210,28 +216,23 @@ TEST_P(WireFormatTest, DefaultIsFullAndSetSticks) {
 }
 
 TEST_P(WireFormatTest, AllReduce) {
-  WireChecks checks(device, *comm, GetParam());
-  for (const int64_t count : kCounts) checks.all_reduce(count);
+  at_every_count(&WireChecks::all_reduce);
 }
 
 TEST_P(WireFormatTest, AllGather) {
-  WireChecks checks(device, *comm, GetParam());
-  for (const int64_t count : kCounts) checks.all_gather(count);
+  at_every_count(&WireChecks::all_gather);
 }
 
 TEST_P(WireFormatTest, ReduceScatter) {
-  WireChecks checks(device, *comm, GetParam());
-  for (const int64_t count : kCounts) checks.reduce_scatter(count);
+  at_every_count(&WireChecks::reduce_scatter);
 }
 
 TEST_P(WireFormatTest, Broadcast) {
-  WireChecks checks(device, *comm, GetParam());
-  for (const int64_t count : kCounts) checks.broadcast(count);
+  at_every_count(&WireChecks::broadcast);
 }
 
 TEST_P(WireFormatTest, SendRecv) {
-  WireChecks checks(device, *comm, GetParam());
-  for (const int64_t count : kCounts) checks.ring_exchange(count);
+  at_every_count(&WireChecks::ring_exchange);
 }
 
 // nccl-tests' sizes with 2 bytes per element; f64 payloads keep 8 and are not rounded.
@@ -333,21 +334,9 @@ TEST_P(WireFormatTest, InFlightOperationsKeepTheirFormat) {
 
 // ---- Device memory: MPI staged through the host, and NCCL (skipped without a GPU per rank)
 
-#ifdef MLPSCALE_WITH_CUDA
-bool gpu_here() { return cuda::gpu_available(); }
-#else
-bool gpu_here() { return false; }
-#endif
-
-class GpuWireFormatTest : public testing::MpiTest,
+class GpuWireFormatTest : public testing::GpuRanksTest,
                           public ::testing::WithParamInterface<StorageFormat> {
  protected:
-  bool bind_gpus() {
-    if (!testing::on_all_ranks(gpu_here())) return false;
-    placement = discover_placement(MPI_COMM_WORLD);
-    bind_gpu(placement, DeviceKind::cuda);
-    return true;
-  }
   void check_all(Communicator& comm, Device& device) {
     WireChecks checks(device, comm, GetParam());
     for (const int64_t count : {int64_t{7}, int64_t{40000}}) {
@@ -358,7 +347,6 @@ class GpuWireFormatTest : public testing::MpiTest,
       checks.ring_exchange(count);
     }
   }
-  RankPlacement placement;
 };
 INSTANTIATE_TEST_SUITE_P(Formats, GpuWireFormatTest,
                          ::testing::Values(StorageFormat::bf16, StorageFormat::fp16),
@@ -366,10 +354,8 @@ INSTANTIATE_TEST_SUITE_P(Formats, GpuWireFormatTest,
 
 TEST_P(GpuWireFormatTest, MpiPacksStagedDeviceBuffers) {
   if (!bind_gpus()) GTEST_SKIP() << "no GPU on every rank: MPI 16-bit wire on cuda not checked";
-  Device device(DeviceKind::cuda);
-  auto log = std::make_shared<CommLog>();
-  auto comm = make_communicator(CommBackend::mpi, device, MPI_COMM_WORLD, "world", log);
-  check_all(*comm, device);
+  testing::GpuWorld world(CommBackend::mpi);
+  check_all(*world.comm, world.device);
 }
 
 TEST_P(GpuWireFormatTest, NcclPacksOnTheDevice) {
@@ -377,19 +363,16 @@ TEST_P(GpuWireFormatTest, NcclPacksOnTheDevice) {
   GTEST_SKIP() << "built without NCCL: the NCCL 16-bit wire not checked";
 #else
   if (!bind_gpus()) GTEST_SKIP() << "no GPU on every rank: the NCCL 16-bit wire not checked";
-  if (resolve_comm_backend("auto", DeviceKind::cuda, placement, MPI_COMM_WORLD) !=
-      CommBackend::nccl)
+  if (!nccl_chosen())
     GTEST_SKIP() << "ranks share a GPU: the NCCL 16-bit wire not checked (one rank per GPU)";
-  Device device(DeviceKind::cuda);
-  auto log = std::make_shared<CommLog>();
-  auto comm = make_communicator(CommBackend::nccl, device, MPI_COMM_WORLD, "world", log);
-  check_all(*comm, device);
+  testing::GpuWorld world(CommBackend::nccl);
+  check_all(*world.comm, world.device);
   // The bytes NCCL is asked to move: 2 per element.
-  (void)log->take_totals();
-  Buffer<float> x(device, 1000);
+  (void)world.log->take_totals();
+  Buffer<float> x(world.device, 1000);
   x.zero();
-  comm->all_reduce(x.data(), 1000);
-  EXPECT_EQ(log->take_totals().at("allreduce").bytes, 2000.0);
+  world.comm->all_reduce(x.data(), 1000);
+  EXPECT_EQ(world.log->take_totals().at("allreduce").bytes, 2000.0);
 #endif
 }
 
