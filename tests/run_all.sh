@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Runs every test suite after the build (`make test` calls it): the GoogleTest binary, the MPI
 # GoogleTest binary under mpiexec with 1, 2, 3 and 4 ranks (each a suite; oversubscribed cores
-# are fine), then the script suites: bin/serial's command line, bin/data's equivalence with
-# serial, bin/bench_comm; then, when HIP_CPU_HOME names a HIP-CPU checkout, the same GoogleTest
-# suites and every scheme's --device cuda in the emulated-GPU build. Each suite's output stays
-# visible; the last
+# are fine), then the script suites of SCRIPT_SUITES below (each executable's command line and
+# equivalence with serial, volumes, mixed precision, memory, analysis, the sweep driver, Slurm);
+# then, when HIP_CPU_HOME names a HIP-CPU checkout, the same GoogleTest suites and every
+# scheme's --device cuda in the emulated-GPU build. Each suite's output stays visible; the last
 # line sums them as "N passed, N failed". Exits non-zero if any test failed or a suite ended
 # without its summary. Extra arguments go to bin/unit_tests (e.g. --gtest_filter=Adam*).
 set -u -o pipefail
