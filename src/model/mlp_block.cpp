@@ -30,8 +30,7 @@ BlockActivations<T> MlpBlock<T>::make_activations(int64_t rows) const {
 }
 
 template <typename T>
-BlockScratch<T> make_block_scratch(Device& device,
-                                   const std::vector<std::unique_ptr<MlpBlock<T>>>& blocks,
+BlockScratch<T> make_block_scratch(Device& device, const std::vector<MlpBlock<T>*>& blocks,
                                    int64_t rows) {
   int64_t normed = 0, inner = 0;
   for (const auto& b : blocks) {
@@ -80,10 +79,9 @@ void MlpBlock<T>::backward(const T* x, const T* y, const T* dy, T* dx, int64_t r
 
 template class MlpBlock<float>;
 template class MlpBlock<double>;
-template BlockScratch<float> make_block_scratch(Device&,
-                                                const std::vector<std::unique_ptr<MlpBlock<float>>>&,
+template BlockScratch<float> make_block_scratch(Device&, const std::vector<MlpBlock<float>*>&,
                                                 int64_t);
-template BlockScratch<double> make_block_scratch(
-    Device&, const std::vector<std::unique_ptr<MlpBlock<double>>>&, int64_t);
+template BlockScratch<double> make_block_scratch(Device&, const std::vector<MlpBlock<double>*>&,
+                                                 int64_t);
 
 }  // namespace mlps

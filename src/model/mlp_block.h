@@ -62,8 +62,7 @@ class MlpBlock {
 // One scratch that fits the backward of every block (plain blocks' widths alternate in
 // tensor1d's column/row pairs).
 template <typename T>
-BlockScratch<T> make_block_scratch(Device& device,
-                                   const std::vector<std::unique_ptr<MlpBlock<T>>>& blocks,
+BlockScratch<T> make_block_scratch(Device& device, const std::vector<MlpBlock<T>*>& blocks,
                                    int64_t rows);
 
 }  // namespace mlps

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "src/model/predicted_classes.h"
+#include "src/schemes/named_tensors.h"
 #include "src/timing/step_statistics.h"
 
 namespace mlps {
@@ -330,39 +331,20 @@ Evaluation PipelineTrainer<T>::evaluate(const HostBatch& rows, int64_t /*global_
 
 template <typename T>
 std::vector<NamedTensor> PipelineTrainer<T>::gather_parameters() {
-  // Replica 0's stages (ranks 0..P−1) send their flat parameters to rank 0; in stage order
-  // they are every tensor in FcNet's order. Chunks keep each message within MPI's int counts.
-  constexpr int64_t kChunk = int64_t{1} << 28;
-  std::vector<NamedTensor> tensors;
-  if (replica_ != 0) return tensors;
-  const auto values =
-      Buffer<T>::view(device_, stage_model_.values(), stage_model_.parameter_elements()).download();
-  std::vector<double> mine(values.begin(), values.end());
-  if (stage_ != 0) {
-    auto count = static_cast<int64_t>(mine.size());
-    MPI_Send(&count, 1, MPI_INT64_T, 0, 0, grid_.world());
-    for (int64_t at = 0; at < count; at += kChunk)
-      MPI_Send(mine.data() + at, static_cast<int>(std::min(kChunk, count - at)), MPI_DOUBLE, 0, 0,
-               grid_.world());
-    return tensors;
-  }
-  std::vector<double> all = std::move(mine);
-  for (int s = 1; s < layout_.stages; ++s) {
-    int64_t count = 0;
-    MPI_Recv(&count, 1, MPI_INT64_T, layout_.rank_of(s, 0), 0, grid_.world(), MPI_STATUS_IGNORE);
-    const size_t start = all.size();
-    all.resize(start + static_cast<size_t>(count));
-    for (int64_t at = 0; at < count; at += kChunk)
-      MPI_Recv(all.data() + start + at, static_cast<int>(std::min(kChunk, count - at)), MPI_DOUBLE,
-               layout_.rank_of(s, 0), 0, grid_.world(), MPI_STATUS_IGNORE);
-  }
+  // Replica 0's stages own their units' tensors, whole, in their flat buffers.
+  std::vector<HeldRun> runs;
   int64_t offset = 0;
   for (const auto& p : stage_model_.parameters()) {
-    tensors.push_back({p->name, std::vector<double>(all.begin() + offset,
-                                                    all.begin() + offset + p->size())});
-    offset += p->size();
+    const int64_t held = p->value.size();
+    runs.push_back({p->name, p->rows, p->cols, 0, 0, p->cols, 0, offset,
+                    replica_ == 0 ? held : 0});
+    offset += held;
   }
-  return tensors;
+  const auto values =
+      Buffer<T>::view(device_, stage_model_.values(), stage_model_.parameter_elements()).download();
+  return gather_held_tensors(runs, std::vector<double>(values.begin(), values.end()),
+                             grid_.world())
+      .tensors;
 }
 
 template <typename T>

@@ -1,42 +1,27 @@
 #pragma once
-// Pipeline (inter-layer) parallelism, optionally × data parallelism. Rank r = d·P + s runs stage
-// s of pipeline replica d (PipelineLayout). Per step, replica d's rows are split into M
-// micro-batches that flow through the stages under the GPipe or 1F1B schedule
-// (PipelineSchedule): activations go forward and their gradients backward between neighbouring
-// stages by asynchronous send/recv on the communicator "pipe"; parameter gradients accumulate
-// over the micro-batches; after the last backward each stage all-reduces its gradients across
-// the D replicas (communicator "data") and takes one optimizer step.
+// Pipeline parallelism, optionally × data parallelism (PipelineLayout: rank r = d·P + s runs
+// stage s of replica d). Each step splits the replica's rows into M micro-batches that flow
+// through the stages in the order of PipelineSchedule (GPipe, 1F1B): activations forward and
+// their gradients backward by asynchronous send/recv on "pipe"; gradients accumulate over the
+// micro-batches, are all-reduced over "data" (D > 1), then one optimizer step.
 //
-// Receives are posted early so that transfers overlap compute: with MPI, a stage posts the
-// receive of a micro-batch's input when it sets aside that micro-batch's activations (all M at
-// the start under GPipe; under 1F1B the first P − s, then one each time a backward frees a
-// slot) and the receive of its output gradient right after its forward. NCCL launches
-// point-to-point calls as one group at the next wait, and a group completes only as a whole,
-// so there each receive is posted just before it is waited, with the sends posted since in the
-// same group (Megatron's send-forward-receive-backward pairs); a send with no receive wait
-// before the stage's next compute (stage 0's forwards, the last stage's GPipe backwards) is
-// waited at once so that it leaves now. That NCCL path is compiled but not yet run on GPUs.
+// With MPI a stage posts a micro-batch's input receive when it sets its slot aside (all M at
+// the start under GPipe; under 1F1B the first P − s, then one per backward that frees a slot)
+// and its gradient receive right after its forward, so transfers overlap compute. NCCL runs
+// point-to-point calls as one group at the next wait and completes a group only as a whole, so
+// there each receive is posted just before its wait, with the sends posted since (Megatron's
+// send-forward-receive-backward pairs), and a send with no receive wait before the next compute
+// is waited at once so that it leaves now. (That NCCL path is compiled but not yet run on GPUs.)
 //
-// Timing. forward and backward are the phases of each micro-batch's compute on this stage
-// (with the sends it posts and, as in bin/data, any wait for a send or for the gradient
-// all-reduce: /timing/exposed_comm). The bubble (the extra timing "bubble", seconds per
-// iteration) is the time the stage is blocked waiting for a neighbour, outside the phases: in
-// the waits for an activation or a gradient, plus the pipeline flush: after its schedule every
-// rank waits in the loss reduction until the last stage to finish (stage 0) is done. Receive
-// waits count as bubble only, not as exposed communication. A stage's bubble fraction is
-// bubble / (step − data): the share of its training step it spent idle.
+// Timing: forward and backward are each micro-batch's compute with the sends it posts (and any
+// wait for a send or the all-reduce: /timing/exposed_comm). The bubble (/timing/bubble) is the
+// time blocked waiting for a neighbour: receive waits plus the flush (every rank waits in the
+// loss reduction for the last stage to finish); disjoint from exposed_comm. A stage's bubble
+// fraction is bubble / (step − data).
 //
-// Activation checkpointing (PipelineStage): a micro-batch in flight keeps only its units' inputs
-// and outputs; each stage recomputes a block's internals into one shared set right before the
-// block's backward. The p2p traffic is unchanged.
-//
-// Inference (evaluate): a forward-only stream. The replica's rows flow through the stages in
-// micro-batches of the training micro-batch size (the last may be shorter), stage s forwarding
-// micro-batch k while s + 1 forwards k − 1. A stage holds two micro-batches in flight (one
-// arriving while the other is computed and sent on: input and output buffers each) and one
-// forward scratch (PipelineStage::forward_only); nothing is kept for a backward pass. The
-// timings keep their meaning per evaluated batch: bubble is the waiting for the previous stage
-// plus the flush in the final reduction of the loss and the correct count.
+// Inference (evaluate): a forward-only stream in micro-batches of the training size (the last
+// may be shorter), stage s forwarding k while s + 1 forwards k − 1: two micro-batches in flight
+// (input and output buffers each) and one forward scratch; nothing kept for a backward pass.
 #include <mpi.h>
 
 #include <chrono>
