@@ -38,8 +38,8 @@ std::string shared_by(int ranks) {
   return ranks > 1 ? ", shared by " + std::to_string(ranks) + " ranks" : "";
 }
 
-}  // namespace
-
+// The host memory the kernel would give this process now (MemAvailable, capped by the cgroup
+// v2 limit minus its usage); 0 when neither can be read.
 double available_host_bytes() {
   double available = meminfo_available();
   const double limit = cgroup_value("memory.max"), used = cgroup_value("memory.current");
@@ -49,6 +49,8 @@ double available_host_bytes() {
   }
   return available;
 }
+
+}  // namespace
 
 AvailableMemory available_memory_per_rank(DeviceKind device, const RankPlacement& placement) {
   if (device == DeviceKind::cuda) {

@@ -16,8 +16,4 @@ struct AvailableMemory {
 
 AvailableMemory available_memory_per_rank(DeviceKind device, const RankPlacement& placement);
 
-// The host memory the kernel would give this process now (MemAvailable, capped by the cgroup
-// v2 limit minus its usage); 0 when neither can be read.
-double available_host_bytes();
-
 }  // namespace mlps

@@ -11,14 +11,9 @@ BatchSlice even_batch_slice(int64_t global_rows, int rank, int ranks) {
 
 namespace {
 
-int comm_size(MPI_Comm comm) {
-  int size = 1;
-  MPI_Comm_size(comm, &size);
-  return size;
-}
-
 int64_t checked_rows_per_rank(int64_t global_batch, MPI_Comm comm) {
-  const int ranks = comm_size(comm);
+  int ranks = 1;
+  MPI_Comm_size(comm, &ranks);
   check_batch_covers_ranks(global_batch, ranks);
   return (global_batch + ranks - 1) / ranks;
 }

@@ -37,7 +37,7 @@ DataParallelTrainer<T>::DataParallelTrainer(const TrainerSetup& s, const DataPar
       params[i].grad = Buffer<T>::view(dev, grads_.data() + t.offset, t.count);
   }
   params.initialise(s.seed);
-  
+
   if (config.zero == 0) {
     this->optimizer_.add(values_.data(), grads_.data(), bucketer_->total_elements());
     return;
@@ -89,8 +89,7 @@ void DataParallelTrainer<T>::retire_buckets(size_t keep) {
 }
 
 template <typename T>
-void DataParallelTrainer<T>::before_backward(int /*unit*/,
-                                             const typename LayerObserver<T>::Params& params) {
+void DataParallelTrainer<T>::before_backward(int /*unit*/, const Params& params) {
   this->comm_->progress();  // advance the buckets in flight between units of computation
   if (!sharded_gradients()) return;
   for (Parameter<T>* p : params) {
@@ -106,8 +105,7 @@ void DataParallelTrainer<T>::before_backward(int /*unit*/,
 }
 
 template <typename T>
-void DataParallelTrainer<T>::after_backward(int /*unit*/,
-                                            const typename LayerObserver<T>::Params& params) {
+void DataParallelTrainer<T>::after_backward(int /*unit*/, const Params& params) {
   const bool overlap = overlapped();
   for (Parameter<T>* p : params) {
     for (int bucket : bucketer_->mark_ready(static_cast<int>(p->tensor_id)))
@@ -115,11 +113,6 @@ void DataParallelTrainer<T>::after_backward(int /*unit*/,
     if (sharded_gradients()) p->grad = Buffer<T>();
   }
   if (sharded_gradients() && overlap) retire_buckets(1);
-}
-
-template <typename T>
-void DataParallelTrainer<T>::start_backward_pass() {
-  bucketer_->reset();
 }
 
 template <typename T>

@@ -1,14 +1,9 @@
 #pragma once
-// Data parallelism: every rank holds the model and trains on its rows of the global batch.
-//   zero 0 (DDP): gradients all-reduced bucket by bucket, each bucket as soon as the backward
-//          pass has produced it (overlapping the rest of backward), or after backward with
-//          --no-overlap; every rank then takes the same optimizer step.
-//   zero 1: optimizer state sharded: after backward each bucket is reduce-scattered, each rank
-//          updates its 1/N of every bucket, and the updated parameters are all-gathered.
-//   zero 2: as zero 1, with the reduce-scatters started during backward as buckets complete,
-//          and gradients sharded too: a bucket's full gradients exist only from the backward of
-//          its first tensor until its reduce-scatter is done (at most two buckets in flight).
-// The loss is a mean over the global batch, so summed gradients are exactly serial's.
+// Data parallelism with ZeRO 0-2 (README, Data parallelism): zero 0 all-reduces gradient
+// buckets as backward produces them (after it with --no-overlap); zero 1 reduce-scatters them
+// after backward, updates this rank's 1/N and all-gathers the parameters; zero 2 starts the
+// reduce-scatters during backward and keeps a bucket's full gradients only until its
+// reduce-scatter is done (at most two buckets in flight).
 #include "src/schemes/data_parallel_base.h"
 #include "src/schemes/gradient_bucketer.h"
 
@@ -21,12 +16,11 @@ class DataParallelTrainer : public DataParallelBase<T> {
 
   std::vector<NamedTensor> gather_parameters() override;
 
-  const GradientBucketer& bucketer() const { return *bucketer_; }
-
  private:
-  void before_backward(int unit, const typename LayerObserver<T>::Params& params) override;
-  void after_backward(int unit, const typename LayerObserver<T>::Params& params) override;
-  void start_backward_pass() override;
+  using Params = typename LayerObserver<T>::Params;
+  void before_backward(int unit, const Params& params) override;
+  void after_backward(int unit, const Params& params) override;
+  void start_backward_pass() override { bucketer_->reset(); }
   void finish_gradient_sync() override;
   void after_optimizer_step() override;
   void launch_bucket(int bucket);

@@ -42,7 +42,7 @@ FullyShardedTrainer<T>::FullyShardedTrainer(const TrainerSetup& s, const DataPar
   shard_values_.upload(host);
   shard_grads_.zero();
   this->optimizer_.add(shard_values_.data(), shard_grads_.data(), shard);
-  }
+}
 
 template <typename T>
 void FullyShardedTrainer<T>::start_gather(int unit) {
@@ -56,8 +56,7 @@ void FullyShardedTrainer<T>::start_gather(int unit) {
 }
 
 template <typename T>
-void FullyShardedTrainer<T>::use_gathered(int unit,
-                                          const typename LayerObserver<T>::Params& params) {
+void FullyShardedTrainer<T>::use_gathered(int unit, const Params& params) {
   start_gather(unit);
   Gathered& g = gathered_.at(unit);
   if (g.pending) {
@@ -70,27 +69,19 @@ void FullyShardedTrainer<T>::use_gathered(int unit,
 }
 
 template <typename T>
-void FullyShardedTrainer<T>::release(int unit, const typename LayerObserver<T>::Params& params) {
+void FullyShardedTrainer<T>::release(int unit, const Params& params) {
   for (Parameter<T>* p : params) p->value = Buffer<T>();
   gathered_.erase(unit);
 }
 
 template <typename T>
-void FullyShardedTrainer<T>::before_forward(int unit,
-                                            const typename LayerObserver<T>::Params& params) {
+void FullyShardedTrainer<T>::before_forward(int unit, const Params& params) {
   use_gathered(unit, params);
   if (this->config_.overlap) start_gather(unit + 1);  // prefetch the next unit
 }
 
 template <typename T>
-void FullyShardedTrainer<T>::after_forward(int unit,
-                                           const typename LayerObserver<T>::Params& params) {
-  release(unit, params);
-}
-
-template <typename T>
-void FullyShardedTrainer<T>::before_backward(int unit,
-                                             const typename LayerObserver<T>::Params& params) {
+void FullyShardedTrainer<T>::before_backward(int unit, const Params& params) {
   use_gathered(unit, params);
   if (this->config_.overlap) start_gather(unit - 1);  // backward runs units in reverse
   Reducing r{Buffer<T>(this->device_, units_[unit].count), nullptr};
@@ -102,8 +93,7 @@ void FullyShardedTrainer<T>::before_backward(int unit,
 }
 
 template <typename T>
-void FullyShardedTrainer<T>::after_backward(int unit,
-                                            const typename LayerObserver<T>::Params& params) {
+void FullyShardedTrainer<T>::after_backward(int unit, const Params& params) {
   release(unit, params);
   for (Parameter<T>* p : params) p->grad = Buffer<T>();
   const UnitLayout& layout = units_[unit];
@@ -123,11 +113,6 @@ void FullyShardedTrainer<T>::finish_reductions(size_t keep) {
     reducing_.front().pending->wait();
     reducing_.erase(reducing_.begin());
   }
-}
-
-template <typename T>
-void FullyShardedTrainer<T>::finish_gradient_sync() {
-  finish_reductions(0);
 }
 
 template <typename T>

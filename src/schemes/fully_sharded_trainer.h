@@ -1,8 +1,7 @@
 #pragma once
-// ZeRO-3 / FSDP: each rank stores 1/N of every unit's parameters (embed, each block, the
-// classifier, each flattened and padded to a multiple of N), with its 1/N of the gradients and
-// optimizer state. A unit's full parameters are all-gathered just before its forward and again
-// before its backward, the next unit's gather prefetched meanwhile, and freed after use; its
+// ZeRO-3 / FSDP: each rank stores 1/N of every unit's parameters (flattened, padded to a
+// multiple of N), gradients and optimizer state. A unit is all-gathered before its forward and
+// again before its backward (the next unit's gather prefetched) and freed after use; its
 // gradients are reduce-scattered into the shard as soon as its backward is done.
 #include <map>
 
@@ -18,6 +17,7 @@ class FullyShardedTrainer : public DataParallelBase<T> {
   std::vector<NamedTensor> gather_parameters() override;
 
  private:
+  using Params = typename LayerObserver<T>::Params;
   struct UnitLayout {
     int64_t count = 0;         // padded to a multiple of the ranks
     int64_t shard_offset = 0;  // of this rank's 1/N in the shard buffers
@@ -32,16 +32,16 @@ class FullyShardedTrainer : public DataParallelBase<T> {
     PendingComm pending;
   };
 
-  void before_forward(int unit, const typename LayerObserver<T>::Params& params) override;
-  void after_forward(int unit, const typename LayerObserver<T>::Params& params) override;
-  void before_backward(int unit, const typename LayerObserver<T>::Params& params) override;
-  void after_backward(int unit, const typename LayerObserver<T>::Params& params) override;
+  void before_forward(int unit, const Params& params) override;
+  void after_forward(int unit, const Params& params) override { release(unit, params); }
+  void before_backward(int unit, const Params& params) override;
+  void after_backward(int unit, const Params& params) override;
 
-  void finish_gradient_sync() override;
+  void finish_gradient_sync() override { finish_reductions(0); }
   void start_gather(int unit);
   // Waits for the unit's gather (starting it if needed) and points its parameters at it.
-  void use_gathered(int unit, const typename LayerObserver<T>::Params& params);
-  void release(int unit, const typename LayerObserver<T>::Params& params);
+  void use_gathered(int unit, const Params& params);
+  void release(int unit, const Params& params);
   void finish_reductions(size_t keep);
 
   std::vector<UnitLayout> units_;

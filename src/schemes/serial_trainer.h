@@ -19,10 +19,6 @@ class SerialTrainer : public ForwardBackwardTrainer<T> {
   BatchSlice batch_slice(int64_t global_rows) const override { return {0, global_rows}; }
   std::vector<NamedTensor> gather_parameters() override;
 
-  using SchemeTrainer<T>::device;
-  Device& device() { return device_; }
-  SerialNet<T>& model() { return model_; }
-
  private:
   double forward(const HostBatch& rows) override;
   void backward(int64_t rows, int64_t global_batch, PhaseTimer& timer) override {

@@ -5,23 +5,15 @@ namespace mlps {
 template <typename T>
 ShardedLinear<T>::ShardedLinear(const Device& device, const PlannedLinear& layer, int tp_rank,
                                 int tp_size)
-    : device_(device), split_(layer.split), in_(layer.shape.in), out_(layer.shape.out),
-      local_in_(in_), local_out_(out_) {
+    : device_(device), split_(layer.split), out_(layer.shape.out), local_in_(layer.shape.in),
+      local_out_(out_) {
   if (split_ == LinearSplit::column) {
     local_out_ = out_ / tp_size;
     out_offset_ = tp_rank * local_out_;
   } else if (split_ == LinearSplit::row) {
-    local_in_ = in_ / tp_size;
+    local_in_ /= tp_size;
     in_offset_ = tp_rank * local_in_;
   }
-}
-
-template <typename T>
-void ShardedLinear<T>::bind(T* weight, T* weight_grad, T* bias, T* bias_grad) {
-  weight_ = weight;
-  weight_grad_ = weight_grad;
-  bias_ = bias;
-  bias_grad_ = bias_grad;
 }
 
 template <typename T>

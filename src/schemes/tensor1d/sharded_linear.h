@@ -17,7 +17,6 @@ class ShardedLinear {
   ShardedLinear(const Device& device, const PlannedLinear& layer, int tp_rank, int tp_size);
 
   LinearSplit split() const { return split_; }
-  int64_t in() const { return in_; }
   int64_t out() const { return out_; }
   int64_t local_in() const { return local_in_; }
   int64_t local_out() const { return local_out_; }
@@ -26,7 +25,12 @@ class ShardedLinear {
   int64_t bias_size() const { return local_out_; }    // column: the slice; else the whole bias
 
   // Points the shard at storage of local_out·local_in (weight) and bias_size() (bias) elements.
-  void bind(T* weight, T* weight_grad, T* bias, T* bias_grad);
+  void bind(T* weight, T* weight_grad, T* bias, T* bias_grad) {
+    weight_ = weight;
+    weight_grad_ = weight_grad;
+    bias_ = bias;
+    bias_grad_ = bias_grad;
+  }
 
   // y[rows × local_out] = x[rows × local_in]·W_shardᵀ (no bias).
   void multiply(const T* x, int64_t ldx, T* y, int64_t ldy, int64_t rows) const;
@@ -39,12 +43,10 @@ class ShardedLinear {
   // dx[rows × local_in] = dy[rows × local_out]·W_shard.
   void input_grad(const T* dy, int64_t ldy, T* dx, int64_t ldx, int64_t rows) const;
 
-  T* bias_grad_data() { return bias_grad_; }
-
  private:
   const Device& device_;
   LinearSplit split_;
-  int64_t in_, out_, local_in_, local_out_, in_offset_ = 0, out_offset_ = 0;
+  int64_t out_, local_in_, local_out_, in_offset_ = 0, out_offset_ = 0;
   T* weight_ = nullptr;
   T* weight_grad_ = nullptr;
   T* bias_ = nullptr;

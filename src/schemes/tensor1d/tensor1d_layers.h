@@ -1,20 +1,10 @@
 #pragma once
-// bin/tensor1d's layers for FC_Net (Megatron-LM, Tensor1dPlan): every Linear is a
-// ShardedLinear with its tensor-parallel communication, LayerNorm is replicated (γ, β identical
-// on every tp rank: their gradients come from the full dX and the full input, identical on
-// every tp rank, so they need no reduction). Activations between units are full ([rows × H]),
-// except between the two blocks of a plain column/row pair, where each rank keeps only its
-// [rows × H/T] slice.
-//   column  forward y = x·W_shardᵀ + b_shard (the input is the full activation); backward dX is
-//           a partial sum, all-reduced over tp while the dW GEMM runs;
-//   row     forward the partial output is all-reduced, then the replicated bias added once;
-//           backward needs no communication (dY is replicated);
-//   replicated  the whole layer, no communication.
-// The embed reads only its input features (FcNet's input window); a column-parallel
-// classifier's logit blocks are all-gathered (tensor1d_logits). The parameters live in the
-// trainer's flat storage, found by FC_Net's names.
-// With checkpointing each block's recompute repeats its forward all-reduce: one more
-// [rows × H] all-reduce per residual block or plain row block.
+// bin/tensor1d's layers for FC_Net (Megatron-LM, Tensor1dPlan; README, Tensor parallelism in
+// 1D): every Linear is a ShardedLinear with its tensor-parallel communication; LayerNorm is
+// replicated (its γ, β gradients come from replicated inputs, so they need no reduction).
+// Column-parallel: backward's partial dX is all-reduced over tp while the dW GEMM runs.
+// Row-parallel: forward's partial output is all-reduced, then the replicated bias added once.
+// The parameters live in the trainer's flat storage, found by FC_Net's names.
 #include <functional>
 #include <string>
 

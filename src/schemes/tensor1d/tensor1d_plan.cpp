@@ -4,15 +4,6 @@
 
 namespace mlps {
 
-const char* to_string(LinearSplit split) {
-  switch (split) {
-    case LinearSplit::replicated: return "replicated";
-    case LinearSplit::column: return "column";
-    case LinearSplit::row: return "row";
-  }
-  return "?";
-}
-
 const PlannedLinear* Tensor1dPlan::linear_of(const std::string& parameter_name) const {
   const auto dot = parameter_name.rfind('.');
   const std::string layer = parameter_name.substr(0, dot);

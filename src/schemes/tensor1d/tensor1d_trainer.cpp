@@ -1,30 +1,48 @@
 #include "src/schemes/tensor1d/tensor1d_trainer.h"
 
 #include <algorithm>
-#include <cmath>
-#include <stdexcept>
 
-#include "src/model/serial_net.h"
 #include "src/schemes/data_parallel_base.h"
 #include "src/schemes/named_tensors.h"
 
 namespace mlps {
+namespace {
+
+// Rank t's block of each tensor: a column-parallel Linear's output features (weight rows, bias
+// columns), a row-parallel one's input features (weight columns; the bias stays whole).
+ShardLayout tensor1d_layout(const Tensor1dPlan& plan, int tp_rank) {
+  return ShardLayout(plan.model, [&](TensorShard& t) {
+    const PlannedLinear* linear = plan.linear_of(t.name);
+    if (!linear || linear->split == LinearSplit::replicated) return;
+    const bool column = linear->split == LinearSplit::column;
+    if (!column && !t.matrix) return;
+    int64_t& first = column && t.matrix ? t.row0 : t.col0;
+    int64_t& count = column && t.matrix ? t.rows : t.cols;
+    count /= plan.tp;
+    first = tp_rank * count;
+  });
+}
+
+}  // namespace
+
 template <typename T>
 Tensor1dTrainer<T>::Tensor1dTrainer(const TrainerSetup& s, const Tensor1dPlan& plan, int dp)
     : ForwardBackwardTrainer<T>(s), plan_(plan),
       grid_({{"data", dp}, {"tensor", plan.tp}}, s.world), tp_rank_(grid_.coordinate("tensor")),
-      dp_rank_(grid_.coordinate("data")), dp_(dp) {
+      dp_rank_(grid_.coordinate("data")), dp_(dp), layout_(tensor1d_layout(plan, tp_rank_)) {
   if (plan.tp > 1) tp_comm_ = grid_.communicator("tensor", s.backend, device_, "tp", log_);
   if (dp > 1) data_comm_ = grid_.communicator("data", s.backend, device_, "data", log_,
                                                  CommRole::weight_gradients);
   const int64_t max_rows = (s.global_batch + dp - 1) / dp;
-  lay_out_shards(s.seed);
+  // Only this rank's blocks are ever generated.
+  values_ = Buffer<T>(device_, layout_.total());
+  grads_ = Buffer<T>(device_, layout_.total());
+  values_.upload(layout_.initial_values<T>(s.seed));
+  grads_.zero();
   layers_ = std::make_unique<Tensor1dLayers<T>>(
       device_, plan_, tp_rank_, tp_comm_.get(), [this](const std::string& name) {
-        for (const Shard& s : shards_)
-          if (s.name == name)
-            return ShardPointers<T>{values_.data() + s.offset, grads_.data() + s.offset};
-        throw std::logic_error("tensor1d: no parameter " + name);
+        const int64_t offset = layout_.find(name).offset;
+        return ShardPointers<T>{values_.data() + offset, grads_.data() + offset};
       });
   model_ = std::make_unique<FcNet<T>>(device_, plan_.model, max_rows, *layers_, layers_->logits(),
                                       layers_->input_first());
@@ -37,50 +55,6 @@ Tensor1dTrainer<T>::~Tensor1dTrainer() {
   pending_.clear();
   tp_comm_.reset();
   data_comm_.reset();
-}
-
-template <typename T>
-void Tensor1dTrainer<T>::lay_out_shards(uint64_t seed) {
-  // FcNet itself names the tensors and fixes their ids, shapes and units; built with external
-  // storage on a scratch device, it allocates no parameter memory and none of this rank's.
-  Device scratch(DeviceKind::cpu);
-  SerialNet<T> reference(scratch, plan_.model, 1, ParameterStorage::external);
-  const int tp = plan_.tp;
-  int64_t offset = 0;
-  for (int u = 0; u < reference.unit_count(); ++u) {
-    unit_first_.push_back(offset);
-    for (const Parameter<T>* p : reference.unit_parameters(u)) {
-      Shard s{p->name, p->tensor_id, p->init, p->fan_in, p->rows, p->cols,
-              0, p->rows, 0, p->cols, offset};
-      const PlannedLinear* linear = plan_.linear_of(p->name);
-      const bool is_bias = p->rows == 1;
-      if (linear && linear->split == LinearSplit::column) {
-        // Output features split: weight rows, or the bias's columns.
-        if (is_bias) {
-          s.local_cols = p->cols / tp;
-          s.col0 = tp_rank_ * s.local_cols;
-        } else {
-          s.local_rows = p->rows / tp;
-          s.row0 = tp_rank_ * s.local_rows;
-        }
-      } else if (linear && linear->split == LinearSplit::row && !is_bias) {
-        s.local_cols = p->cols / tp;  // input features split; the bias stays whole
-        s.col0 = tp_rank_ * s.local_cols;
-      }
-      offset += s.size();
-      shards_.push_back(s);
-    }
-    unit_count_.push_back(offset - unit_first_.back());
-  }
-  // Only this rank's blocks are ever generated.
-  std::vector<T> host(static_cast<size_t>(offset));
-  for (const Shard& s : shards_)
-    fill_initial_shard(host.data() + s.offset, s.local_cols, seed, s.tensor_id, s.init, s.fan_in,
-                       s.row0, s.local_rows, s.col0, s.local_cols);
-  values_ = Buffer<T>(device_, offset);
-  grads_ = Buffer<T>(device_, offset);
-  values_.upload(host);
-  grads_.zero();
 }
 
 template <typename T>
@@ -103,9 +77,9 @@ std::string Tensor1dTrainer<T>::comm_backend() const {
 template <typename T>
 void Tensor1dTrainer<T>::after_backward(int unit) {
   if (!data_comm_) return;
-  T* grads = grads_.data() + unit_first_[unit];
-  pending_.push_back(
-      data_comm_->all_reduce_async(grads, grads, unit_count_[unit], data_type_of<T>()));
+  const UnitRange& range = layout_.units()[unit];
+  T* grads = grads_.data() + range.offset;
+  pending_.push_back(data_comm_->all_reduce_async(grads, grads, range.count, data_type_of<T>()));
 }
 
 template <typename T>
@@ -136,11 +110,12 @@ template <typename T>
 std::vector<NamedTensor> Tensor1dTrainer<T>::gather_parameters() {
   const auto values = values_.download();
   std::vector<HeldRun> runs;
-  for (const Shard& s : shards_) {
+  for (const TensorShard& t : layout_.tensors()) {
     // Replica 0 owns the parameters: a split tensor's blocks, tp rank 0's replicated ones.
-    const bool owner = dp_rank_ == 0 && (s.split() || tp_rank_ == 0);
-    runs.push_back({s.name, s.rows, s.cols, s.row0, s.col0, std::max<int64_t>(s.local_cols, 1),
-                    0, s.offset, s.size(), owner});
+    const bool split = t.rows != t.global_rows || t.cols != t.global_cols;
+    const bool owner = dp_rank_ == 0 && (split || tp_rank_ == 0);
+    runs.push_back({t.name, t.global_rows, t.global_cols, t.row0, t.col0,
+                    std::max<int64_t>(t.cols, 1), 0, t.offset, t.size(), owner});
   }
   auto gathered = gather_held_tensors(runs, std::vector<double>(values.begin(), values.end()),
                                       grid_.world(), /*compare_copies=*/true);

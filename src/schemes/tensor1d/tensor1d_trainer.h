@@ -1,18 +1,9 @@
 #pragma once
-// bin/tensor1d: Megatron-LM tensor parallelism over T ranks, optionally × D data-parallel
-// replicas. Rank layout: tp innermost, world rank = d·T + t, so a replica's T ranks are
-// consecutive (on one node when T ≤ GPUs per node). Communicators: "tp" (the T ranks of a
-// replica) and "data" (the D ranks with the same t). Replica d trains on rows
-// [d·B/D, (d+1)·B/D) of the global batch; its tp ranks all load the same rows.
-//
-// Each rank generates only its own shards of the initial weights (fill_initial_shard at the
-// shard's global row/column offsets) into one flat buffer in FcNet's tensor order; gradients
-// and the optimizer state mirror it, so parameter + optimizer memory per rank falls as 1/T for
-// the split matrices. With D > 1 each unit's gradient range is all-reduced over "data" as soon
-// as its backward is done (overlapping the rest of backward), before the optimizer step.
-//
-// evaluate() (inference and the per-epoch accuracy) runs the forward pass alone over the
-// replica's rows: only the forward collectives (tensor1d_comm_bytes with inference).
+// bin/tensor1d: Megatron-LM tensor parallelism over T ranks × D data-parallel replicas (rank
+// layout, splits and volumes: README, Tensor parallelism in 1D). Communicators "tp" and "data".
+// Each rank generates only its own shards of the initial weights into one flat buffer in FcNet's
+// tensor order, which gradients and the optimizer state mirror. With D > 1 each unit's gradient
+// range is all-reduced over "data" as soon as its backward is done, overlapping the rest.
 #include <mpi.h>
 
 #include <map>
@@ -20,10 +11,10 @@
 
 #include "src/comm/make_communicator.h"
 #include "src/grid/process_grid.h"
-#include "src/model/parameter.h"
 #include "src/schemes/scheme_trainer.h"
 #include "src/model/fc_net.h"
 #include "src/schemes/tensor1d/tensor1d_layers.h"
+#include "src/schemes/tensor2d/shard_layout.h"
 
 namespace mlps {
 
@@ -34,8 +25,6 @@ class Tensor1dTrainer : public ForwardBackwardTrainer<T>, private UnitHooks {
   // setup's model.
   Tensor1dTrainer(const TrainerSetup& setup, const Tensor1dPlan& plan, int dp);
   ~Tensor1dTrainer() override;
-  Tensor1dTrainer(const Tensor1dTrainer&) = delete;
-  Tensor1dTrainer& operator=(const Tensor1dTrainer&) = delete;
 
   std::string scheme() const override { return "tensor1d"; }
   std::string grid() const override;
@@ -56,20 +45,6 @@ class Tensor1dTrainer : public ForwardBackwardTrainer<T>, private UnitHooks {
   const std::string& most_divergent_tensor() const { return most_divergent_tensor_; }
 
  private:
-  // One tensor's block on this rank: rows [row0, row0+local_rows) × cols [col0, col0+local_cols)
-  // of the global rows × cols tensor, stored row-major at `offset` of the flat buffers.
-  struct Shard {
-    std::string name;
-    int64_t tensor_id = 0;
-    InitKind init = InitKind::zeros;
-    int64_t fan_in = 1;
-    int64_t rows = 0, cols = 0;
-    int64_t row0 = 0, local_rows = 0, col0 = 0, local_cols = 0;
-    int64_t offset = 0;
-    int64_t size() const { return local_rows * local_cols; }
-    bool split() const { return local_rows != rows || local_cols != cols; }
-  };
-  void lay_out_shards(uint64_t seed);
   // A unit's gradients are complete: with replicas, start their all-reduce over "data".
   void after_backward(int unit) override;
   double forward(const HostBatch& rows) override { return model_->forward(rows); }
@@ -87,12 +62,11 @@ class Tensor1dTrainer : public ForwardBackwardTrainer<T>, private UnitHooks {
   Tensor1dPlan plan_;
   ProcessGrid grid_;  // data, tensor; its MPI groups carry metrics and --verify gathers
   int tp_rank_ = 0, dp_rank_ = 0, dp_ = 1;
+  ShardLayout layout_;  // this rank's block of every tensor in the flat buffers
   std::unique_ptr<Communicator> tp_comm_;    // null when T = 1
   std::unique_ptr<Communicator> data_comm_;  // null when D = 1
   std::unique_ptr<Tensor1dLayers<T>> layers_;
   std::unique_ptr<FcNet<T>> model_;
-  std::vector<Shard> shards_;
-  std::vector<int64_t> unit_first_, unit_count_;  // each unit's range of the flat buffers
   Buffer<T> values_, grads_;
   std::vector<PendingComm> pending_;
   double replica_divergence_ = 0;

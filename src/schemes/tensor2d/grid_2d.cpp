@@ -44,7 +44,7 @@ GridShape resolve_grid_shape(const std::vector<int>& tp_dims, int dp, int world_
   return shape;
 }
 
-void check_grid_fits(const ModelConfig& model, int64_t global_batch, const GridShape& shape) {
+GridShape check_grid_fits(const ModelConfig& model, int64_t global_batch, const GridShape& shape) {
   const int64_t q = shape.q;
   const std::string grid = "the " + dims(shape.q) + " grid";
   const std::string q_is = "q = " + std::to_string(q);
@@ -65,6 +65,7 @@ void check_grid_fits(const ModelConfig& model, int64_t global_batch, const GridS
                      std::to_string(model.classes) + " outputs are fewer than the " + q_is +
                      " grid columns that split them");
   // F = ffn_mult·H ≥ H, so F fits whenever H does.
+  return shape;
 }
 
 Grid2d::Grid2d(const GridShape& shape, CommBackend backend, const Device& device, MPI_Comm world,

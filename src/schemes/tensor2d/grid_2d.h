@@ -1,9 +1,7 @@
 #pragma once
 // The process grid of bin/tensor2d: dp replicas of a q × q grid, the ProcessGrid (data, rows,
-// cols): world rank d·q² + i·q + j is grid row i, grid column j of replica d. Each rank has three communicators
-// (sharing one CommLog): "row" (the q ranks of its grid row, ranked by column j), "col" (the q
-// ranks of its grid column, ranked by row i) and, with dp > 1, "data" (the dp ranks holding the
-// same shard in every replica, ranked by d).
+// cols), so world rank d·q² + i·q + j is grid row i, column j of replica d. Communicators (one
+// CommLog): "row" (ranked by column j), "col" (ranked by row i) and, with dp > 1, "data".
 #include <mpi.h>
 
 #include <memory>
@@ -29,8 +27,8 @@ GridShape resolve_grid_shape(const std::vector<int>& tp_dims, int dp, int world_
 // Every part of every split must be non-empty (parts may differ by one: balanced_split.h):
 // the global batch is split over dp·q (each replica's rows over its q grid rows), S², H
 // (hence F = ffn_mult·H) and the classifier's outputs over q. Throws InputError naming the
-// dimension that is smaller than its number of parts.
-void check_grid_fits(const ModelConfig& model, int64_t global_batch, const GridShape& shape);
+// dimension that is smaller than its number of parts; returns `shape`.
+GridShape check_grid_fits(const ModelConfig& model, int64_t global_batch, const GridShape& shape);
 
 class Grid2d {
  public:

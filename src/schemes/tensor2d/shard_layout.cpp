@@ -15,7 +15,19 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 
 }  // namespace
 
-ShardLayout::ShardLayout(const ModelConfig& model, int q, int grid_row, int grid_col) {
+ShardLayout::ShardLayout(const ModelConfig& model, int q, int grid_row, int grid_col)
+    : ShardLayout(model, [=](TensorShard& t) {
+        // Block (i, j) of Wᵀ: W's input columns split over grid rows, its outputs over columns;
+        // a vector's part j.
+        const int col_part = t.matrix ? grid_row : grid_col;
+        t.col0 = part_first(t.global_cols, q, col_part);
+        t.cols = part_size(t.global_cols, q, col_part);
+        if (!t.matrix) return;
+        t.row0 = part_first(t.global_rows, q, grid_col);
+        t.rows = part_size(t.global_rows, q, grid_col);
+      }) {}
+
+ShardLayout::ShardLayout(const ModelConfig& model, const std::function<void(TensorShard&)>& cut) {
   // A shape-only model for names, ids and shapes: external storage allocates no parameters,
   // and its few activation bytes go to a throwaway device, not this rank's peak memory.
   Device shapes_only(DeviceKind::cpu);
@@ -30,23 +42,13 @@ ShardLayout::ShardLayout(const ModelConfig& model, int q, int grid_row, int grid
       t.tensor_id = p->tensor_id;
       t.init = p->init;
       t.fan_in = p->fan_in;
-      t.global_rows = p->rows;
-      t.global_cols = p->cols;
+      t.global_rows = t.rows = p->rows;
+      t.global_cols = t.cols = p->cols;
       t.matrix = ends_with(p->name, ".weight") && !ends_with(p->name, ".norm.weight");
-      if (t.matrix) {
-        // Block (i, j) of Wᵀ: W's input columns split over grid rows, its outputs over columns.
-        t.cols = part_size(p->cols, q, grid_row);
-        t.col0 = part_first(p->cols, q, grid_row);
-        t.rows = part_size(p->rows, q, grid_col);
-        t.row0 = part_first(p->rows, q, grid_col);
-        matrices.push_back(t);
-      } else {
-        if (p->rows != 1) throw std::logic_error("ShardLayout: " + p->name + " is not a vector");
-        t.rows = 1;
-        t.cols = part_size(p->cols, q, grid_col);
-        t.col0 = part_first(p->cols, q, grid_col);
-        vectors.push_back(t);
-      }
+      if (!t.matrix && p->rows != 1)
+        throw std::logic_error("ShardLayout: " + p->name + " is not a vector");
+      cut(t);
+      (t.matrix ? matrices : vectors).push_back(t);
     }
     for (auto& t : matrices) {
       t.offset = total_;

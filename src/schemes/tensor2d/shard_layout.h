@@ -1,15 +1,11 @@
 #pragma once
-// Where rank (i, j) of a q × q grid keeps its shard of every FcNet tensor, in one flat buffer.
-// Every dimension is split by balanced_split.h's rule (parts differ by at most one element).
-//   Linear weight W [out × in]: block W[rows part j of out, columns part i of in] stored
-//     [n_j × k_i] (block (i, j) of Wᵀ), n_j = part_size(out, q, j), k_i = part_size(in, q, i).
-//   Bias [out], LayerNorm γ, β [H]: part j, the same on every grid row.
-// No padding: the shards of the q² ranks tile every tensor exactly, so shard sizes (and the
-// flat buffer's size) differ between ranks when q does not divide a dimension.
-// Per unit (embed, each block, the classifier, in forward order) the unit's weight blocks come
-// first, then its vector slices, so that a unit's vectors (summed down the grid column after
-// its backward) and a whole unit (summed over replicas) are contiguous ranges.
+// Where rank (i, j) of a q × q grid keeps its shard of every FcNet tensor, in one flat buffer
+// (README's table, Tensor parallelism in 2D). No padding: the q² shards tile every tensor, so
+// shard sizes differ between ranks when q does not divide a dimension. Per unit (embed, each
+// block, the classifier) the weight blocks come first, then the vector slices, so that a unit's
+// vectors (summed down the grid column) and a whole unit (summed over replicas) are contiguous.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -38,6 +34,9 @@ struct UnitRange {
 
 class ShardLayout {
  public:
+  // cut(t) narrows t, the whole tensor, to this rank's block (row0, rows, col0, cols). The
+  // layout of a q × q grid's rank (i, j) is one such rule; bin/tensor1d's shards are another.
+  ShardLayout(const ModelConfig& model, const std::function<void(TensorShard&)>& cut);
   ShardLayout(const ModelConfig& model, int q, int grid_row, int grid_col);
 
   // In FcNet's tensor order.

@@ -45,14 +45,6 @@ SlicedLayerNorm<T>::SlicedLayerNorm(Device& device, Communicator& row, int64_t h
       sums_(device, 2 * max_rows) {}
 
 template <typename T>
-void SlicedLayerNorm<T>::bind(const T* gamma, const T* beta, T* dgamma, T* dbeta) {
-  gamma_ = gamma;
-  beta_ = beta;
-  dgamma_ = dgamma;
-  dbeta_ = dbeta;
-}
-
-template <typename T>
 void SlicedLayerNorm<T>::forward(const T* x, T* y, T* mean, T* rstd, int64_t rows) {
   sliced::row_moments<T>(device_, moments_.data(), x, rows, local_);
   const T* gathered = moments_.data();  // a grid row of one rank has every moment already

@@ -1,15 +1,11 @@
 #pragma once
-// LayerNorm(H) on activations whose features are sliced over the q ranks of a grid row: rank j
-// holds [rows × h_j] and gamma, beta [h_j] (its part, replicated down the grid column), h_j =
-// part_size(H, q, j) by balanced_split.h's rule. The row statistics need the whole row, so
-// each rank computes its slice's mean and Σ(x − mean)², the q pairs are all-gathered over
-// "row" (2·rows values per rank) and combined (Chan's parallel variance: no E[x²] − E[x]²
-// cancellation). Backward all-reduces over "row" the per-row Σ dy·γ and Σ dy·γ·x̂ of the
-// slices (2·rows values). dgamma and dbeta come out as this rank's rows' sums only: the caller
-// sums them down the grid column. A grid row of one rank communicates nothing.
-// Equal slices combine on the device (sliced::combine_row_moments); unequal ones (q does not
-// divide H) on the host, weighting each slice by its width, because the kernel assumes equal
-// widths: on a GPU that costs a synchronisation and two copies of 2·q·rows values.
+// LayerNorm(H) on activations whose features are sliced over the ranks of `row`: rank j holds
+// [rows × h_j] and γ, β [h_j], h_j = part_size(H, q, j). Each rank's slice mean and Σ(x − mean)²
+// are all-gathered and combined by Chan's parallel variance (no E[x²] − E[x]² cancellation);
+// backward all-reduces the per-row Σ dy·γ and Σ dy·γ·x̂. dgamma and dbeta are this rank's rows'
+// sums only: the caller sums them over the rows' other holders. Equal slices combine on the
+// device; unequal ones on the host, weighting each slice by its width, because the kernel
+// assumes equal widths (on a GPU: a synchronisation and two copies of 2·q·rows values).
 #include <vector>
 
 #include "src/buffer.h"
@@ -23,7 +19,12 @@ class SlicedLayerNorm : public LayerNorm<T> {
  public:
   SlicedLayerNorm(Device& device, Communicator& row, int64_t hidden, int64_t max_rows,
                   double eps = 1e-5);
-  void bind(const T* gamma, const T* beta, T* dgamma, T* dbeta);
+  void bind(const T* gamma, const T* beta, T* dgamma, T* dbeta) {
+    gamma_ = gamma;
+    beta_ = beta;
+    dgamma_ = dgamma;
+    dbeta_ = dbeta;
+  }
   // y = LayerNorm(x) on this rank's slice, the row statistics to mean and rstd [rows].
   void forward(const T* x, T* y, T* mean, T* rstd, int64_t rows) override;
   // dx from dy (x: the forward input); writes this rank's dgamma, dbeta (overwritten).

@@ -95,7 +95,7 @@ void SummaWorkspace<T>::finish_weight_gradient() {
 template <typename T>
 SummaLinear<T>::SummaLinear(Device& device, Grid2d& grid, SummaWorkspace<T>& workspace,
                             int64_t in, int64_t out)
-    : device_(device), grid_(grid), workspace_(workspace), in_(in), out_(out),
+    : device_(device), grid_(grid), workspace_(workspace),
       k_max_(largest_part(in, grid.q())), n_(part_size(out, grid.q(), grid.column())) {
   for (int l = 0; l < grid.q(); ++l) in_parts_.push_back(part_size(in, grid.q(), l));
 }

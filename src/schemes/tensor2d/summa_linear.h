@@ -1,25 +1,13 @@
 #pragma once
-// Linear(in → out) as a SUMMA product on the q × q grid, with uneven blocks: in and out are
-// split by balanced_split.h's rule, k_l = part_size(in, q, l), n_j = part_size(out, q, j).
-// Rank (i, j) holds the activation block X_ij [rows × k_j] (its grid row's samples, feature
-// block j), the weight block W(i, j) = W[out part j, in part i] stored [n_j × k_i] as PyTorch
-// stores W (so it is block (i, j) of Wᵀ [in × out]), and the bias part b_j (replicated down the
-// grid column).
-//   forward  Y_ij = Σ_l X_il·W(l, j)ᵀ: step l broadcasts X_il [rows × k_l] along grid row i
-//            ("row", root l) and W(l, j) [n_j × k_l] along grid column j ("col", root l); the
-//            sizes follow from l, so every rank knows what each step receives;
-//   dX       dX_il = Σ_j dY_ij·W(l, j): step l broadcasts W(l, j) along the column, the rank
-//            computes its partial for block column l, and one reduce-scatter over "row" sums
-//            the q partials of each block column onto its owner (i, l);
-//   dW       dW(l, j) = Σ_i dY_ijᵀ·X_il: step l broadcasts X_il along the row, and one
-//            reduce-scatter over "col" sums each partial onto its owner (l, j).
-// A reduce-scatter needs equal counts: every partial is padded to the largest block
-// (rows × k_0, n_j × k_0); an owner whose block is smaller receives into a landing buffer and
-// keeps the first rows·k_l (n_j·k_l) elements, which is its block, contiguous.
-// The broadcasts are double-buffered: block l+1 is in flight while block l's GEMM runs. The dX
-// reduce-scatter overlaps the dW steps; the dW reduce-scatter overlaps whatever runs next
-// (SummaWorkspace::finish_weight_gradient waits for it). A 1 × 1 grid communicates nothing: its
-// GEMMs read and write the layer's own buffers.
+// Linear(in → out) as a SUMMA product on the q × q grid (README, Tensor parallelism in 2D), with
+// the blocks of balanced_split.h: k_l = part_size(in, q, l), n_j = part_size(out, q, j). Rank
+// (i, j) holds X_ij [rows × k_j], W(i, j) = W[out part j, in part i] stored [n_j × k_i] as
+// PyTorch stores W, and the bias part b_j. Forward broadcasts X_il along the row and W(l, j)
+// along the column at step l; dX and dW each end in one reduce-scatter (over "row", "col") whose
+// partials are padded to the largest block: an owner with a smaller block receives into a
+// landing buffer and keeps the first rows·k_l (n_j·k_l) elements, its block, contiguous.
+// Broadcasts are double-buffered; the dW reduce-scatter overlaps whatever runs next
+// (SummaWorkspace::finish_weight_gradient waits for it). A 1 × 1 grid communicates nothing.
 #include <vector>
 
 #include "src/buffer.h"
@@ -62,8 +50,6 @@ class SummaLinear : public Linear<T> {
   // gradients in the flat buffers laid out by `layout`.
   void bind(const ShardLayout& layout, const std::string& name, T* values, T* grads);
 
-  int64_t in() const { return in_; }
-  int64_t out() const { return out_; }
   int64_t in_width() const override { return in_parts_[grid_.column()]; }  // k_j: its X block
   int64_t out_width() const override { return n_; }                        // n_j: its Y block
 
@@ -78,7 +64,6 @@ class SummaLinear : public Linear<T> {
   Device& device_;
   Grid2d& grid_;
   SummaWorkspace<T>& workspace_;
-  int64_t in_, out_;
   std::vector<int64_t> in_parts_;  // k_l for l < q
   int64_t k_max_, n_;              // k_0 (the padded partial block's width), n_j
   T* weight_ = nullptr;

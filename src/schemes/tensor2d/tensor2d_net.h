@@ -1,18 +1,11 @@
 #pragma once
-// FC_Net on a q × q grid (one replica), every dimension split by balanced_split.h's rule.
-// Rank (i, j) holds the activations of its grid row's samples and feature part j of every
-// layer: [rows × part j of S²] inputs, [rows × h_j] hidden activations, [rows × part j of F]
-// inner activations; the parameter shards of ShardLayout. FC_Net (src/model/fc_net.h) runs on
-// this net's layer set: every Linear is a SummaLinear, LayerNorm a SlicedLayerNorm. Softmax cross-entropy: the classifier's [rows × c_j] logit
-// blocks (c_j = part_size(10, q, j)) are all-gathered over "row", padded to c_0 columns, so
-// every rank of a grid row has its samples' full logits and computes the same loss and the
-// same ∂L/∂logits, of which it keeps its own block of columns.
-// Gradients: the weight blocks are complete after their reduce-scatters; the vector slices
-// (biases, γ, β) hold this rank's rows' sums and are all-reduced down the grid column ("col")
-// unit by unit as backward finishes each; with replicas, each unit's whole range is then
-// all-reduced over "data". A 1 × 1 grid communicates only over "data".
-// With config.checkpoint_activations each block's recompute repeats its LayerNorm all-gather
-// and SUMMA broadcasts.
+// FC_Net on a q × q grid (one replica): FcNet on this net's layer set (SummaLinear,
+// SlicedLayerNorm) and the parameter shards of ShardLayout. Rank (i, j) holds its grid row's
+// samples, feature part j of every activation. The classifier's logit blocks are all-gathered
+// over "row" (padded to c_0 columns), so a grid row's ranks compute the same loss.
+// Gradients: weight blocks are complete after their reduce-scatters; the vector slices (biases,
+// γ, β) hold this rank's rows' sums and are all-reduced over "col" unit by unit as backward
+// finishes each; with replicas, each unit's whole range is then all-reduced over "data".
 #include <memory>
 #include <vector>
 
@@ -41,7 +34,6 @@ class Tensor2dNet : private LayerSet<T>, private UnitHooks {
   std::vector<int32_t> predictions(int64_t rows) const { return net_->predictions(rows); }
 
   const ShardLayout& layout() const { return layout_; }
-  const ModelConfig& config() const { return config_; }
   Buffer<T>& values() { return values_; }
   Buffer<T>& grads() { return grads_; }
 

@@ -8,11 +8,6 @@
 namespace mlps {
 namespace {
 
-GridShape checked(const ModelConfig& model, int64_t global_batch, const GridShape& shape) {
-  check_grid_fits(model, global_batch, shape);
-  return shape;
-}
-
 // The row group of replica d, grid row i is part d·q + i of the batch's dp·q parts.
 int64_t row_groups(const GridShape& shape) { return int64_t{shape.dp} * shape.q; }
 
@@ -21,7 +16,8 @@ int64_t row_groups(const GridShape& shape) { return int64_t{shape.dp} * shape.q;
 template <typename T>
 Tensor2dTrainer<T>::Tensor2dTrainer(const TrainerSetup& s, const GridShape& shape)
     : ForwardBackwardTrainer<T>(s),
-      grid_(checked(s.model, s.global_batch, shape), s.backend, this->device_, s.world, this->log_),
+      grid_(check_grid_fits(s.model, s.global_batch, shape), s.backend, this->device_, s.world,
+            this->log_),
       optimizer_config_(s.optimizer),
       net_(this->device_, grid_, s.model, largest_part(s.global_batch, row_groups(shape)), s.seed) {
   this->optimizer_.add(net_.values().data(), net_.grads().data(), net_.layout().total());
@@ -32,12 +28,6 @@ BatchSlice Tensor2dTrainer<T>::batch_slice(int64_t global_rows) const {
   const int64_t groups = row_groups({grid_.q(), grid_.dp()});
   const int64_t group = int64_t{grid_.replica()} * grid_.q() + grid_.row();
   return {part_first(global_rows, groups, group), part_size(global_rows, groups, group)};
-}
-
-template <typename T>
-int64_t Tensor2dTrainer<T>::state_bytes() const {
-  const int64_t copies = optimizer_config_.kind == OptimizerKind::adam ? 4 : 2;
-  return copies * parameter_bytes();
 }
 
 template <typename T>

@@ -1,13 +1,8 @@
 #pragma once
-// bin/tensor2d's scheme: dp replicas of FC_Net on a q × q grid (Tensor2dNet). The global
-// batch is split over dp·q row groups by balanced_split.h's rule; replica d, grid row i trains
-// on part d·q + i (every rank of the grid row loads it and keeps its feature block); the loss is
-// a mean over the global batch, so the summed gradients are serial's. Each rank keeps only its
-// shards of the parameters, their gradients and their Adam moments: weights about 1/q², vectors
-// (biases, γ, β) about 1/q.
-// evaluate() (inference and the per-epoch accuracy) runs the forward pass alone: only the
-// forward collectives, recorded as the batch's communication in inference mode (each
-// train_step and evaluate starts by dropping what the log holds from before it).
+// bin/tensor2d's scheme: dp replicas of FC_Net on a q × q grid (Tensor2dNet). Replica d, grid
+// row i trains on part d·q + i of the global batch's dp·q parts (balanced_split.h); every rank
+// of the grid row loads it. Each rank keeps only its shards of the parameters, gradients and
+// Adam moments: weights about 1/q², vectors (biases, γ, β) about 1/q.
 
 #include "src/schemes/scheme_trainer.h"
 #include "src/schemes/tensor2d/tensor2d_net.h"
@@ -31,7 +26,9 @@ class Tensor2dTrainer : public ForwardBackwardTrainer<T> {
   // optimizer state.
   int64_t parameter_bytes() const { return net_.layout().total() * int64_t{sizeof(T)}; }
   int64_t weight_bytes() const { return net_.layout().matrix_elements() * int64_t{sizeof(T)}; }
-  int64_t state_bytes() const;
+  int64_t state_bytes() const {
+    return (optimizer_config_.kind == OptimizerKind::adam ? 4 : 2) * parameter_bytes();
+  }
 
  private:
   // A grid row holds a row group's samples (none when the batch has fewer rows than row

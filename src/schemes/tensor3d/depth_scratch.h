@@ -1,18 +1,11 @@
 #pragma once
 // The full weight blocks a depth group all-gathers and the full dW blocks it reduce-scatters
-// (G_d > 1 only). They live only while a layer computes, so the layers share them, sized for
-// the largest block:
-//   gathered W  one buffer; two with --prefetch-weights (the next layer's gather lands while
-//               this one's GEMMs read theirs); with --cache-weights one per layer instead,
-//               since every block is kept from forward to backward: Σ blocks, i.e.
-//               1/(G_r·G_c) of the weights, G_d times the shards the rank stores.
-//   dW          one buffer; two with --defer-dw-reduce (a layer's reduce-scatter still reads
-//               its block while the next layer in backward order computes into the other).
-// Consecutive layers take alternate buffers, so a buffer is rewritten only after the layer
-// before last is done with it; on the GPU every collective's launch is ordered after the
-// kernels already queued, so no extra synchronisation is needed. Activation checkpointing
-// keeps the rule: a block's recompute gathers fc1 then fc2 after the next block's backward is
-// done, and fc2 keeps its block for its backward, which runs next.
+// (G_d > 1 only), shared by the layers since they live only while a layer computes; sizes per
+// overlap flag are README's (AxoNN 3D, Memory). Consecutive layers take alternate buffers, so a
+// buffer is rewritten only after the layer before last is done with it; on the GPU every
+// collective's launch is ordered after the kernels already queued, so no extra synchronisation
+// is needed. Checkpointing keeps the rule: a block's recompute gathers fc1 then fc2 after the
+// next block's backward is done, and fc2 keeps its block for its backward, which runs next.
 #include <cstdint>
 #include <vector>
 

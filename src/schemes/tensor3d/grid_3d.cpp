@@ -51,7 +51,7 @@ ShardAxis classifier_input_axis(const ModelConfig& model) {
   return axis;
 }
 
-void check_shape_divides(const ModelConfig& model, int64_t global_batch, const Shape3d& s) {
+Shape3d check_shape_divides(const ModelConfig& model, int64_t global_batch, const Shape3d& s) {
   const std::string grid = "the " + s.dims() + " grid";
   if (global_batch % (int64_t{s.dp} * s.depth) != 0)
     throw InputError("--batch " + n(global_batch) + " is not divisible by dp·z = " + n(s.dp) +
@@ -84,6 +84,7 @@ void check_shape_divides(const ModelConfig& model, int64_t global_batch, const S
       throw InputError(l.name + " weight [" + n(l.out) + " × " + n(l.in) +
                        "]: its block on " + grid + " is not divisible into z = " +
                        n(s.depth) + " depth shards");
+  return s;
 }
 
 Grid3d::Grid3d(const Shape3d& shape, CommBackend backend, const Device& device, MPI_Comm world,

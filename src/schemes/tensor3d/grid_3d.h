@@ -1,9 +1,7 @@
 #pragma once
-// The process grid of bin/tensor3d (AxoNN 3D × data): --tp-dims x,y,z gives G_r = x (outer),
-// G_c = y (inner), G_d = z (depth); --dp D replicas: the ProcessGrid (data, depth, outer,
-// inner), so world rank = intra + G_r·G_c·G_d·replica, intra = c + G_c·(r + G_r·d). Communicators (one shared CommLog): "inner" (the G_c ranks with
-// the same r, d, replica; ranked by c), "outer" (by r), "depth" (by d), "data" (by replica).
-// A group of one rank exists but is never used for a collective.
+// The process grid of bin/tensor3d: --tp-dims x,y,z gives G_r = x (outer), G_c = y (inner),
+// G_d = z (depth) × --dp D replicas, the ProcessGrid (data, depth, outer, inner). Communicators
+// (one CommLog): "inner", "outer", "depth" and "data", each ranked by its own coordinate.
 #include <mpi.h>
 
 #include <memory>
@@ -39,9 +37,8 @@ ShardAxis classifier_input_axis(const ModelConfig& model);
 
 // Every split must divide what it splits (the batch by D·G_d, S² by G_r, H and F by G_r and
 // G_c, each weight block by G_d; the classifier's outputs are padded to a multiple of their
-// group). Throws
-// InputError naming the dimension, identical on every rank.
-void check_shape_divides(const ModelConfig& model, int64_t global_batch, const Shape3d& shape);
+// group). Throws InputError naming the dimension, identical on every rank; returns `shape`.
+Shape3d check_shape_divides(const ModelConfig& model, int64_t global_batch, const Shape3d& shape);
 
 class Grid3d {
  public:

@@ -11,26 +11,6 @@ Linear3d<T>::Linear3d(Device& device, Communicator& in, Communicator& out, Commu
       row0_(out.rank() * out_local_), col0_(in.rank() * in_local_) {}
 
 template <typename T>
-void Linear3d<T>::bind(T* weight, T* dweight, T* bias, T* dbias) {
-  weight_ = weight;
-  dweight_ = dweight;
-  bias_ = bias;
-  dbias_ = dbias;
-}
-
-template <typename T>
-void Linear3d<T>::use_scratch(T* gathered_weight, T* weight_grad_block) {
-  full_weight_ = gathered_weight;
-  full_dweight_ = weight_grad_block;
-}
-
-template <typename T>
-void Linear3d<T>::set_neighbours(Linear3d* next, Linear3d* previous) {
-  next_ = next;
-  previous_ = previous;
-}
-
-template <typename T>
 void Linear3d<T>::start_gather() {
   if (depth_.size() == 1 || gathered_ || gather_) return;
   gather_ = depth_.all_gather_async(weight_, full_weight_, shard_, data_type_of<T>());

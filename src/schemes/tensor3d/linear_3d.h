@@ -1,23 +1,14 @@
 #pragma once
-// One Linear(in → out) of FC_Net on the AxoNN 3D grid. Its input features are sharded over
-// group `in` (size g_in, this rank's index i), its outputs over group `out` (g_out, index o):
-// "normal" layers have in = inner, out = outer; "transposed" ones the other way round, so one
-// layer's output layout is the next one's input layout. The rank's block of W[out × in] is
-// rows o·out/g_out.. × cols i·in/g_in..; flattened row-major and cut into G_d contiguous
-// shards, of which the rank stores shard d (the bias slice of its out/g_out outputs is
-// replicated over in, depth and data).
-//   forward:  all-gather W over depth; y = x·Wᵀ on [rows × in/g_in]; all-reduce y over `in`;
-//             add the bias. In activation checkpointing's recompute, the block's last Linear
-//             runs its backward right after its forward: that forward keeps the gathered W
-//             for it and prefetches nothing (the next layer's backward is already done).
-//   backward: all-gather W over depth again unless cached; dx = dy·W all-reduced over `out`
-//             (optionally overlapping the dW GEMM); dW = dyᵀ·x reduce-scattered over depth
-//             (optionally left pending until the caller finishes it); db = Σ_rows dy.
-// With G_d > 1 the full block and its dW live in scratch shared with the other layers
-// (DepthScratch, handed over by use_scratch before the first step).
-// When g_out does not divide out (the classifier's 10 classes), the blocks are padded to
-// ⌈out/g_out⌉ rows: padded rows and bias entries are zero and get zero gradients.
-// A group of one rank is never called.
+// One Linear(in → out) of FC_Net on the AxoNN 3D grid (README, AxoNN 3D tensor parallelism).
+// Its inputs are sharded over group `in` (g_in ranks, this rank's index i), its outputs over
+// `out` (g_out, index o): normal layers in = inner, out = outer, transposed ones swapped. The
+// rank's block of W[out × in] (rows o·out/g_out.., cols i·in/g_in..) is flattened row-major and
+// cut into G_d shards, of which it stores shard d; its bias slice is replicated over in, depth
+// and data. When g_out does not divide out (the classifier), blocks are padded to ⌈out/g_out⌉
+// rows: padded rows and bias entries are zero and get zero gradients.
+// In checkpointing's recompute a block's last Linear runs its backward right after its
+// forward: that forward keeps the gathered W for it and prefetches nothing (the next layer's
+// backward is already done). A group of one rank is never called.
 #include <cstdint>
 #include <vector>
 
@@ -46,13 +37,23 @@ class Linear3d : public Linear<T> {
   int64_t block_elements() const { return block_; }  // out_local·in_local
   int64_t row0() const { return row0_; }  // the block's first global row (output)
   int64_t col0() const { return col0_; }  // the block's first global column (input)
-  Communicator& in_group() const { return in_; }
   // Where its weight shard, bias slice and their gradients live.
-  void bind(T* weight, T* dweight, T* bias, T* dbias);
+  void bind(T* weight, T* dweight, T* bias, T* dbias) {
+    weight_ = weight;
+    dweight_ = dweight;
+    bias_ = bias;
+    dbias_ = dbias;
+  }
   // Where the gathered block and the full dW land (block_elements() each; G_d > 1 only).
-  void use_scratch(T* gathered_weight, T* weight_grad_block);
+  void use_scratch(T* gathered_weight, T* weight_grad_block) {
+    full_weight_ = gathered_weight;
+    full_dweight_ = weight_grad_block;
+  }
   // Layers to prefetch: next in forward order, previous in backward order (null: none).
-  void set_neighbours(Linear3d* next, Linear3d* previous);
+  void set_neighbours(Linear3d* next, Linear3d* previous) {
+    next_ = next;
+    previous_ = previous;
+  }
 
   // Weights changed (a new step): the gathered copy is stale.
   void invalidate() { gathered_ = false; }

@@ -66,21 +66,19 @@ std::unique_ptr<LayerNorm<T>> Tensor3dNet<T>::layer_norm(const std::string& name
 }
 
 template <typename T>
-int64_t Tensor3dNet<T>::add_vector(const std::string& name, int64_t features,
-                                   Communicator& group) {
+void Tensor3dNet<T>::add_vector(const std::string& name, int64_t features, Communicator& group) {
   LocalTensor v;
   v.name = name;
   v.rows = 1;
   v.cols = features;
   v.offset = vector_count_;
-  v.count = (features + group.size() - 1) / group.size();
+  v.count = v.block_cols = (features + group.size() - 1) / group.size();
   v.col0 = group.rank() * v.count;
   // One copy per feature slice: the other plane axis, depth and data hold the same values.
   const bool first_of_others = &group == &grid_.inner() ? grid_.r() == 0 : grid_.c() == 0;
   v.owner = grid_.replica() == 0 && grid_.d() == 0 && first_of_others;
   vector_count_ += v.count;
   tensors_.push_back(v);
-  return v.offset;
 }
 
 template <typename T>

@@ -1,24 +1,17 @@
 #pragma once
-// FC_Net on the AxoNN 3D grid (one replica's share of it). Every rank of an inner × outer plane
-// holds the same samples (its depth and replica's rows of the global batch); activations are
-// feature-sharded over inner or outer (the pixels over outer; each Linear flips the axis, so
-// the embed is transposed, fc1 normal, fc2 transposed, ... and residuals and LayerNorm keep
-// it: at [G,1,1] fc1 is Megatron's column-parallel Linear and fc2 its row-parallel one).
-// LayerNorm statistics are reduced over the axis that shards its input (SlicedLayerNorm).
-// The classifier's logit blocks are all-gathered over its output axis so every rank computes
-// the same loss and keeps its block of ∂L/∂logits.
-// Parameters live in two flat buffers in FC_Net's tensor order: weight shards (1/(G_r·G_c·G_d)
-// of each W) and vector slices (biases, γ, β: 1/G of their features, replicated over the other
-// plane axis, depth and data). After backward, vector gradients are all-reduced over depth,
-// then every gradient over data. With G_d > 1 the Linears share their gathered-W and dW
-// scratch (DepthScratch), so a rank holds its shards plus about one layer's full block.
-// FC_Net (src/model/fc_net.h) runs on this net's layer set: Linear3d and SlicedLayerNorm.
-// With checkpointing each block's recompute repeats its collectives.
+// FC_Net on the AxoNN 3D grid (one replica's share; README, AxoNN 3D tensor parallelism): FcNet
+// on this net's layer set (Linear3d, SlicedLayerNorm). A plane's ranks hold the same samples;
+// activations are feature-sharded over inner or outer, each Linear flipping the axis (the
+// pixels are over outer). Parameters live in two flat buffers in FC_Net's tensor order: weight
+// shards and vector slices (biases, γ, β, replicated over the other plane axis, depth and
+// data). After backward, vector gradients are all-reduced over depth, then every gradient over
+// data. With G_d > 1 the Linears share their gathered-W and dW scratch (DepthScratch).
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "src/model/fc_net.h"
+#include "src/schemes/named_tensors.h"
 #include "src/schemes/tensor2d/sliced_layernorm.h"
 #include "src/schemes/tensor3d/depth_scratch.h"
 #include "src/schemes/tensor3d/grid_3d.h"
@@ -26,18 +19,12 @@
 
 namespace mlps {
 
-// Where one of FC_Net's tensors lives on this rank.
-struct LocalTensor {
-  std::string name;
-  int64_t tensor_id = 0, rows = 0, cols = 0;  // global shape
-  bool weight = false;   // a weight shard (else a vector slice)
-  int64_t offset = 0;    // in the weight or the vector buffer
-  int64_t count = 0;     // local elements
-  // weights: the block's origin and width and the shard's first flattened block element;
-  // vectors: col0 is the first global feature.
-  int64_t row0 = 0, col0 = 0, block_cols = 0, first = 0;
-  // Elements past the tensor's end (the classifier's padding) are zero and not gathered.
-  bool owner = false;    // this rank contributes the tensor's elements to gather_parameters
+// Where one of FC_Net's tensors lives on this rank: its run (offset in the weight or the vector
+// buffer; a vector slice is features col0.. of row 0). Elements past the tensor's end (the
+// classifier's padding) are zero and not gathered.
+struct LocalTensor : HeldRun {
+  int64_t tensor_id = 0;
+  bool weight = false;  // a weight shard (else a vector slice)
 };
 
 template <typename T>
@@ -67,7 +54,7 @@ class Tensor3dNet : private LayerSet<T> {
   // that shards its input. Both record their tensors (bound once all are laid out).
   std::unique_ptr<Linear<T>> linear(const std::string& name, int64_t in, int64_t out) override;
   std::unique_ptr<LayerNorm<T>> layer_norm(const std::string& name, int64_t features) override;
-  int64_t add_vector(const std::string& name, int64_t features, Communicator& group);
+  void add_vector(const std::string& name, int64_t features, Communicator& group);
   LogitSplit logits();
   // Every tensor's initial values, this rank's elements only; then binds the layers to them.
   void initialise(uint64_t seed);

@@ -1,25 +1,15 @@
 #include "src/schemes/tensor3d/tensor3d_trainer.h"
 
-#include <algorithm>
-
 #include "src/schemes/data_parallel_base.h"
-#include "src/schemes/named_tensors.h"
 
 namespace mlps {
-namespace {
-
-Shape3d checked(const ModelConfig& model, int64_t global_batch, const Shape3d& shape) {
-  check_shape_divides(model, global_batch, shape);
-  return shape;
-}
-
-}  // namespace
 
 template <typename T>
 Tensor3dTrainer<T>::Tensor3dTrainer(const TrainerSetup& s, const Shape3d& shape,
                                     const Overlap3d& overlap)
     : ForwardBackwardTrainer<T>(s),
-      grid_(checked(s.model, s.global_batch, shape), s.backend, this->device_, s.world, this->log_),
+      grid_(check_shape_divides(s.model, s.global_batch, shape), s.backend, this->device_, s.world,
+            this->log_),
       net_(this->device_, grid_, s.model, s.global_batch / (int64_t{shape.dp} * shape.depth),
            s.seed, overlap) {
   this->optimizer_.add(net_.weights().data(), net_.weight_grads().data(), net_.weights().size());
@@ -33,16 +23,6 @@ BatchSlice Tensor3dTrainer<T>::batch_slice(int64_t global_rows) const {
 }
 
 template <typename T>
-int64_t Tensor3dTrainer<T>::weight_bytes() const {
-  return net_.weights_size() * int64_t{sizeof(T)};
-}
-
-template <typename T>
-int64_t Tensor3dTrainer<T>::vector_bytes() const {
-  return net_.vectors_size() * int64_t{sizeof(T)};
-}
-
-template <typename T>
 std::vector<NamedTensor> Tensor3dTrainer<T>::gather_parameters() {
   // One host array: the weight shards, then the vector slices.
   const auto weights = net_.weights().download();
@@ -51,14 +31,8 @@ std::vector<NamedTensor> Tensor3dTrainer<T>::gather_parameters() {
   values.insert(values.end(), vectors.begin(), vectors.end());
   std::vector<HeldRun> runs;
   for (const LocalTensor& t : net_.tensors()) {
-    HeldRun run{t.name, t.rows, t.cols, t.row0, t.col0, t.block_cols, t.first,
-                t.offset, t.count, t.owner};
-    if (!t.weight) {  // a vector slice: features col0 .. col0 + count of row 0
-      run.row0 = run.first = 0;
-      run.block_cols = std::max<int64_t>(t.count, 1);
-      run.offset += static_cast<int64_t>(weights.size());
-    }
-    runs.push_back(run);
+    runs.push_back(t);
+    if (!t.weight) runs.back().offset += static_cast<int64_t>(weights.size());
   }
   return gather_held_tensors(runs, values, grid_.world()).tensors;
 }

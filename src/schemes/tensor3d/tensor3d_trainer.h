@@ -1,10 +1,7 @@
 #pragma once
 // bin/tensor3d's scheme: AxoNN 3D tensor parallelism (Tensor3dNet on a G_r × G_c × G_d grid)
-// × D data-parallel replicas. Replica p, depth d trains on rows [(p·G_d + d)·B/(D·G_d), ...)
-// of the global batch (every rank of its inner × outer plane loads them); the loss is a mean
-// over the global batch, so the summed gradients are serial's. evaluate runs the same forward
-// pass alone (its collectives are --inference's iteration; between training steps they are
-// dropped); each plane's (r, c) = (0, 0) rank counts its samples' loss and predictions.
+// × D data-parallel replicas. Replica p, depth d trains on part p·G_d + d of the global batch's
+// D·G_d parts; every rank of its inner × outer plane loads them.
 #include "src/schemes/scheme_trainer.h"
 #include "src/schemes/tensor3d/tensor3d_net.h"
 
@@ -24,8 +21,8 @@ class Tensor3dTrainer : public ForwardBackwardTrainer<T> {
   std::string comm_backend() const override { return grid_.backend(); }
 
   // Bytes of this rank's weight shards and vector slices.
-  int64_t weight_bytes() const;
-  int64_t vector_bytes() const;
+  int64_t weight_bytes() const { return net_.weights_size() * int64_t{sizeof(T)}; }
+  int64_t vector_bytes() const { return net_.vectors_size() * int64_t{sizeof(T)}; }
   // Bytes of the gathered-W and dW scratch the Linears share (0 at G_d = 1).
   int64_t scratch_bytes() const { return net_.scratch_bytes(); }
 
