@@ -37,8 +37,12 @@ std::vector<PipelineAction> stage_actions(PipelineScheduleKind kind, int stage, 
 }
 
 int max_in_flight(PipelineScheduleKind kind, int stage, int stages, int micro_batches) {
-  if (kind == PipelineScheduleKind::gpipe) return micro_batches;
-  return std::min(stages - stage, micro_batches);
+  int held = 0, most = 0;
+  for (const PipelineAction& a : stage_actions(kind, stage, stages, micro_batches)) {
+    held += a.pass == PipelineAction::Pass::forward ? 1 : -1;
+    most = std::max(most, held);
+  }
+  return most;
 }
 
 double ideal_bubble_fraction(int stages, int micro_batches) {

@@ -29,8 +29,8 @@ struct PipelineAction {
 std::vector<PipelineAction> stage_actions(PipelineScheduleKind kind, int stage, int stages,
                                           int micro_batches);
 
-// The most micro-batches whose forward has run and whose backward has not, at any point of
-// stage_actions: M for GPipe, min(P − s, M) for 1F1B.
+// The most micro-batches whose forward has run and whose backward has not, counted along
+// stage_actions (so a new schedule brings its own): M for GPipe, min(P − s, M) for 1F1B.
 int max_in_flight(PipelineScheduleKind kind, int stage, int stages, int micro_batches);
 
 // The idle fraction of a balanced pipeline with equal micro-batch times: (P − 1)/(M + P − 1).

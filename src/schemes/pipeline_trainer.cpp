@@ -215,7 +215,7 @@ double PipelineTrainer<T>::train_step(const HostBatch& rows, int64_t global_batc
     for (T v : row_loss_.download()) loss_sum += static_cast<double>(v);
   device_.synchronize();
   const auto flush_start = Clock::now();
-  loss_sum = sum_over_ranks(loss_sum);
+  MPI_Allreduce(MPI_IN_PLACE, &loss_sum, 1, MPI_DOUBLE, MPI_SUM, grid_.world());
   bubble_seconds_ += std::chrono::duration<double>(Clock::now() - flush_start).count();
 
   if (data_) {
@@ -235,13 +235,6 @@ double PipelineTrainer<T>::train_step(const HostBatch& rows, int64_t global_batc
 template <typename T>
 std::vector<double> PipelineTrainer<T>::take_extra_timings() {
   return {std::exchange(bubble_seconds_, 0.0)};
-}
-
-template <typename T>
-double PipelineTrainer<T>::sum_over_ranks(double local) const {
-  double total = 0;
-  MPI_Allreduce(&local, &total, 1, MPI_DOUBLE, MPI_SUM, grid_.world());
-  return total;
 }
 
 template <typename T>

@@ -85,7 +85,6 @@ class PipelineTrainer : public SchemeTrainer<T> {
   // First stage: rows [first, first + count) of the batch's images, as T, to input.
   void upload_images(T* input, const HostBatch& rows, int64_t first, int64_t count);
   void upload_inputs(Slot& slot, const HostBatch& rows, int64_t first, int64_t count);
-  double sum_over_ranks(double local) const;
 
   using SchemeTrainer<T>::device_;
   using SchemeTrainer<T>::log_;
