@@ -6,20 +6,18 @@ namespace mlps {
 
 const char* to_string(DeviceKind kind) { return kind == DeviceKind::cuda ? "cuda" : "cpu"; }
 
-bool built_with_cuda() {
 #ifdef MLPSCALE_WITH_CUDA
-  return true;
+constexpr bool kBuiltWithCuda = true;
 #else
-  return false;
+constexpr bool kBuiltWithCuda = false;
 #endif
-}
 
 DeviceKind resolve_device(const std::string& requested) {
-  const bool gpu = built_with_cuda() && cuda::gpu_available();
+  const bool gpu = kBuiltWithCuda && cuda::gpu_available();
   if (requested == "auto") return gpu ? DeviceKind::cuda : DeviceKind::cpu;
   if (requested == "cpu") return DeviceKind::cpu;
   if (requested == "cuda") {
-    if (!built_with_cuda())
+    if (!kBuiltWithCuda)
       throw InputError("--device cuda: this build has no CUDA backend (rebuild with CUDA=1)");
     if (!gpu) throw InputError("--device cuda: no usable GPU is visible to this process");
     return DeviceKind::cuda;

@@ -20,9 +20,6 @@ enum class DeviceKind { cpu, cuda };
 
 const char* to_string(DeviceKind kind);
 
-// True when this binary was built with the CUDA backend.
-bool built_with_cuda();
-
 // Resolves --device auto|cpu|cuda: auto is cuda when built with CUDA and a GPU is visible,
 // else cpu. Throws InputError when cuda is asked for and cannot be had, saying why.
 DeviceKind resolve_device(const std::string& requested);
@@ -77,10 +74,6 @@ class Device {
   }
   template <typename T>
   void round_to_storage(T* x, int64_t n) const { round_to_storage(x, 1, n, n); }
-  template <typename T>
-  int64_t count_nonfinite(const T* x, int64_t n) const {
-    return MLPS_ON_BACKEND(count_nonfinite, x, n);
-  }
   template <typename T>
   void add_nonfinite_count(uint64_t* total, const T* x, int64_t n) const {
     MLPS_ON_BACKEND(add_nonfinite_count, total, x, n);

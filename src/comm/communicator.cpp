@@ -17,6 +17,34 @@ CommKind Communicator::kind_of(CommOp op) {
   }
 }
 
+Communicator::Staging Communicator::staging(const CommOperation& c, int64_t result_at) const {
+  const int64_t whole = c.count * (c.per_rank_parts() ? size_ : 1), slot = c.count * rank_;
+  switch (c.op) {
+    case CommOp::all_reduce: return {c.send, 0, c.count, c.recv, 0, c.count};
+    case CommOp::all_gather: return {c.send, slot, c.count, c.recv, 0, whole};
+    case CommOp::reduce_scatter: return {c.send, 0, whole, c.recv, result_at, c.count};
+    case CommOp::broadcast: {
+      const bool root = rank_ == c.peer;
+      return {root ? c.recv : nullptr, 0, c.count,
+              root && !on_16bit_wire(c.type) ? nullptr : c.recv, 0, c.count};
+    }
+    case CommOp::send: return {c.send, 0, c.count};
+    case CommOp::recv: return {nullptr, 0, 0, c.recv, 0, c.count};
+  }
+  return {};
+}
+
+void Communicator::complete_live() {
+  while (!live_.empty()) {
+    CommRequest* request = live_.front();
+    try {
+      request->wait();  // removes it from live_
+    } catch (...) {
+      std::erase(live_, request);
+    }
+  }
+}
+
 int Communicator::checked_rank(int rank, const char* what) const {
   if (rank < 0 || rank >= size())
     throw std::invalid_argument(std::string(backend()) + " " + what + " " + std::to_string(rank) +

@@ -1,19 +1,17 @@
 #pragma once
 // The Comm seam: collectives and point-to-point transfers on a group of ranks, over MPI or NCCL,
-// blocking or asynchronous, each call's bytes and time recorded in the communicator's CommLog.
-// Buffers are memory of the rank's Device (host memory on the CPU backend, GPU memory with
-// NCCL). Reductions are sums. Sizes follow nccl-tests: see CommLog.
+// blocking or asynchronous, on the rank's Device memory; reductions are sums. Each call's bytes
+// (nccl-tests' sizes, see CommLog) and time go to the communicator's CommLog.
 //
-// The wire format (default full) lets f32 payloads travel as bf16 or fp16 (mixed precision's
-// 16-bit gradient communication): values are rounded to the format before they are sent,
-// reductions add in float and round each partial sum back to the format, and every rank,
-// including a broadcast's root and the owner of an all-gather slot, ends with the same
-// 16-bit-exact values. The log records the bytes actually sent (2 per element). f64 payloads
-// are never converted.
+// A 16-bit wire format (mixed precision) sends f32 payloads as bf16 or fp16: reductions add in
+// float and round each partial sum back, every rank (a broadcast's root and an all-gather slot's
+// owner included) ends with the same rounded values, and the log counts the 2 bytes per element
+// actually sent. f64 payloads are never converted.
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "kernels/kernels.h"
 #include "src/comm/comm_log.h"
@@ -123,12 +121,28 @@ class Communicator {
 
   virtual PendingComm post(const CommOperation& call) = 0;
   int rank_ = 0, size_ = 1;  // set by the backend's constructor
+  // Requests not yet waited, in posting order (each adds and removes itself). A backend's
+  // destructor completes them first: MPI forbids abandoning a collective.
+  std::vector<CommRequest*> live_;
+  void complete_live();
   // The log's kind and bytes of a call (nccl-tests' sizes, in the bytes actually sent).
   static CommKind kind_of(CommOp op);
   double logged_bytes(const CommOperation& call) const {
     return static_cast<double>(call.count * (call.per_rank_parts() ? size() : 1)) *
            static_cast<double>(wire_size_of(call.type));
   }
+
+  // A call through one staging buffer that holds every rank's parts: this rank's input goes in
+  // at element in_at, the result comes back from out_at (in or out null: none). A reduce-scatter's
+  // result is at result_at (0 or this rank's slot, by where the backend leaves it); a broadcast's
+  // root gets its own values back only on a 16-bit wire, where every rank must end rounded alike.
+  struct Staging {
+    const void* in = nullptr;
+    int64_t in_at = 0, in_count = 0;
+    void* out = nullptr;
+    int64_t out_at = 0, out_count = 0;
+  };
+  Staging staging(const CommOperation& call, int64_t result_at) const;
 
   // True when a payload of this type travels as 16-bit values.
   bool on_16bit_wire(DataType type) const {

@@ -37,14 +37,14 @@ std::string bound_gpu_uuid([[maybe_unused]] const RankPlacement& placement) {
   return std::string(kUuidChars, '-');
 }
 
+// A node on which fewer distinct GPUs than ranks are bound.
 struct SharedGpus {
   int ranks = 0;
   int gpus = 0;
-  std::string host;
+  char host[MPI_MAX_PROCESSOR_NAME] = {};
 };
 
-// Whether, on some node, fewer distinct GPUs than ranks are bound; the first such node's
-// numbers, identical on every rank. Collective over world.
+// The first such node in world rank order, the same on every rank. Collective over world.
 std::optional<SharedGpus> find_shared_gpus(const RankPlacement& placement, MPI_Comm world) {
   int world_rank = 0;
   int world_size = 1;
@@ -63,18 +63,13 @@ std::optional<SharedGpus> find_shared_gpus(const RankPlacement& placement, MPI_C
   for (int r = 0; r < node_size; ++r)
     distinct.emplace(all.data() + static_cast<size_t>(r) * kUuidChars, kUuidChars);
 
-  SharedGpus mine{node_size, static_cast<int>(distinct.size()), placement.host};
-  // The lowest world rank on a node with shared GPUs tells everyone its numbers.
-  int key = mine.gpus < mine.ranks ? world_size - world_rank : 0;
-  MPI_Allreduce(MPI_IN_PLACE, &key, 1, MPI_INT, MPI_MAX, world);
-  if (key == 0) return std::nullopt;
-  const int teller = world_size - key;
-  int numbers[3] = {mine.ranks, mine.gpus, static_cast<int>(mine.host.size())};
-  MPI_Bcast(numbers, 3, MPI_INT, teller, world);
-  std::vector<char> host(mine.host.begin(), mine.host.end());
-  host.resize(static_cast<size_t>(numbers[2]));
-  MPI_Bcast(host.data(), numbers[2], MPI_CHAR, teller, world);
-  return SharedGpus{numbers[0], numbers[1], std::string(host.begin(), host.end())};
+  SharedGpus mine{node_size, static_cast<int>(distinct.size())};
+  placement.host.copy(mine.host, sizeof mine.host - 1);
+  std::vector<SharedGpus> nodes(static_cast<size_t>(world_size));
+  MPI_Allgather(&mine, sizeof mine, MPI_BYTE, nodes.data(), sizeof mine, MPI_BYTE, world);
+  for (const SharedGpus& n : nodes)
+    if (n.gpus < n.ranks) return n;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -112,27 +107,21 @@ CommBackend resolve_comm_backend(const std::string& requested, DeviceKind device
   return CommBackend::nccl;
 }
 
-namespace {
-
-std::unique_ptr<Communicator> make_backend_communicator(CommBackend backend, const Device& device,
-                                                        MPI_Comm comm, const std::string& name,
-                                                        std::shared_ptr<CommLog> log) {
-  if (backend == CommBackend::mpi)
-    return std::make_unique<MpiCommunicator>(device, comm, name, std::move(log));
-#ifdef MLPSCALE_WITH_NCCL
-  if (device.kind() != DeviceKind::cuda)
-    throw std::logic_error("make_communicator: NCCL needs the cuda backend");
-  return std::make_unique<NcclCommunicator>(comm, name, std::move(log));
-#else
-  throw std::logic_error("make_communicator: NCCL asked for in a build without NCCL");
-#endif
-}
-}  // namespace
-
 std::unique_ptr<Communicator> make_communicator(CommBackend backend, const Device& device,
                                                 MPI_Comm comm, const std::string& name,
                                                 std::shared_ptr<CommLog> log, CommRole role) {
-  auto communicator = make_backend_communicator(backend, device, comm, name, std::move(log));
+  std::unique_ptr<Communicator> communicator;
+  if (backend == CommBackend::mpi) {
+    communicator = std::make_unique<MpiCommunicator>(device, comm, name, std::move(log));
+  } else {
+#ifdef MLPSCALE_WITH_NCCL
+    if (device.kind() != DeviceKind::cuda)
+      throw std::logic_error("make_communicator: NCCL needs the cuda backend");
+    communicator = std::make_unique<NcclCommunicator>(comm, name, std::move(log));
+#else
+    throw std::logic_error("make_communicator: NCCL asked for in a build without NCCL");
+#endif
+  }
   communicator->set_wire_format(device.wire_format(role));
   return communicator;
 }

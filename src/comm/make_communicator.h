@@ -20,14 +20,9 @@ const char* to_string(CommBackend backend);
 CommBackend resolve_comm_backend(const std::string& requested, DeviceKind device,
                                  const RankPlacement& placement, MPI_Comm world);
 
-// A communicator over the ranks of `comm`, carrying float payloads in the Device's wire format
-// for its role (mixed precision: 16 bits, but fp32 for weight gradients with
-// --fp32-grad-comm), named for logs and results ("world" for the whole
-// job's: its collectives are stored under their bare kind, others as "kind:name") (duplicated, so the caller may free its own). MPI on
-// the cuda backend stages device buffers through host memory (Debian's MPICH is not
-// CUDA-aware). NCCL is bootstrapped over `comm` (unique id by MPI_Bcast) and runs on its own
-// stream, ordered after the kernel stream's work and before the kernels that follow wait().
-// Collective over comm.
+// A communicator over the ranks of `comm` (the caller may free its own afterwards), carrying
+// float payloads in the Device's wire format for `role`, named for logs and results ("world":
+// stored under the bare kind, others as "kind:name"). Collective over comm.
 std::unique_ptr<Communicator> make_communicator(CommBackend backend, const Device& device,
                                                 MPI_Comm comm, const std::string& name,
                                                 std::shared_ptr<CommLog> log,

@@ -87,28 +87,19 @@ class MpiCommunicator::Request : public CommRequest {
   }
 
   MPI_Request* handle() { return &request_; }
-  // The host buffer of count elements: 16-bit wire values in `wire` format, else of
-  // element_size bytes each.
-  std::byte* stage(int64_t count, size_t element_size, StorageFormat wire) {
+  // The host buffer of count elements (16-bit wire values in `wire` format, else element_size
+  // bytes each), filled with the staging's input; wait() copies (or unpacks) its output back.
+  std::byte* stage(int64_t count, size_t element_size, StorageFormat wire, const Staging& s) {
     element_size_ = element_size;
     wire_ = wire;
+    staging_ = s;
     host_ = std::make_unique_for_overwrite<std::byte[]>(static_cast<size_t>(count) * element_size);
+    std::byte* at = host_.get() + static_cast<size_t>(s.in_at) * element_size;
+    if (s.in && wire != StorageFormat::full)
+      owner_->pack_to_wire(reinterpret_cast<uint16_t*>(at), s.in, s.in_count);
+    else if (s.in)
+      owner_->device_.to_host(at, s.in, static_cast<size_t>(s.in_count) * element_size);
     return host_.get();
-  }
-  // Elements [offset, offset + count) of the stage from device memory src, packed to the wire.
-  void fill(int64_t offset, const void* src, int64_t count) {
-    std::byte* at = host_.get() + static_cast<size_t>(offset) * element_size_;
-    if (wire_ != StorageFormat::full)
-      owner_->pack_to_wire(reinterpret_cast<uint16_t*>(at), src, count);
-    else
-      owner_->device_.to_host(at, src, static_cast<size_t>(count) * element_size_);
-  }
-  // wait() copies (or unpacks from the wire) elements [offset, offset + count) of the stage to
-  // device memory dst.
-  void back_to(void* dst, int64_t offset, int64_t count) {
-    back_dst_ = dst;
-    back_offset_ = offset;
-    back_count_ = count;
   }
 
  private:
@@ -120,12 +111,12 @@ class MpiCommunicator::Request : public CommRequest {
     owner.progress();
     check(MPI_Wait(&request_, MPI_STATUS_IGNORE), "MPI_Wait");
     owner.log().finished(call_);
-    const std::byte* from = host_.get() + static_cast<size_t>(back_offset_) * element_size_;
-    if (back_count_ > 0 && wire_ != StorageFormat::full)
-      owner.unpack_from_wire(back_dst_, reinterpret_cast<const uint16_t*>(from), back_count_,
-                             wire_);
-    else if (back_count_ > 0)
-      owner.device_.to_device(back_dst_, from, static_cast<size_t>(back_count_) * element_size_);
+    const Staging& s = staging_;
+    const std::byte* from = host_.get() + static_cast<size_t>(s.out_at) * element_size_;
+    if (s.out && s.out_count > 0 && wire_ != StorageFormat::full)
+      owner.unpack_from_wire(s.out, reinterpret_cast<const uint16_t*>(from), s.out_count, wire_);
+    else if (s.out && s.out_count > 0)
+      owner.device_.to_device(s.out, from, static_cast<size_t>(s.out_count) * element_size_);
     host_.reset();
     const double end = MPI_Wtime();
     owner.log().add_blocked(end - wait_start);
@@ -141,8 +132,7 @@ class MpiCommunicator::Request : public CommRequest {
   std::unique_ptr<std::byte[]> host_;  // the stage, when the call goes through host memory
   size_t element_size_ = 0;
   StorageFormat wire_ = StorageFormat::full;
-  void* back_dst_ = nullptr;
-  int64_t back_offset_ = 0, back_count_ = 0;
+  Staging staging_;  // what the stage holds and returns
 };
 
 MpiCommunicator::MpiCommunicator(const Device& device, MPI_Comm comm, std::string name,
@@ -154,14 +144,7 @@ MpiCommunicator::MpiCommunicator(const Device& device, MPI_Comm comm, std::strin
 }
 
 MpiCommunicator::~MpiCommunicator() {
-  while (!live_.empty()) {
-    Request* request = live_.front();
-    try {
-      request->wait();  // removes it from live_
-    } catch (...) {
-      std::erase(live_, request);
-    }
-  }
+  complete_live();
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) return;
@@ -182,28 +165,21 @@ MPI_Op MpiCommunicator::sum_op(StorageFormat format) {
 }
 
 void MpiCommunicator::pack_to_wire(uint16_t* wire, const void* src, int64_t count) const {
-  if (staged()) {
-    std::vector<float> host(static_cast<size_t>(count));
-    device_.to_host(host.data(), src, host.size() * sizeof(float));
-    cpu::pack_16bit(wire, host.data(), count, wire_format());
-  } else {
-    cpu::pack_16bit(wire, static_cast<const float*>(src), count, wire_format());
-  }
+  std::vector<float> host(staged() ? static_cast<size_t>(count) : 0);  // device memory's copy
+  if (staged()) device_.to_host(host.data(), src, host.size() * sizeof(float));
+  cpu::pack_16bit(wire, staged() ? host.data() : static_cast<const float*>(src), count,
+                  wire_format());
 }
 
 void MpiCommunicator::unpack_from_wire(void* dst, const uint16_t* wire, int64_t count,
                                        StorageFormat format) const {
-  if (staged()) {
-    std::vector<float> host(static_cast<size_t>(count));
-    cpu::unpack_16bit(host.data(), wire, count, format);
-    device_.to_device(dst, host.data(), host.size() * sizeof(float));
-  } else {
-    cpu::unpack_16bit(static_cast<float*>(dst), wire, count, format);
-  }
+  std::vector<float> host(staged() ? static_cast<size_t>(count) : 0);
+  cpu::unpack_16bit(staged() ? host.data() : static_cast<float*>(dst), wire, count, format);
+  if (staged()) device_.to_device(dst, host.data(), host.size() * sizeof(float));
 }
 
 void MpiCommunicator::progress() {
-  for (Request* request : live_) request->test();
+  for (CommRequest* request : live_) static_cast<Request*>(request)->test();
 }
 
 bool MpiCommunicator::through_host(const CommOperation& c) const {
@@ -259,40 +235,12 @@ PendingComm MpiCommunicator::post(const CommOperation& c) {
     start_mpi(c, c.send, c.recv, type, sum, request->handle());
     return request;
   }
-  // One host buffer, used in place: this rank's input goes in at its slot and the result comes
-  // back from where MPI leaves it. On a 16-bit wire every rank ends with the rounded values,
-  // its own part (all-gather) or a broadcast's root buffer included.
-  const int64_t whole = c.count * (c.per_rank_parts() ? size_ : 1);
-  const int64_t slot = c.count * rank_;
-  std::byte* host = request->stage(whole, wire ? sizeof(uint16_t) : size_of(c.type),
-                                   wire ? wire_format() : StorageFormat::full);
-  switch (c.op) {
-    case CommOp::all_reduce:
-      request->fill(0, c.send, c.count);
-      request->back_to(c.recv, 0, c.count);
-      break;
-    case CommOp::all_gather:
-      request->fill(slot, c.send, c.count);
-      request->back_to(c.recv, 0, whole);
-      break;
-    case CommOp::reduce_scatter:
-      request->fill(0, c.send, whole);
-      request->back_to(c.recv, 0, c.count);
-      break;
-    case CommOp::broadcast:
-      if (rank_ == c.peer) request->fill(0, c.recv, c.count);
-      if (wire || rank_ != c.peer) request->back_to(c.recv, 0, c.count);
-      break;
-    case CommOp::send:
-      request->fill(0, c.send, c.count);
-      break;
-    case CommOp::recv:
-      request->back_to(c.recv, 0, c.count);
-      break;
-  }
+  // One host buffer, used in place; MPI's in-place reduce-scatter leaves the part at the start.
   const size_t element = wire ? sizeof(uint16_t) : size_of(c.type);
-  start_mpi(c, c.op == CommOp::all_gather ? host + static_cast<size_t>(slot) * element : host,
-            host, type, sum, request->handle());
+  std::byte* host = request->stage(c.count * (c.per_rank_parts() ? size_ : 1), element,
+                                   wire ? wire_format() : StorageFormat::full, staging(c, 0));
+  const size_t slot = static_cast<size_t>(c.count * rank_) * element;
+  start_mpi(c, c.op == CommOp::all_gather ? host + slot : host, host, type, sum, request->handle());
   return request;
 }
 

@@ -1,16 +1,11 @@
 #pragma once
 // The MPI backend of the Comm seam: non-blocking MPI collectives on a duplicate of the given
-// communicator. On the cuda backend device buffers are staged through host memory (Debian's
-// MPICH is not CUDA-aware): copied to the host at the call, back to the device in wait().
-//
-// MPICH advances a non-blocking collective only inside MPI calls, so every new operation and
-// every wait() first tests all of this communicator's outstanding requests: collectives posted
-// earlier keep moving while the caller posts the next one (DDP buckets, ZeRO-3 prefetch).
-//
-// A 16-bit wire (set_wire_format) packs f32 payloads into a host buffer of 16-bit values at the
-// call (from device memory: through a host copy), moves MPI_UINT16_T, reduces with a
-// user-defined MPI_Op that adds in float and rounds back, and unpacks in wait(). The ops are
-// created on first use and freed by the destructor.
+// communicator. Debian's MPICH is not CUDA-aware, so device buffers go through host memory:
+// copied to the host at the call, back in wait(). MPICH advances a non-blocking collective only
+// inside MPI calls, so every new operation and every wait() first tests all outstanding
+// requests: earlier collectives (DDP buckets, ZeRO-3 prefetch) keep moving. A 16-bit wire packs
+// f32 payloads into host 16-bit values, moves MPI_UINT16_T, sums with a user-defined MPI_Op that
+// adds in float and rounds back, and unpacks in wait().
 #include <mpi.h>
 
 #include <vector>
@@ -59,7 +54,6 @@ class MpiCommunicator : public Communicator {
 
   const Device& device_;
   MPI_Comm comm_ = MPI_COMM_NULL;
-  std::vector<Request*> live_;  // requests not yet waited, in posting order
   MPI_Op sum_ops_[2] = {MPI_OP_NULL, MPI_OP_NULL};  // bf16, fp16
 };
 

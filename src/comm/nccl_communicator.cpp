@@ -175,14 +175,7 @@ NcclCommunicator::NcclCommunicator(MPI_Comm comm, std::string name,
 }
 
 NcclCommunicator::~NcclCommunicator() {
-  while (!live_.empty()) {
-    Request* request = live_.front();
-    try {
-      request->wait();
-    } catch (...) {
-      std::erase(live_, request);
-    }
-  }
+  complete_live();
   // Every event recorded on the stream has happened before it goes: the log may still read
   // them. A destructor has nowhere to report a failure.
   if (stream_ && cudaStreamSynchronize(stream_) != cudaSuccess) (void)cudaGetLastError();
@@ -222,24 +215,6 @@ void NcclCommunicator::flush_point_to_point() {
   for (Request* request : requests) request->set_launch(events);
 }
 
-PendingComm NcclCommunicator::collective(CommKind kind, double bytes,
-                                         std::function<ncclResult_t()> call,
-                                         std::unique_ptr<Wire> wire) {
-  flush_point_to_point();  // issue order is the posting order
-  auto request = std::make_unique<Request>(*this, kind, bytes, std::move(wire));
-  request->set_launch(launch({std::move(call)}, bytes));
-  return request;
-}
-
-PendingComm NcclCommunicator::point_to_point(double bytes, std::function<ncclResult_t()> call,
-                                             std::unique_ptr<Wire> wire) {
-  auto request = std::make_unique<Request>(*this, CommKind::send_recv, bytes, std::move(wire));
-  held_calls_.push_back(std::move(call));
-  held_requests_.push_back(request.get());
-  held_bytes_ += bytes;
-  return request;
-}
-
 PendingComm NcclCommunicator::post(const CommOperation& c) {
   const size_t n = static_cast<size_t>(c.count);
   const void* send = c.send;
@@ -247,37 +222,18 @@ PendingComm NcclCommunicator::post(const CommOperation& c) {
   ncclDataType_t type = nccl_type(c.type);
   std::unique_ptr<Wire> wire;
   if (on_16bit_wire(c.type)) {
-    // Through a 16-bit device buffer: the input packed in at its slot, the result unpacked from
-    // where NCCL leaves it, so every rank ends with the rounded values (its own all-gather part
-    // and a broadcast's root buffer included).
-    const int64_t whole = c.count * (c.per_rank_parts() ? size_ : 1), slot = c.count * rank_;
-    wire = stage_wire(whole);
+    // Through a 16-bit device buffer (staging()); NCCL's reduce-scatter leaves its part at the
+    // slot.
+    const int64_t slot = c.count * rank_;
+    wire = stage_wire(c.count * (c.per_rank_parts() ? size_ : 1));
     uint16_t* w = wire->data;
-    const auto pack = [&](int64_t offset, const void* src, int64_t count) {
-      cuda::pack_16bit(w + offset, static_cast<const float*>(src), count, wire->format);
-    };
-    float* out = static_cast<float*>(c.recv);
+    const Staging s = staging(c, slot);
+    if (s.in)
+      cuda::pack_16bit(w + s.in_at, static_cast<const float*>(s.in), s.in_count, wire->format);
+    if (s.out) wire->unpack_to(static_cast<float*>(s.out), s.out_at, s.out_count);
     type = nccl_type(wire->format);
-    send = recv = w;
-    switch (c.op) {
-      case CommOp::all_reduce: pack(0, c.send, c.count); wire->unpack_to(out, 0, c.count); break;
-      case CommOp::all_gather:
-        pack(slot, c.send, c.count);
-        send = w + slot;
-        wire->unpack_to(out, 0, whole);
-        break;
-      case CommOp::reduce_scatter:
-        pack(0, c.send, whole);
-        recv = w + slot;
-        wire->unpack_to(out, slot, c.count);
-        break;
-      case CommOp::broadcast:
-        if (rank_ == c.peer) pack(0, c.recv, c.count);
-        wire->unpack_to(out, 0, c.count);
-        break;
-      case CommOp::send: pack(0, c.send, c.count); break;
-      case CommOp::recv: wire->unpack_to(out, 0, c.count); break;
-    }
+    send = c.op == CommOp::all_gather ? w + slot : w;
+    recv = c.op == CommOp::reduce_scatter ? w + slot : w;
   }
   const int peer = c.peer;
   std::function<ncclResult_t()> call;
@@ -301,9 +257,18 @@ PendingComm NcclCommunicator::post(const CommOperation& c) {
       call = [=, this] { return ncclRecv(recv, n, type, peer, comm_, stream_); };
       break;
   }
-  if (c.op == CommOp::send || c.op == CommOp::recv)
-    return point_to_point(logged_bytes(c), std::move(call), std::move(wire));
-  return collective(kind_of(c.op), logged_bytes(c), std::move(call), std::move(wire));
+  const double bytes = logged_bytes(c);
+  const bool point_to_point = c.op == CommOp::send || c.op == CommOp::recv;
+  if (!point_to_point) flush_point_to_point();  // issue order is the posting order
+  auto request = std::make_unique<Request>(*this, kind_of(c.op), bytes, std::move(wire));
+  if (!point_to_point) {
+    request->set_launch(launch({std::move(call)}, bytes));
+    return request;
+  }
+  held_calls_.push_back(std::move(call));  // launched by flush_point_to_point
+  held_requests_.push_back(request.get());
+  held_bytes_ += bytes;
+  return request;
 }
 
 }  // namespace mlps

@@ -1,17 +1,11 @@
 #pragma once
-// The NCCL backend of the Comm seam (only in builds with NCCL). Bootstrapped over MPI (rank 0's
-// unique id by MPI_Bcast); operations run on the communicator's own stream, ordered after the
-// work already on the kernel stream, and wait() orders the kernel stream after them without
-// blocking the host (times are read from GPU events when the log's totals are taken).
-//
-// Sends and receives are held back and launched together in one NCCL group at the next wait()
-// or collective, so that the usual exchange (send to one peer, receive from another, wait)
-// cannot deadlock the way two separately launched NCCL point-to-point kernels can.
-//
-// A 16-bit wire (set_wire_format) packs f32 payloads on the kernel stream into a temporary
-// device buffer (cudaMallocAsync), runs NCCL on ncclBfloat16/ncclFloat16 (sums accumulate as
-// NCCL does for those types), and unpacks on the kernel stream in wait(), then frees the buffer
-// in stream order.
+// The NCCL backend of the Comm seam (only in builds with NCCL), bootstrapped over MPI. Operations
+// run on the communicator's own stream after the kernel stream's work; wait() orders the kernel
+// stream after them without blocking the host (times come from GPU events when the log's totals
+// are taken). Sends and receives are held back and launched as one NCCL group at the next wait()
+// or collective: two separately launched point-to-point kernels (send to one peer, receive from
+// another) can deadlock. A 16-bit wire packs f32 payloads into a stream-ordered temporary device
+// buffer and runs NCCL on ncclBfloat16/ncclFloat16, unpacking in wait().
 #ifdef MLPSCALE_WITH_NCCL
 
 #include <cuda_runtime.h>
@@ -64,15 +58,10 @@ class NcclCommunicator : public Communicator {
   // Launches calls (several: as one NCCL group) on the stream after the kernel stream's work.
   std::shared_ptr<Launch> launch(const std::vector<std::function<ncclResult_t()>>& calls,
                                  double bytes);
-  PendingComm collective(CommKind kind, double bytes, std::function<ncclResult_t()> call,
-                         std::unique_ptr<Wire> wire = nullptr);
-  PendingComm point_to_point(double bytes, std::function<ncclResult_t()> call,
-                             std::unique_ptr<Wire> wire = nullptr);
   void flush_point_to_point();
 
   ncclComm_t comm_ = nullptr;
   cudaStream_t stream_ = nullptr;
-  std::vector<Request*> live_;  // requests not yet waited
   std::vector<std::function<ncclResult_t()>> held_calls_;  // sends/receives not yet launched
   std::vector<Request*> held_requests_;
   double held_bytes_ = 0;

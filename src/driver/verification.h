@@ -11,11 +11,11 @@
 
 namespace mlps {
 
-// fp32, bf16 and fp16 runs (each against serial in the same precision) PASS when each iteration's loss is within max(1e-5, factor × the largest error
-// serial fp32 itself shows against fp64 up to that iteration), and each final tensor within
-// max(1e-3, factor × its largest error over the run): rounding alone, amplified as the same
-// training amplifies it, stays within that; a wrong gradient or a missed update does not, and
-// shows in the first iterations, where the bound is still tight.
+// fp32, bf16 and fp16 runs PASS when each iteration's loss is within max(1e-5, factor × the
+// largest error serial in that precision shows against fp64 up to that iteration), and each
+// final tensor within max(1e-3, factor × its largest error over the run): rounding alone,
+// amplified as the same training amplifies it, stays within that; a wrong gradient or a missed
+// update does not, and shows in the first iterations, where the bound is still tight.
 inline constexpr double kFp32LossToleranceFloor = 1e-5;
 inline constexpr double kFp32ToleranceFloor = 1e-3;
 inline constexpr double kFp32ToleranceFactor = 100.0;

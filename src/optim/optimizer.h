@@ -33,8 +33,6 @@ class Optimizer {
   // Returns false when fp16 loss scaling skipped the update (the same on every rank).
   bool step();
   int64_t steps_taken() const { return steps_; }
-  // fp16 only (else null): the loss scaler, for its scale and skipped-step count.
-  const LossScaler* loss_scaler() const { return scaler_ ? &*scaler_ : nullptr; }
   // Bytes the update reads and writes per step (each operand once), for the step-time floor.
   double bytes_per_step() const;
 

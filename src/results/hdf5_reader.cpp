@@ -4,6 +4,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <type_traits>
 #include <vector>
 
 #include "src/errors.h"
@@ -16,6 +17,22 @@ namespace {
 
 using hdf5::Handle;
 
+// The HDF5 class, memory type and name of the numbers the schema holds.
+template <class T>
+struct Number {
+  static constexpr bool integer = std::is_same_v<T, int64_t>;
+  static constexpr H5T_class_t type_class = integer ? H5T_INTEGER : H5T_FLOAT;
+  static constexpr const char* name = integer ? "an integer" : "a float";
+  static hid_t memory_type() { return integer ? H5T_NATIVE_INT64 : H5T_NATIVE_DOUBLE; }
+};
+
+// H5Literate's and H5Aiterate2's callback: appends each name to a vector of strings.
+template <class Info>
+herr_t append_name(hid_t, const char* name, const Info*, void* names) {
+  static_cast<std::vector<std::string>*>(names)->emplace_back(name);
+  return 0;
+}
+
 class ResultFileReader {
  public:
   explicit ResultFileReader(const std::string& path) : path_(path) {}
@@ -27,10 +44,9 @@ class ResultFileReader {
     read_timing(record);
     read_comm(record);
     read_train(record);
-    record.peak_bytes = read_vector<int64_t>("/memory/peak_bytes", H5T_INTEGER, H5T_NATIVE_INT64);
-    if (H5Lexists(file_.get(), "/memory/estimated_bytes", H5P_DEFAULT) > 0)  // older files: none
-      record.estimated_bytes =
-          read_vector<int64_t>("/memory/estimated_bytes", H5T_INTEGER, H5T_NATIVE_INT64);
+    record.peak_bytes = read_vector<int64_t>("/memory/peak_bytes");
+    if (exists("/memory/estimated_bytes"))  // older files: none
+      record.estimated_bytes = read_vector<int64_t>("/memory/estimated_bytes");
     read_verification(record.verification);
     if (!file_.close()) fail("cannot close the file" + hdf5::error_detail());
     validate_run_record(record, path_);
@@ -39,6 +55,7 @@ class ResultFileReader {
 
  private:
   [[noreturn]] void fail(const std::string& what) const { throw InputError(path_ + ": " + what); }
+  bool exists(const char* where) const { return H5Lexists(file_.get(), where, H5P_DEFAULT) > 0; }
 
   void open_file() {
     std::error_code error;
@@ -75,19 +92,11 @@ class ResultFileReader {
 
   std::vector<std::string> link_names(const std::string& where) const {
     Handle group = open_object(where, H5I_GROUP);
-    H5G_info_t info;
-    if (H5Gget_info(group.get(), &info) < 0) fail("cannot list " + where + hdf5::error_detail());
     std::vector<std::string> names;
-    for (hsize_t i = 0; i < info.nlinks; ++i) {
-      const ssize_t size = H5Lget_name_by_idx(group.get(), ".", H5_INDEX_NAME, H5_ITER_INC, i,
-                                              nullptr, 0, H5P_DEFAULT);
-      if (size < 0) fail("cannot list " + where + hdf5::error_detail());
-      std::string name(static_cast<size_t>(size) + 1, '\0');
-      H5Lget_name_by_idx(group.get(), ".", H5_INDEX_NAME, H5_ITER_INC, i, name.data(),
-                         name.size(), H5P_DEFAULT);
-      name.resize(static_cast<size_t>(size));
-      names.push_back(name);
-    }
+    hsize_t index = 0;
+    if (H5Literate(group.get(), H5_INDEX_NAME, H5_ITER_INC, &index, append_name<H5L_info_t>,
+                   &names) < 0)
+      fail("cannot list " + where + hdf5::error_detail());
     return names;
   }
 
@@ -145,14 +154,13 @@ class ResultFileReader {
   }
 
   template <class T>
-  T read_number_attribute(hid_t object, const std::string& name, const std::string& where,
-                          H5T_class_t type_class, hid_t memory_type) const {
+  T read_number_attribute(hid_t object, const std::string& name, const std::string& where) const {
     Handle attribute = open_attribute(object, name, where);
     const std::string what = describe_attribute(name, where);
-    if (attribute_class(attribute.get()) != type_class)
-      fail(what + " is not " + (type_class == H5T_INTEGER ? "an integer" : "a float"));
+    if (attribute_class(attribute.get()) != Number<T>::type_class)
+      fail(what + " is not " + Number<T>::name);
     T value{};
-    if (H5Aread(attribute.get(), memory_type, &value) < 0)
+    if (H5Aread(attribute.get(), Number<T>::memory_type(), &value) < 0)
       fail("cannot read " + what + hdf5::error_detail());
     return value;
   }
@@ -161,14 +169,9 @@ class ResultFileReader {
     Handle root = open_object("/", H5I_GROUP);
     std::vector<std::string> names;
     hsize_t index = 0;
-    const herr_t status = H5Aiterate2(
-        root.get(), H5_INDEX_NAME, H5_ITER_INC, &index,
-        [](hid_t, const char* name, const H5A_info_t*, void* out) -> herr_t {
-          static_cast<std::vector<std::string>*>(out)->emplace_back(name);
-          return 0;
-        },
-        &names);
-    if (status < 0) fail("cannot list the root attributes" + hdf5::error_detail());
+    if (H5Aiterate2(root.get(), H5_INDEX_NAME, H5_ITER_INC, &index, append_name<H5A_info_t>,
+                    &names) < 0)
+      fail("cannot list the root attributes" + hdf5::error_detail());
 
     const std::string version_name(result_schema::kVersionAttribute);
     bool has_version = false;
@@ -177,8 +180,7 @@ class ResultFileReader {
       const H5T_class_t type_class = attribute_class(attribute.get());
       attribute.close();
       if (name == version_name) {
-        const auto version =
-            read_number_attribute<int64_t>(root.get(), name, "/", H5T_INTEGER, H5T_NATIVE_INT64);
+        const auto version = read_number_attribute<int64_t>(root.get(), name, "/");
         if (version != result_schema::kVersion)
           fail("schema_version is " + std::to_string(version) + ", this reader knows " +
                std::to_string(result_schema::kVersion));
@@ -186,8 +188,7 @@ class ResultFileReader {
       } else if (type_class == H5T_STRING) {
         record.string_attributes[name] = read_string_attribute(root.get(), name, "/");
       } else if (type_class == H5T_INTEGER) {
-        record.integer_attributes[name] =
-            read_number_attribute<int64_t>(root.get(), name, "/", H5T_INTEGER, H5T_NATIVE_INT64);
+        record.integer_attributes[name] = read_number_attribute<int64_t>(root.get(), name, "/");
       } else {
         fail("root attribute " + name + " is neither a string nor an integer");
       }
@@ -197,11 +198,9 @@ class ResultFileReader {
 
   // --- datasets
 
-  // Reads a dataset of the given rank and type class (and units attribute, when given); dims
-  // receives its shape.
+  // Reads a dataset of the given rank (and units attribute, when given); dims receives its shape.
   template <class T>
-  std::vector<T> read_dataset(const std::string& where, int rank, H5T_class_t type_class,
-                              hid_t memory_type, std::vector<hsize_t>& dims,
+  std::vector<T> read_dataset(const std::string& where, int rank, std::vector<hsize_t>& dims,
                               std::string_view units = {}) const {
     Handle dataset = open_object(where, H5I_DATASET);
     if (!units.empty()) {
@@ -211,9 +210,8 @@ class ResultFileReader {
              std::string(units) + "'");
     }
     Handle type(H5Dget_type(dataset.get()), H5Tclose);
-    if (type.get() < 0 || H5Tget_class(type.get()) != type_class)
-      fail(where + " is not of " + (type_class == H5T_INTEGER ? "an integer" : "a float") +
-           " type");
+    if (type.get() < 0 || H5Tget_class(type.get()) != Number<T>::type_class)
+      fail(where + " is not of " + Number<T>::name + " type");
     Handle space(H5Dget_space(dataset.get()), H5Sclose);
     if (space.get() < 0 || H5Sget_simple_extent_type(space.get()) != H5S_SIMPLE ||
         H5Sget_simple_extent_ndims(space.get()) != rank)
@@ -224,22 +222,21 @@ class ResultFileReader {
     for (hsize_t d : dims) elements *= d;
     std::vector<T> values(elements);
     if (elements > 0 &&
-        H5Dread(dataset.get(), memory_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) < 0)
+        H5Dread(dataset.get(), Number<T>::memory_type(), H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) < 0)
       fail("cannot read " + where + hdf5::error_detail());
     return values;
   }
 
   template <class T>
-  std::vector<T> read_vector(const std::string& where, H5T_class_t type_class,
-                             hid_t memory_type) const {
+  std::vector<T> read_vector(const std::string& where) const {
     std::vector<hsize_t> dims;
-    return read_dataset<T>(where, 1, type_class, memory_type, dims);
+    return read_dataset<T>(where, 1, dims);
   }
 
   IterationRankTable read_table(const std::string& where, std::string_view units) const {
     std::vector<hsize_t> dims;
     IterationRankTable table;
-    table.values = read_dataset<double>(where, 2, H5T_FLOAT, H5T_NATIVE_DOUBLE, dims, units);
+    table.values = read_dataset<double>(where, 2, dims, units);
     table.iterations = static_cast<int64_t>(dims[0]);
     table.ranks = static_cast<int64_t>(dims[1]);
     return table;
@@ -256,32 +253,29 @@ class ResultFileReader {
       CommRecord& comm = record.comm[kind];
       const Handle group = open_object(where, H5I_GROUP);
       comm.kind = read_string_attribute(group.get(), "kind", where);
-      comm.group_size = read_number_attribute<int64_t>(group.get(), "group_size", where,
-                                                       H5T_INTEGER, H5T_NATIVE_INT64);
+      comm.group_size = read_number_attribute<int64_t>(group.get(), "group_size", where);
       comm.time_seconds = read_table(where + "/time", result_schema::kSecondsUnits);
       comm.bytes = read_table(where + "/bytes", result_schema::kBytesUnits);
     }
   }
 
   void read_train(RunRecord& record) const {
-    record.loss = read_vector<double>("/train/loss", H5T_FLOAT, H5T_NATIVE_DOUBLE);
-    record.test_accuracy = read_vector<double>("/train/test_accuracy", H5T_FLOAT, H5T_NATIVE_DOUBLE);
+    record.loss = read_vector<double>("/train/loss");
+    record.test_accuracy = read_vector<double>("/train/test_accuracy");
     // Files written before mixed precision have no loss scale.
-    if (H5Lexists(file_.get(), "/train/loss_scale", H5P_DEFAULT) > 0)
-      record.loss_scale = read_vector<double>("/train/loss_scale", H5T_FLOAT, H5T_NATIVE_DOUBLE);
+    if (exists("/train/loss_scale")) record.loss_scale = read_vector<double>("/train/loss_scale");
   }
 
   void read_verification(Verification& verification) const {
     const std::string where = "/verification";
     Handle group = open_object(where, H5I_GROUP);
     verification.verdict = read_string_attribute(group.get(), "verdict", where);
-    verification.max_relative_error = read_number_attribute<double>(
-        group.get(), "max_relative_error", where, H5T_FLOAT, H5T_NATIVE_DOUBLE);
-    verification.tolerance =
-        read_number_attribute<double>(group.get(), "tolerance", where, H5T_FLOAT, H5T_NATIVE_DOUBLE);
+    verification.max_relative_error =
+        read_number_attribute<double>(group.get(), "max_relative_error", where);
+    verification.tolerance = read_number_attribute<double>(group.get(), "tolerance", where);
     verification.worst_at = read_string_attribute(group.get(), "worst_at", where);
-    verification.serial_fp32_error = read_number_attribute<double>(
-        group.get(), "serial_fp32_error", where, H5T_FLOAT, H5T_NATIVE_DOUBLE);
+    verification.serial_fp32_error =
+        read_number_attribute<double>(group.get(), "serial_fp32_error", where);
   }
 
   std::string path_;

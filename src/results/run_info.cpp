@@ -2,9 +2,11 @@
 
 #include <hdf5.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <ctime>
+#include <sstream>
 #include <string_view>
 #include <vector>
 
@@ -29,16 +31,11 @@ std::string mpi_library_version() {
   char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
   int length = 0;
   if (MPI_Get_library_version(text, &length) != MPI_SUCCESS) return "unknown";
-  std::string version(text, static_cast<size_t>(length));
-  version = version.substr(0, version.find('\n'));
-  // One line with single spaces (MPICH separates its fields with tabs).
-  std::string line;
-  for (char c : version) {
-    const bool space = c == ' ' || c == '\t' || c == '\r';
-    if (!space) line += c;
-    else if (!line.empty() && line.back() != ' ') line += ' ';
-  }
-  if (!line.empty() && line.back() == ' ') line.pop_back();
+  // The first line, its words joined by single spaces (MPICH separates its fields with tabs).
+  const std::string all(text, static_cast<size_t>(length));
+  std::istringstream words(all.substr(0, all.find('\n')));
+  std::string line, word;
+  while (words >> word) line += (line.empty() ? "" : " ") + word;
   return line;
 }
 
@@ -86,9 +83,8 @@ std::string host_names(MPI_Comm comm) {
   for (int r = 0; r < ranks; ++r) {
     const char* begin = all.data() + static_cast<size_t>(r) * MPI_MAX_PROCESSOR_NAME;
     const std::string host(begin, strnlen(begin, MPI_MAX_PROCESSOR_NAME));
-    bool seen = false;
-    for (const std::string& known : distinct) seen = seen || known == host;
-    if (!seen) distinct.push_back(host);
+    if (std::find(distinct.begin(), distinct.end(), host) == distinct.end())
+      distinct.push_back(host);
   }
   std::string joined;
   for (const std::string& host : distinct) {

@@ -7,12 +7,9 @@ namespace mlps {
 
 double median(std::vector<double> values) {
   if (values.empty()) return 0.0;
+  std::sort(values.begin(), values.end());
   const size_t mid = values.size() / 2;
-  std::nth_element(values.begin(), values.begin() + mid, values.end());
-  if (values.size() % 2) return values[mid];
-  const double upper = values[mid];
-  std::nth_element(values.begin(), values.begin() + mid - 1, values.end());
-  return 0.5 * (values[mid - 1] + upper);
+  return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
 }
 
 double percentile(std::vector<double> values, double fraction) {
