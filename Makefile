@@ -111,6 +111,7 @@ run-bench: all
 
 $(LIB): $(LIB_OBJS)
 	@mkdir -p $(@D)
+	rm -f $@  # ar r would keep the members of deleted sources
 	ar rcs $@ $^
 
 # Static pattern rules: each executable has exactly one way to be linked.
