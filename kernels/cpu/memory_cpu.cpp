@@ -2,7 +2,11 @@
 // plain copies, and nothing to synchronise.
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <new>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include "kernels/aliasing.h"
 #include "kernels/kernels.h"
@@ -11,9 +15,26 @@ namespace mlps::cpu {
 
 namespace {
 constexpr size_t kAlignment = 64;
+
+// Buffers freed and made again every step (ZeRO-3's gathered units, a pipeline's micro-batch
+// activations) must stay in the process: glibc hands large freed chunks back to the kernel by
+// self-adjusting thresholds, and faulting their pages in again cost ZeRO-3 up to a quarter of
+// its step, depending on how the heap happened to be laid out. Heap memory only, never trimmed,
+// is reused as a caching allocator would; the bytes the Device counts are unchanged.
+void keep_freed_memory() {
+#if defined(__GLIBC__)
+  static const bool kept = [] {
+    return mallopt(M_MMAP_MAX, 0) == 1 &&
+           mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max()) == 1;
+  }();
+  (void)kept;  // a failed mallopt leaves glibc's defaults: slower, never wrong
+#endif
 }
 
+}  // namespace
+
 void* device_alloc(size_t bytes) {
+  keep_freed_memory();
   // aligned_alloc wants a multiple of the alignment; zero bytes still gets a unique pointer.
   const size_t rounded =
       bytes == 0 ? kAlignment : (bytes + kAlignment - 1) / kAlignment * kAlignment;
