@@ -51,6 +51,11 @@ estimate_matches "data, 2 ranks, zero 3 without overlap" "${exact[@]}" 2 data --
 estimate_matches "data, 2 ranks, zero 2, 10 KiB buckets" 0.95 1.2 2 data --batch 16 --zero 2 --bucket-mb 0.01
 estimate_matches "pipeline, 2 stages, 1f1b" "${exact[@]}" 2 pipeline --batch 16 --micro-batches 4
 estimate_matches "pipeline, 2 stages, gpipe" "${exact[@]}" 2 pipeline --batch 16 --micro-batches 4 --schedule gpipe
+# Checkpointing (the last stage's shared classifier input) and int32 labels beside fp64 values.
+estimate_matches "pipeline, 2 stages, gpipe, checkpointing, fp64" "${exact[@]}" 2 pipeline --batch 16 \
+  --micro-batches 4 --schedule gpipe --checkpoint-activations --precision fp64
+estimate_matches "pipeline, 2 stages, 1f1b, plain blocks, checkpointing" "${exact[@]}" 2 pipeline \
+  --batch 16 --micro-batches 4 --block plain --checkpoint-activations
 estimate_matches "tensor1d, T 2" 0.95 1.2 2 tensor1d --batch 16
 estimate_matches "tensor2d, 2 x 2" 0.95 1.2 4 tensor2d --batch 16
 estimate_matches "tensor3d, 2,1,2" 0.95 1.2 4 tensor3d --batch 16 --tp-dims 2,1,2

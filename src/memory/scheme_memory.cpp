@@ -83,20 +83,27 @@ MemoryNeed pipeline_memory(const Options& o, const PipelineLayout& layout, int s
   const bool residual = m.block == BlockKind::residual_mlp;
   const double blocks = as_double(layout.partition.blocks(stage));
   const double block_saved = residual ? r * (h + f) + 2 * r : 0;
+  // Checkpointing with blocks: one shared recompute set, and the last stage keeps no output of
+  // its last block (it is recomputed, into one shared buffer, before the classifier's backward).
+  const bool recomputes = m.checkpoint_activations && blocks > 0;
+  const bool shared_output = recomputes && is_last;
   // One micro-batch's slot: its input, each unit's output, the blocks' saved activations, and
-  // the labels and probabilities (last stage) or the output's gradient (the others).
-  double slot = r * (is_first ? as_double(m.input_features()) : h) + (end - first - 1) * r * h +
-                r * (is_last ? classes : h);
+  // the probabilities and int32 labels (last stage) or the output's gradient (the others).
+  double slot = r * (is_first ? as_double(m.input_features()) : h) +
+                (end - first - 1 - (shared_output ? 1 : 0)) * r * h + r * (is_last ? classes : h);
   if (!m.checkpoint_activations) slot += blocks * block_saved;
-  slot += is_last ? r * classes + r : r * h;
+  slot += is_last ? r * classes : r * h;
+  const double label_bytes = is_last ? r * sizeof(int32_t) : 0;
   const int in_flight = max_in_flight(layout.schedule, stage, layout.stages, layout.micro_batches);
   // Scratch: the activation gradients, the blocks' shared backward scratch, the gradients sent
   // back, the last stage's logit gradient and losses, checkpointing's recompute set.
   double scratch = 2 * r * h + (blocks > 0 ? r * (residual ? h + f : h) : 0);
   if (!is_first) scratch += 2 * r * h;
   if (is_last) scratch += r * classes + r * layout.micro_batches;
-  if (m.checkpoint_activations) scratch += block_saved + (is_last ? r * h : 0);
-  need.activations = (in_flight * slot + scratch) * as_double(static_cast<int64_t>(e));
+  if (recomputes) scratch += block_saved + (shared_output ? r * h : 0);
+  need.activations =
+      in_flight * (slot * as_double(static_cast<int64_t>(e)) + label_bytes) +
+      scratch * as_double(static_cast<int64_t>(e));
   return need;
 }
 
