@@ -2,8 +2,8 @@
 
 #include <unistd.h>
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -14,8 +14,8 @@
 #include "src/data/shuffle.h"
 #include "src/driver/console_report.h"
 #include "src/driver/hang_watchdog.h"
-#include "src/driver/run_attributes.h"
 #include "src/driver/iteration_recorder.h"
+#include "src/driver/run_attributes.h"
 #include "src/driver/verification.h"
 #include "src/errors.h"
 #include "src/results/run_info.h"
