@@ -26,9 +26,11 @@ OPTFLAGS ?= -O3
 CXX := $(MPICXX)
 CPPFLAGS := -I. $(HDF5_CFLAGS) $(OPENBLAS_CFLAGS) $(JSON_CFLAGS) $(CLI11_CFLAGS)
 CXXFLAGS ?= $(OPTFLAGS) -g
-# -fno-math-errno: nothing reads errno, and it lets loops with sqrt vectorise.
-CXXFLAGS += -std=c++20 -Wall -Wextra -MMD -MP -fno-math-errno
-LDLIBS := $(HDF5_LIBS) $(OPENBLAS_LIBS) $(ZLIB_LIBS) -lpthread
+# -fno-math-errno: nothing reads errno, and it lets loops with sqrt vectorise. -fopenmp: the CPU
+# kernels split their loops across the rank's threads. -ffp-contract=off: no fused multiply-adds
+# the source does not write, so the kernels' AVX-512 and baseline clones agree bit for bit.
+CXXFLAGS += -std=c++20 -Wall -Wextra -MMD -MP -fno-math-errno -fopenmp -ffp-contract=off
+LDLIBS := $(HDF5_LIBS) $(OPENBLAS_LIBS) $(ZLIB_LIBS) -lpthread -fopenmp
 
 ifneq ($(CUDA_EMULATE),)
   # kernels/cuda/*.cu compiled as C++ against HIP-CPU: kernels/emulate/include maps the CUDA,

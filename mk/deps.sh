@@ -25,9 +25,10 @@ for arg in "$@"; do
   esac
 done
 
-SYSTEM_PACKAGES=(mpich libmpich-dev libhdf5-dev libopenblas-dev nlohmann-json3-dev libcli11-dev
-                 zlib1g-dev libgtest-dev libbenchmark-dev dataset-fashion-mnist pkg-config make g++
-                 libtbb-dev)
+# libopenblas-openmp-dev: the OpenBLAS build whose threads the CPU kernels share (mk/detect.mk).
+SYSTEM_PACKAGES=(mpich libmpich-dev libhdf5-dev libopenblas-dev libopenblas-openmp-dev
+                 nlohmann-json3-dev libcli11-dev zlib1g-dev libgtest-dev libbenchmark-dev
+                 dataset-fashion-mnist pkg-config make g++ libtbb-dev)
 PYTHON=${PYTHON:-python3}
 VENV=.venv
 REQUIREMENTS=analysis/requirements.txt

@@ -52,11 +52,19 @@ else
   $(call missing,HDF5:     not found: no hdf5.h (load an HDF5 module, set HDF5_DIR=<prefix>, or run 'make deps'))
 endif
 
-# ---- OpenBLAS (required): OPENBLAS_DIR/OPENBLAS_ROOT, else pkg-config openblas
+# ---- OpenBLAS (required): OPENBLAS_DIR/OPENBLAS_ROOT, else Debian's OpenMP build, else
+# pkg-config openblas. The CPU kernels thread their loops only beside an OpenMP build, which
+# shares its pool with them (kernels/cpu/parallel_loops.h). Debian's is linked by its own path
+# with an rpath: libopenblas.so.0 in the library path is whichever build `alternatives` chose.
 OPENBLAS_PREFIX := $(firstword $(OPENBLAS_DIR) $(OPENBLAS_ROOT) $(OPENBLAS_HOME))
+OPENBLAS_OPENMP_LIBDIR := $(firstword $(wildcard /usr/lib/*/openblas-openmp/libopenblas.so))
 ifneq ($(OPENBLAS_PREFIX),)
   OPENBLAS_CFLAGS := -I$(OPENBLAS_PREFIX)/include
   OPENBLAS_LIBS := -L$(call first_dir,$(OPENBLAS_PREFIX)/lib64 $(OPENBLAS_PREFIX)/lib,libopenblas.so) -lopenblas
+else ifneq ($(OPENBLAS_OPENMP_LIBDIR),)
+  OPENBLAS_OPENMP_LIBDIR := $(patsubst %/,%,$(dir $(OPENBLAS_OPENMP_LIBDIR)))
+  OPENBLAS_CFLAGS := -I/usr/include/$(notdir $(patsubst %/,%,$(dir $(OPENBLAS_OPENMP_LIBDIR))))/openblas-openmp
+  OPENBLAS_LIBS := -L$(OPENBLAS_OPENMP_LIBDIR) -Wl,-rpath,$(OPENBLAS_OPENMP_LIBDIR) -lopenblas
 else ifeq ($(call pkg_exists,openblas),yes)
   OPENBLAS_CFLAGS := $(call pkg_cflags,openblas)
   OPENBLAS_LIBS := $(call pkg_libs,openblas)

@@ -4,6 +4,7 @@
 // as one slice gives LayerNorm's own results.
 #include <cstdint>
 
+#include "kernels/cpu/column_sums.h"
 #include "kernels/cpu/lane_sum.h"
 #include "kernels/layernorm_row_sums.h"
 
@@ -43,6 +44,32 @@ void normalize_row(T* yr, const T* xr, const T* gamma, const T* beta, double mu,
     yr[c] = static_cast<T>((static_cast<double>(xr[c]) - mu) * rs *
                                static_cast<double>(gamma[c]) +
                            static_cast<double>(beta[c]));
+}
+
+// dx over one row, given the row's mean(dxhat) and mean(dxhat·xhat) (over the whole row, which
+// a sliced LayerNorm's parts sum between them).
+template <typename T>
+void layernorm_dx_row(T* dxr, const T* dyr, const T* xr, const T* gamma, double mu, double rs,
+                      double mean_dxhat, double mean_dxhat_xhat, int64_t cols) {
+  for (int64_t c = 0; c < cols; ++c) {
+    const double xhat = (static_cast<double>(xr[c]) - mu) * rs;
+    const double dxhat = static_cast<double>(dyr[c]) * static_cast<double>(gamma[c]);
+    dxr[c] = static_cast<T>(rs * (dxhat - mean_dxhat - xhat * mean_dxhat_xhat));
+  }
+}
+
+// dgamma = Σ_rows dy·xhat and dbeta = Σ_rows dy, each column summed in double in row order.
+template <typename T>
+void layernorm_parameter_grads(T* dgamma, T* dbeta, const T* dy, const T* x, const T* mean,
+                               const T* rstd, int64_t rows, int64_t cols, bool accumulate) {
+  column_sums(dgamma, rows, cols, accumulate, [&](int64_t r, int64_t c) {
+    const double xhat =
+        (static_cast<double>(x[r * cols + c]) - static_cast<double>(mean[r])) *
+        static_cast<double>(rstd[r]);
+    return static_cast<double>(dy[r * cols + c]) * xhat;
+  });
+  column_sums(dbeta, rows, cols, accumulate,
+              [&](int64_t r, int64_t c) { return static_cast<double>(dy[r * cols + c]); });
 }
 
 }  // namespace mlps::cpu::detail

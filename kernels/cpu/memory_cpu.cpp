@@ -1,5 +1,5 @@
 // Memory of the CPU backend: 64-byte aligned host allocations (cache lines, AVX-512 loads),
-// plain copies, and nothing to synchronise.
+// copies and fills split across the rank's threads, and nothing to synchronise.
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -9,6 +9,7 @@
 #endif
 
 #include "kernels/aliasing.h"
+#include "kernels/cpu/parallel_loops.h"
 #include "kernels/kernels.h"
 
 namespace mlps::cpu {
@@ -31,6 +32,14 @@ void keep_freed_memory() {
 #endif
 }
 
+// memcpy over chunks of whole cache lines, one per thread for large copies.
+void parallel_memcpy(void* dst, const void* src, size_t bytes) {
+  detail::parallel_chunks(static_cast<int64_t>(bytes), 1, 64, [&](int64_t b0, int64_t b1) {
+    std::memcpy(static_cast<char*>(dst) + b0, static_cast<const char*>(src) + b0,
+                static_cast<size_t>(b1 - b0));
+  });
+}
+
 }  // namespace
 
 void* device_alloc(size_t bytes) {
@@ -46,21 +55,23 @@ void* device_alloc(size_t bytes) {
 void device_free(void* p) { std::free(p); }
 
 void copy_to_device(void* dst, const void* host_src, size_t bytes) {
-  if (bytes) std::memcpy(dst, host_src, bytes);
+  parallel_memcpy(dst, host_src, bytes);
 }
 
 void copy_to_host(void* host_dst, const void* src, size_t bytes) {
-  if (bytes) std::memcpy(host_dst, src, bytes);
+  parallel_memcpy(host_dst, src, bytes);
 }
 
 void copy_on_device(void* dst, const void* src, size_t bytes) {
   if (bytes == 0 || dst == src) return;
-  detail::require_disjoint(dst, src, bytes, "copy_on_device", "source and destination");
-  std::memcpy(dst, src, bytes);
+  mlps::detail::require_disjoint(dst, src, bytes, "copy_on_device", "source and destination");
+  parallel_memcpy(dst, src, bytes);
 }
 
 void fill_zero(void* p, size_t bytes) {
-  if (bytes) std::memset(p, 0, bytes);
+  detail::parallel_chunks(static_cast<int64_t>(bytes), 1, 64, [&](int64_t b0, int64_t b1) {
+    std::memset(static_cast<char*>(p) + b0, 0, static_cast<size_t>(b1 - b0));
+  });
 }
 
 void synchronize() {}

@@ -3,10 +3,9 @@
 // LayerNorm's own results.
 #include <cmath>
 #include <cstring>
-#include <vector>
 
-#include "kernels/cpu/column_sums.h"
 #include "kernels/cpu/layernorm_rows.h"
+#include "kernels/cpu/parallel_loops.h"
 #include "kernels/kernel_instances.h"
 #include "kernels/sliced_rows.h"
 
@@ -15,11 +14,13 @@ namespace mlps::cpu {
 template <typename T>
 void row_moments(T* moments, const T* x, int64_t rows, int64_t cols) {
   if (cols == 0) return;
-  for (int64_t r = 0; r < rows; ++r) {
-    const detail::RowMoments row = detail::row_moments_of(x + r * cols, cols);
-    moments[2 * r] = static_cast<T>(row.mean);
-    moments[2 * r + 1] = static_cast<T>(row.m2);
-  }
+  detail::parallel_rows(rows, cols, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const detail::RowMoments row = detail::row_moments_of(x + r * cols, cols);
+      moments[2 * r] = static_cast<T>(row.mean);
+      moments[2 * r + 1] = static_cast<T>(row.m2);
+    }
+  });
 }
 
 template <typename T>
@@ -47,34 +48,27 @@ void combine_row_moments(T* mean, T* rstd, const T* moments, int64_t parts, int6
 template <typename T>
 void layernorm_apply(T* y, const T* x, const T* mean, const T* rstd, const T* gamma,
                      const T* beta, int64_t rows, int64_t cols) {
-  for (int64_t r = 0; r < rows; ++r)
-    detail::normalize_row(y + r * cols, x + r * cols, gamma, beta, static_cast<double>(mean[r]),
-                          static_cast<double>(rstd[r]), cols);
+  detail::parallel_rows(rows, cols, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r)
+      detail::normalize_row(y + r * cols, x + r * cols, gamma, beta,
+                            static_cast<double>(mean[r]), static_cast<double>(rstd[r]), cols);
+  });
 }
 
 template <typename T>
 void layernorm_backward_partial(T* sums, T* dgamma, T* dbeta, const T* dy, const T* x,
                                 const T* mean, const T* rstd, const T* gamma, int64_t rows,
                                 int64_t cols, bool accumulate) {
-  std::vector<double> dgamma_sum(static_cast<size_t>(cols), 0.0);
-  std::vector<double> dbeta_sum(static_cast<size_t>(cols), 0.0);
-  for (int64_t r = 0; r < rows; ++r) {
-    const T* xr = x + r * cols;
-    const T* dyr = dy + r * cols;
-    const double mu = static_cast<double>(mean[r]);
-    const double rs = static_cast<double>(rstd[r]);
-    const detail::DxhatSums row = detail::dxhat_sums(dyr, xr, gamma, mu, rs, cols);
-    sums[2 * r] = static_cast<T>(row.dxhat);
-    sums[2 * r + 1] = static_cast<T>(row.dxhat_xhat);
-    for (int64_t c = 0; c < cols; ++c) {
-      const double g = static_cast<double>(dyr[c]);
-      const double xhat = (static_cast<double>(xr[c]) - mu) * rs;
-      dgamma_sum[c] += g * xhat;
-      dbeta_sum[c] += g;
+  detail::parallel_rows(rows, cols, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const detail::DxhatSums row =
+          detail::dxhat_sums(dy + r * cols, x + r * cols, gamma, static_cast<double>(mean[r]),
+                             static_cast<double>(rstd[r]), cols);
+      sums[2 * r] = static_cast<T>(row.dxhat);
+      sums[2 * r + 1] = static_cast<T>(row.dxhat_xhat);
     }
-  }
-  detail::store_column_sums(dgamma, dgamma_sum, accumulate);
-  detail::store_column_sums(dbeta, dbeta_sum, accumulate);
+  });
+  detail::layernorm_parameter_grads(dgamma, dbeta, dy, x, mean, rstd, rows, cols, accumulate);
 }
 
 template <typename T>
@@ -83,20 +77,13 @@ void layernorm_backward_apply(T* dx, const T* dy, const T* x, const T* mean, con
                               int64_t total_cols) {
   if (total_cols == 0) return;
   const double inv_total = 1.0 / static_cast<double>(total_cols);
-  for (int64_t r = 0; r < rows; ++r) {
-    const T* xr = x + r * cols;
-    const T* dyr = dy + r * cols;
-    T* dxr = dx + r * cols;
-    const double mu = static_cast<double>(mean[r]);
-    const double rs = static_cast<double>(rstd[r]);
-    const double mean_dxhat = static_cast<double>(sums[2 * r]) * inv_total;
-    const double mean_dxhat_xhat = static_cast<double>(sums[2 * r + 1]) * inv_total;
-    for (int64_t c = 0; c < cols; ++c) {
-      const double xhat = (static_cast<double>(xr[c]) - mu) * rs;
-      const double dxhat = static_cast<double>(dyr[c]) * static_cast<double>(gamma[c]);
-      dxr[c] = static_cast<T>(rs * (dxhat - mean_dxhat - xhat * mean_dxhat_xhat));
-    }
-  }
+  detail::parallel_rows(rows, cols, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r)
+      detail::layernorm_dx_row(dx + r * cols, dy + r * cols, x + r * cols, gamma,
+                               static_cast<double>(mean[r]), static_cast<double>(rstd[r]),
+                               static_cast<double>(sums[2 * r]) * inv_total,
+                               static_cast<double>(sums[2 * r + 1]) * inv_total, cols);
+  });
 }
 
 template <typename T>

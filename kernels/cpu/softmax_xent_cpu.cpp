@@ -1,8 +1,9 @@
 // Softmax cross-entropy on the CPU, numerically stable (row max subtracted) with the
-// normaliser and the loss computed in double.
+// normaliser and the loss computed in double; rows split across the rank's threads.
 #include <cmath>
 #include <limits>
 
+#include "kernels/cpu/parallel_loops.h"
 #include "kernels/kernel_instances.h"
 #include "kernels/kernels.h"
 
@@ -11,35 +12,39 @@ namespace mlps::cpu {
 template <typename T>
 void softmax_xent_forward(T* probs, T* row_loss, const T* logits, const int32_t* labels,
                           int64_t rows, int64_t classes) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const T* z = logits + r * classes;
-    T* p = probs + r * classes;
-    double max_z = -std::numeric_limits<double>::infinity();
-    for (int64_t c = 0; c < classes; ++c) max_z = std::fmax(max_z, static_cast<double>(z[c]));
-    double sum = 0.0;
-    for (int64_t c = 0; c < classes; ++c) sum += std::exp(static_cast<double>(z[c]) - max_z);
-    const double log_sum = std::log(sum);
-    for (int64_t c = 0; c < classes; ++c)
-      p[c] = static_cast<T>(std::exp(static_cast<double>(z[c]) - max_z - log_sum));
-    // −log p[label] = log Σ exp(z − max) − (z[label] − max), exact even when p underflows.
-    // A label outside [0, classes) gives NaN instead of reading out of bounds.
-    const int32_t label = labels[r];
-    row_loss[r] = static_cast<T>(label >= 0 && label < classes
-                                     ? log_sum - (static_cast<double>(z[label]) - max_z)
-                                     : std::numeric_limits<double>::quiet_NaN());
-  }
+  detail::parallel_rows(rows, classes, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const T* z = logits + r * classes;
+      T* p = probs + r * classes;
+      double max_z = -std::numeric_limits<double>::infinity();
+      for (int64_t c = 0; c < classes; ++c) max_z = std::fmax(max_z, static_cast<double>(z[c]));
+      double sum = 0.0;
+      for (int64_t c = 0; c < classes; ++c) sum += std::exp(static_cast<double>(z[c]) - max_z);
+      const double log_sum = std::log(sum);
+      for (int64_t c = 0; c < classes; ++c)
+        p[c] = static_cast<T>(std::exp(static_cast<double>(z[c]) - max_z - log_sum));
+      // −log p[label] = log Σ exp(z − max) − (z[label] − max), exact even when p underflows.
+      // A label outside [0, classes) gives NaN instead of reading out of bounds.
+      const int32_t label = labels[r];
+      row_loss[r] = static_cast<T>(label >= 0 && label < classes
+                                       ? log_sum - (static_cast<double>(z[label]) - max_z)
+                                       : std::numeric_limits<double>::quiet_NaN());
+    }
+  });
 }
 
 template <typename T>
 void softmax_xent_backward(T* dlogits, const T* probs, const int32_t* labels, int64_t rows,
                            int64_t classes, double scale) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const T* p = probs + r * classes;
-    T* d = dlogits + r * classes;
-    const int32_t label = labels[r];
-    for (int64_t c = 0; c < classes; ++c)
-      d[c] = static_cast<T>((static_cast<double>(p[c]) - (c == label ? 1.0 : 0.0)) * scale);
-  }
+  detail::parallel_rows(rows, classes, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const T* p = probs + r * classes;
+      T* d = dlogits + r * classes;
+      const int32_t label = labels[r];
+      for (int64_t c = 0; c < classes; ++c)
+        d[c] = static_cast<T>((static_cast<double>(p[c]) - (c == label ? 1.0 : 0.0)) * scale);
+    }
+  });
 }
 
 MLPS_INSTANTIATE_KERNELS(MLPS_SOFTMAX_XENT_INSTANCES)
