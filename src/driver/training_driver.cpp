@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "src/data/batch_prefetcher.h"
 #include "src/data/shuffle.h"
 #include "src/driver/console_report.h"
 #include "src/driver/hang_watchdog.h"
@@ -178,16 +179,20 @@ int run_inference(const RunContext& context, const Options& o, Trainer& trainer,
   RunRecord record;
   std::vector<int64_t> batch_starts;
   int64_t correct = 0;
+  const BatchSlice slice = trainer.batch_slice(o.batch);
+  BatchPrefetcher batches_ahead(
+      [&](int64_t b) {
+        return load_batch_range(dataset, Split::test, (b % per_pass) * o.batch + slice.first,
+                                slice.count, static_cast<int>(o.model.image_size));
+      },
+      batches);
   for (int64_t b = 0; b < batches; ++b) {
-    const int64_t first = (b % per_pass) * o.batch;
-    batch_starts.push_back(first);
+    batch_starts.push_back((b % per_pass) * o.batch);
     timer.begin_iteration();
     HostBatch batch;
     {
       ScopedPhase phase(timer, Phase::data);
-      const BatchSlice slice = trainer.batch_slice(o.batch);
-      batch = load_batch_range(dataset, Split::test, first + slice.first, slice.count,
-                               static_cast<int>(o.model.image_size));
+      batch = batches_ahead.take(b);
     }
     Evaluation e;
     {
@@ -238,7 +243,19 @@ int run_training(const RunContext& context, const Options& o, const TrainingSche
   IterationRecorder recorder(run_timing_names(trainer));
   RunRecord record;
   int64_t skipped_steps = 0;
-  std::vector<int64_t> order;
+  const BatchSlice slice = trainer.batch_slice(schedule.global_batch);
+  std::vector<int64_t> order;  // the loader's: the sample order of the epoch it is in
+  int64_t order_epoch = -1;
+  BatchPrefetcher batches_ahead(
+      [&](int64_t it) {
+        if (schedule.epoch_of(it) != order_epoch) {
+          order_epoch = schedule.epoch_of(it);
+          order = epoch_order(schedule.train_samples, o.seed, order_epoch);
+        }
+        return load_batch(dataset, Split::train, order, schedule.first_position(it) + slice.first,
+                          slice.count, static_cast<int>(o.model.image_size));
+      },
+      schedule.iterations);
   // --timeout watches the training loop, where every rank waits on its peers.
   std::optional<HangWatchdog> watchdog;
   watchdog.emplace(o.timeout,
@@ -251,11 +268,7 @@ int run_training(const RunContext& context, const Options& o, const TrainingSche
     HostBatch batch;
     {
       ScopedPhase phase(timer, Phase::data);
-      if (it == 0 || schedule.first_position(it) == 0)
-        order = epoch_order(schedule.train_samples, o.seed, schedule.epoch_of(it));
-      const BatchSlice slice = trainer.batch_slice(schedule.global_batch);
-      batch = load_batch(dataset, Split::train, order, schedule.first_position(it) + slice.first,
-                         slice.count, static_cast<int>(o.model.image_size));
+      batch = batches_ahead.take(it);
     }
     const double loss_scale = trainer.device().loss_scale();
     const double loss = trainer.train_step(batch, schedule.global_batch, timer);

@@ -1,0 +1,69 @@
+#include "src/data/batch_prefetcher.h"
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <utility>
+
+namespace mlps {
+
+BatchPrefetcher::BatchPrefetcher(Loader load, int64_t count)
+    : load_(std::move(load)), count_(count), worker_([this] { work(); }) {
+#ifdef SCHED_IDLE
+  // The worker runs only on a core nobody else wants: preempting one thread of a GEMM's team
+  // would stall the whole team at its next barrier. When the step waits for the batch, its
+  // cores are idle and the worker gets them. Without the policy it runs at normal priority.
+  const sched_param none{};
+  pthread_setschedparam(worker_.native_handle(), SCHED_IDLE, &none);
+#endif
+}
+
+BatchPrefetcher::~BatchPrefetcher() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  changed_.notify_all();
+  worker_.join();
+}
+
+HostBatch BatchPrefetcher::take(int64_t index) {
+  std::unique_lock lock(mutex_);
+  if (wanted_ != index) {  // the first batch: nothing was asked for ahead of it
+    wanted_ = index;
+    changed_.notify_all();
+  }
+  changed_.wait(lock, [&] { return ready_.has_value() || error_; });
+  if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+  HostBatch batch = std::move(*ready_);
+  ready_.reset();
+  if (index + 1 < count_) {
+    wanted_ = index + 1;
+    changed_.notify_all();
+  }
+  return batch;
+}
+
+void BatchPrefetcher::work() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    changed_.wait(lock, [&] { return stop_ || wanted_ != loaded_; });
+    if (stop_) return;
+    const int64_t index = wanted_;
+    lock.unlock();
+    std::optional<HostBatch> batch;
+    std::exception_ptr error;
+    try {
+      batch = load_(index);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    lock.lock();
+    loaded_ = index;
+    ready_ = std::move(batch);
+    error_ = error;
+    changed_.notify_all();
+  }
+}
+
+}  // namespace mlps
