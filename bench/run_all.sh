@@ -4,8 +4,9 @@
 set -euo pipefail
 
 mkdir -p results/bench
-# Three repetitions, medians kept: a single short run of a GEMM can land on a bad moment.
-bin/bench_kernels --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+# Three repetitions: the console shows their medians, the JSON keeps each, and bench_floor takes
+# the fastest (a single short run of a GEMM can land on a bad moment of a shared machine).
+bin/bench_kernels --benchmark_repetitions=3 --benchmark_display_aggregates_only=true \
   --benchmark_out=results/bench/kernels.json --benchmark_out_format=json
 if [[ -x bin/bench_floor ]]; then
   # --iters explicitly: the preset sets epochs, which --iters must override.

@@ -50,6 +50,33 @@ std::vector<GemmShape> training_step_gemms(const ModelConfig& c, int64_t batch) 
   return gemms;
 }
 
+StepElementwiseBytes training_step_elementwise_bytes(const ModelConfig& c, int64_t batch,
+                                                     double element_bytes) {
+  const double r = static_cast<double>(batch), h = static_cast<double>(c.hidden);
+  const double f = static_cast<double>(c.ffn_hidden()), classes = static_cast<double>(c.classes);
+  const double blocks = static_cast<double>(c.layers);
+  const bool residual = c.block == BlockKind::residual_mlp;
+  StepElementwiseBytes e;
+  for (const auto& s : linear_shapes(c)) {
+    const double out = static_cast<double>(s.out);
+    e.forward += 2 * r * out + out;  // bias add: read y, bias; write y
+    e.backward += r * out + out;     // bias gradient: read dy; write db
+  }
+  // ReLU (read x; write y / read dy, y; write dx) over the block's inner width.
+  const double inner = residual ? f : h;
+  e.forward += blocks * 2 * r * inner;
+  e.backward += blocks * 3 * r * inner;
+  if (residual) {  // LayerNorm (x, γ, β → y, mean, rstd) and the residual add (a, b → y)
+    e.forward += blocks * ((2 * r * h + 2 * h + 2 * r) + 3 * r * h);
+    e.backward += blocks * ((3 * r * h + 3 * h + 2 * r) + 3 * r * h);
+  }
+  e.forward += 2 * r * classes + r;  // softmax cross-entropy: logits → probs, row loss
+  e.backward += 2 * r * classes;     // probs → dlogits
+  e.forward = e.forward * element_bytes + 4 * r;  // + the int32 labels, read once each way
+  e.backward = e.backward * element_bytes + 4 * r;
+  return e;
+}
+
 // Element counts are int64 products (H·F, batch·S², Σ parameters) and byte counts 8 times
 // those; past 2^60 elements they would overflow before the memory check (which names what a
 // smaller but still impossible run needs) could say so. Computed in floating point, so the check

@@ -55,4 +55,15 @@ struct GemmShape {
 // (skipped for the first layer, whose input needs no gradient) and dW = dYᵀ·X.
 std::vector<GemmShape> training_step_gemms(const ModelConfig& config, int64_t batch);
 
+// Bytes the element-wise kernels of one training step read and write at `batch` rows, each input
+// read once and each output written once (as bin/bench_kernels counts them): bias add and bias
+// gradient per Linear; per block the ReLU, and the LayerNorm and residual of a residual block;
+// the loss. Forward and backward apart, for the step-time floor.
+struct StepElementwiseBytes {
+  double forward = 0;
+  double backward = 0;
+};
+StepElementwiseBytes training_step_elementwise_bytes(const ModelConfig& config, int64_t batch,
+                                                     double element_bytes);
+
 }  // namespace mlps

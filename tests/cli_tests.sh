@@ -199,6 +199,24 @@ run_in_empty_dir "$repo/bin/bench_floor" --kernels "$tmp/outdir" --hidden 16 --l
 grep -q "cannot read a file there" "$tmp/stderr" || problem "stderr: $(first_line "$tmp/stderr")"
 report "bench_floor --kernels naming a directory"
 
+# bench_kernels, then bench_floor on its rates at a tiny model: every phase beside its floor, the
+# step's ratio, the optimizer's bandwidth, and Adam beside its single-thread reference loop.
+floor_model=(--hidden 16 --layers 1 --image-size 8 --batch 4)
+run_in_empty_dir "$repo/bin/bench_kernels" "${floor_model[@]}" --benchmark_min_time=0.01 \
+  --benchmark_out="$tmp/kernels.json" --benchmark_out_format=json
+((rc == 0)) || problem "bench_kernels: exit status $rc: $(first_line "$tmp/stderr")"
+run_in_empty_dir "$repo/bin/bench_floor" --kernels "$tmp/kernels.json" "${floor_model[@]}" \
+  --iters 4 --warmup 1 --print-every 0 --out "$tmp/floor.h5"
+((rc == 0)) || problem "bench_floor: exit status $rc: $(first_line "$tmp/stderr")"
+for phase in forward backward optimizer data step; do
+  grep -Eq "^  $phase +[0-9]+\.[0-9]+ +[0-9]+\.[0-9]+ " "$tmp/stdout" || problem "no $phase row"
+done
+grep -Eq '^  optimizer +[0-9.]+ GB/s = [0-9]+% of the all-core copy' "$tmp/stdout" ||
+  problem "no optimizer bandwidth line"
+grep -Eq '^  adam +[0-9.]+ GB/s, single-thread reference loop [0-9.]+ GB/s' "$tmp/stdout" ||
+  problem "no Adam against its reference"
+report "bench_floor prints each phase beside its floor"
+
 # bin/bench_kernels checks the Google Benchmark flags that library would accept and mishandle.
 for bad in "--benchmark_filter=[:not a regular expression" \
            "--benchmark_repetitions=-3:must be a positive integer"; do

@@ -6,9 +6,32 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/cpu/parallel_loops.h"
+#include "kernels/cpu/reference_optimizer.h"
 #include "src/model_config.h"
 
 namespace mlps::kernel_bench {
+namespace {
+
+template <typename T>
+MLPS_VECTOR_CLONES void update_chunk(T* __restrict p, const T* __restrict g, T* __restrict m,
+                                     T* __restrict v, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    p[i] += g[i];
+    m[i] += g[i];
+    v[i] += g[i];
+  }
+}
+
+// On the rank's threads, as the CPU kernels split their loops.
+template <typename T>
+void update_stream(T* p, const T* g, T* m, T* v, int64_t n) {
+  cpu::detail::parallel_elements(n, [&](int64_t i0, int64_t i1) {
+    update_chunk(p + i0, g + i0, m + i0, v + i0, i1 - i0);
+  });
+}
+
+}  // namespace
 
 // Element-wise kernels at the sizes the model runs them; each GB/s counter counts every input
 // read once and every output written once (the comment at each kernel lists them).
@@ -102,11 +125,31 @@ void register_elementwise_benchmarks(Backend backend, const KernelBenchOptions& 
     // read p, g; write p
     add("sgd_update", element_count(n), {n, n}, 3.0 * n * size,
         [n](const Device& d, Tensors<T>& t) { d.sgd_update<T>(t[0], t[1], n, 1e-3); });
+    if (backend.device.kind() == DeviceKind::cpu) {
+      // The same updates by the single-thread baseline loops they replaced, side by side, so
+      // that the ratio of the GB/s shows what threads and vector width bring (or a regression).
+      add("adam_update_reference", element_count(n), {n, n, n, {n, true}}, 7.0 * n * size,
+          [n, step](const Device&, Tensors<T>& t) {
+            cpu::reference::adam_update<T>(t[0], t[1], t[2], t[3], n, step);
+          });
+      add("sgd_update_reference", element_count(n), {n, n}, 3.0 * n * size,
+          [n](const Device&, Tensors<T>& t) { cpu::reference::sgd_update<T>(t[0], t[1], n, 1e-3); });
+    }
   }
-  {  // the memory-bandwidth ceiling: 256 MiB, well past any cache; read src, write dst
-    const int64_t n = (int64_t{256} << 20) / static_cast<int64_t>(sizeof(T));
+  {  // the memory-bandwidth ceilings, on every thread the rank has, kStreamBytes per tensor (well
+     // past any cache): a copy (read src, write dst) and STREAM's add (read a, b; write y)
+    const int64_t n = kStreamBytes / static_cast<int64_t>(sizeof(T));
     add("copy", element_count(n), {n, n}, 2.0 * n * size,
         [n](const Device& d, Tensors<T>& t) { d.copy(t[0], t[1], n * sizeof(T)); });
+    add("stream_add", element_count(n), {n, n, n}, 3.0 * n * size,
+        [n](const Device& d, Tensors<T>& t) { d.residual_add<T>(t[0], t[1], t[2], n); });
+    if (backend.device.kind() == DeviceKind::cpu) {
+      // Adam's traffic without its arithmetic (read p, g, m, v; write p, m, v): reads are cheaper
+      // than writes here, so the optimizer's ceiling is this stream's rate, not the copy's.
+      const int64_t third = n / 3;
+      add("stream_update", element_count(third), {third, third, third, third}, 7.0 * third * size,
+          [third](const Device&, Tensors<T>& t) { update_stream(t[0], t[1], t[2], t[3], third); });
+    }
   }
 }
 

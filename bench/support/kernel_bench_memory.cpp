@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "bench/support/elementwise_benchmarks.h"
+
 namespace mlps::kernel_bench {
 
 double largest_benchmark_bytes(const KernelBenchOptions& options, int64_t square_gemm) {
@@ -18,7 +20,8 @@ double largest_benchmark_bytes(const KernelBenchOptions& options, int64_t square
   elements = std::max(elements, set(4 * weight, weight));
   const double rows_ffn = d(options.batch) * d(options.model.ffn_hidden());
   elements = std::max(elements, set(3 * rows_ffn, rows_ffn));
-  elements = std::max(elements, set(2 * d(int64_t{256} << 20) / 8, d(int64_t{256} << 20) / 8));
+  const double stream = d(kStreamBytes) / 8;  // stream_add's three tensors, in fp64 elements
+  elements = std::max(elements, set(3 * stream, stream));
   return elements * 8;
 }
 
