@@ -113,7 +113,8 @@ int run(const MpiSession& mpi, int argc, char** argv) {
   for (const auto& g : training_step_gemms(o.model, o.batch)) {
     const std::string phase = g.name.ends_with(".forward") ? "forward" : "backward";
     gemm_flops[phase] += g.flops();
-    gemm_seconds[phase] += g.flops() / (rates.counter(gemm_name(g, backend, type), "TFLOP/s") * 1e12);
+    const double rate = rates.counter(gemm_name(g, backend, type), "TFLOP/s") * 1e12;
+    gemm_seconds[phase] += g.flops() / rate;
   }
   const std::string stream = "/" + backend + "/" + type + "/";
   const double copy_rate = rates.counter_by_prefix("copy" + stream, "GB/s") * 1e9;
@@ -127,7 +128,8 @@ int run(const MpiSession& mpi, int argc, char** argv) {
           : 0.0;
   const double optimizer_bandwidth = std::max(bandwidth, update_rate);
   const double element = o.precision == Precision::fp64 ? 8.0 : 4.0;
-  const StepElementwiseBytes elementwise = training_step_elementwise_bytes(o.model, o.batch, element);
+  const StepElementwiseBytes elementwise =
+      training_step_elementwise_bytes(o.model, o.batch, element);
   const double optimizer_bytes = trainer->optimizer_bytes_per_step();
   std::map<std::string, double> floors{
       {"forward", gemm_seconds["forward"] + elementwise.forward / bandwidth},
@@ -164,7 +166,8 @@ int run(const MpiSession& mpi, int argc, char** argv) {
     std::snprintf(text, sizeof text, "%.3f %s", value, unit);
     return std::string(text);
   };
-  row("forward", fixed(gemm_flops["forward"] / 1e9, "GFLOP") + " of GEMMs at the per-shape rates; " +
+  row("forward", fixed(gemm_flops["forward"] / 1e9, "GFLOP") +
+                     " of GEMMs at the per-shape rates; " +
                      fixed(elementwise.forward / 1e9, "GB") + " element-wise");
   row("backward", fixed(gemm_flops["backward"] / 1e9, "GFLOP") + " of GEMMs; " +
                       fixed(elementwise.backward / 1e9, "GB") + " element-wise");
@@ -175,7 +178,8 @@ int run(const MpiSession& mpi, int argc, char** argv) {
   std::printf("  %-10s %11.3f %10.3f %8.3f   (target <= 1.15: %s)\n", "step", step * 1e3,
               floor_seconds * 1e3, ratio, ratio <= 1.15 ? "met" : "NOT met");
   const double optimizer_rate = optimizer_bytes / optimizer;
-  std::printf("  optimizer   %.1f GB/s = %.0f%% of the all-core copy bandwidth (target >= 80%%: %s)\n",
+  std::printf("  optimizer   %.1f GB/s = %.0f%% of the all-core copy bandwidth "
+              "(target >= 80%%: %s)\n",
               optimizer_rate / 1e9, 100 * optimizer_rate / copy_rate,
               optimizer_rate >= 0.8 * copy_rate ? "met" : "NOT met");
   if (backend == "cpu") {

@@ -23,6 +23,9 @@ enum class StorageFormat { full, bf16, fp16 };
 
 namespace cpu {
 #include "kernel_api.inc"
+// Threads per rank: OpenBLAS's, which the kernels' loops share (kernels/cpu/parallel_loops.h).
+int thread_count();
+void set_thread_count(int threads);
 }  // namespace cpu
 
 namespace cuda {

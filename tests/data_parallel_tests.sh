@@ -101,4 +101,21 @@ pkill -KILL -f "bin/data ${tiny[0]}.*--timeout $limit" 2>/dev/null
 refused "--timeout -1" 2 "--timeout" --timeout -1
 MLPSCALE_TIMEOUT=soon refused "MLPSCALE_TIMEOUT=soon" 2 "MLPSCALE_TIMEOUT"
 
+# Threads per rank: the node's cores shared among its ranks when neither OPENBLAS_NUM_THREADS
+# nor OMP_NUM_THREADS is set (mpiexec here binds no rank to its own cores), else as they say.
+threads_header() {  # threads_header RANKS ENV...: the header's "cpu (N threads per rank)" count
+  env -u OPENBLAS_NUM_THREADS -u OMP_NUM_THREADS "${@:2}" timeout 120 mpiexec -n "$1" bin/data \
+    "${tiny[@]}" --out "$tmp/threads.h5" 2>&1 | sed -n 's/^  device      cpu (\([0-9]*\) threads\{0,1\} per rank).*/\1/p'
+}
+cores=$(nproc)
+((cores > 64)) && cores=64  # Debian's OpenBLAS is built for at most 64 threads
+alone=$(threads_header 1)
+shared=$(threads_header 2)
+given=$(threads_header 2 OMP_NUM_THREADS=1)
+if [[ $alone == "$cores" && $shared == "$((cores / 2 > 1 ? cores / 2 : 1))" && $given == 1 ]]; then
+  ok "threads per rank on $cores cores: $alone for 1 rank, $shared each for 2, 1 with OMP_NUM_THREADS=1"
+else
+  not_ok "threads per rank" "on $cores cores: 1 rank '$alone', 2 ranks '$shared', OMP_NUM_THREADS=1 '$given'"
+fi
+
 finish

@@ -133,7 +133,9 @@ void register_elementwise_benchmarks(Backend backend, const KernelBenchOptions& 
             cpu::reference::adam_update<T>(t[0], t[1], t[2], t[3], n, step);
           });
       add("sgd_update_reference", element_count(n), {n, n}, 3.0 * n * size,
-          [n](const Device&, Tensors<T>& t) { cpu::reference::sgd_update<T>(t[0], t[1], n, 1e-3); });
+          [n](const Device&, Tensors<T>& t) {
+            cpu::reference::sgd_update<T>(t[0], t[1], n, 1e-3);
+          });
     }
   }
   {  // the memory-bandwidth ceilings, on every thread the rank has, kStreamBytes per tensor (well

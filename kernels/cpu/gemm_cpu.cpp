@@ -30,7 +30,8 @@ template <typename T>
 void zero_matrix(T* c, int64_t m, int64_t n, int64_t ldc) {
   if (ldc == n) return fill_zero(c, sizeof(T) * static_cast<size_t>(m * n));
   detail::parallel_rows(m, n, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) std::memset(c + r * ldc, 0, sizeof(T) * static_cast<size_t>(n));
+    for (int64_t r = r0; r < r1; ++r)
+      std::memset(c + r * ldc, 0, sizeof(T) * static_cast<size_t>(n));
   });
 }
 

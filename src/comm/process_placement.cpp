@@ -1,8 +1,13 @@
 #include "src/comm/process_placement.h"
 
+#include <sched.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <stdexcept>
+#include <thread>
 
+#include "kernels/kernels.h"
 #include "src/errors.h"
 
 #ifdef MLPSCALE_WITH_CUDA
@@ -47,6 +52,18 @@ void check_launch_matches_slurm(int world_size) {
     throw InputError("Slurm started " + std::to_string(tasks) +
                      " tasks but MPI sees 1 rank per process: srun is launching singletons; use "
                      "srun --mpi=pmi2 (MPICH) or the MPI library Slurm was built for");
+}
+
+void share_node_cores(const RankPlacement& placement, DeviceKind device) {
+  if (device != DeviceKind::cpu || std::getenv("OPENBLAS_NUM_THREADS") ||
+      std::getenv("OMP_NUM_THREADS"))
+    return;
+  cpu_set_t allowed;
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
+  const int mine = CPU_COUNT(&allowed);
+  const int node = static_cast<int>(std::thread::hardware_concurrency());
+  const bool bound = node > 0 && mine < node;  // the launcher gave this rank its own cores
+  cpu::set_thread_count(bound ? mine : std::max(1, mine / std::max(1, placement.local_size)));
 }
 
 int bind_gpu(const RankPlacement& placement, DeviceKind device) {

@@ -49,6 +49,7 @@ int start(const MpiSession& mpi, int argc, char** argv, const SchemeDefinition& 
   s.placement = discover_placement(MPI_COMM_WORLD);
   s.device = DeviceConfig(resolve_device(o.device), storage_format(o.precision),
                           o.fp32_grad_comm);
+  share_node_cores(s.placement, s.device.kind);
   bind_gpu(s.placement, s.device.kind);
   s.backend = resolve_comm_backend(o.comm, s.device.kind, s.placement, MPI_COMM_WORLD);
   account_memory(s.context, scheme.memory(o, mpi.rank(), mpi.size()), s.device.kind,

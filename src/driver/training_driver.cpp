@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "kernels/kernels.h"
 #include "src/data/batch_prefetcher.h"
 #include "src/data/shuffle.h"
 #include "src/driver/console_report.h"
@@ -234,7 +235,12 @@ int run_training(const RunContext& context, const Options& o, const TrainingSche
   const std::string out_path = result_path(context, o, trainer);
   const std::string start_time = utc_timestamp_now();
   const int64_t eval_samples = test_samples(o, dataset);
-  const std::string device_name = to_string(trainer.device().kind());
+  std::string device_name = to_string(trainer.device().kind());
+  if (trainer.device().kind() == DeviceKind::cpu) {
+    const int threads = cpu::thread_count();
+    device_name += " (" + std::to_string(threads) + (threads == 1 ? " thread" : " threads") +
+                   " per rank)";
+  }
   if (context.is_root())
     print_settings_header(context, o, schedule, trainer.scheme(), trainer.grid(), device_name,
                           dataset.describe(), trainer.parameter_count(), out_path);
