@@ -44,6 +44,7 @@ void parallel_memcpy(void* dst, const void* src, size_t bytes) {
 
 void* device_alloc(size_t bytes) {
   keep_freed_memory();
+  detail::rank_threads();  // settles the thread count before the first GEMM
   // aligned_alloc wants a multiple of the alignment; zero bytes still gets a unique pointer.
   const size_t rounded =
       bytes == 0 ? kAlignment : (bytes + kAlignment - 1) / kAlignment * kAlignment;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cblas.h>
 #include <cstdint>
+#include <cstdlib>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 // Results do not depend on the clone: the build turns floating-point contraction off, so every
@@ -23,8 +24,16 @@ namespace mlps::cpu::detail {
 // set per rank; else every core), when OpenBLAS is its OpenMP build and so shares its pool with
 // these loops. Beside its pthreads build the loops stay on the calling thread: two pools whose
 // idle threads spin against each other made the tutorial step 1.6 times slower on 2 cores.
+// The first call settles the count (the CPU backend makes it at its first allocation, before
+// any GEMM): the OpenMP build reads OMP_NUM_THREADS but not OPENBLAS_NUM_THREADS, which users
+// and scripts set per rank (OPENBLAS_NUM_THREADS=1 mpiexec -n 4 ...), so that one is applied.
 inline int rank_threads() {
-  static const bool shared_pool = openblas_get_parallel() == 2;  // 0 serial, 1 pthreads, 2 OpenMP
+  static const bool shared_pool = [] {
+    const bool openmp = openblas_get_parallel() == 2;  // 0 serial, 1 pthreads, 2 OpenMP
+    const char* given = std::getenv("OPENBLAS_NUM_THREADS");
+    if (openmp && given && std::atoi(given) > 0) openblas_set_num_threads(std::atoi(given));
+    return openmp;
+  }();
   return shared_pool ? std::max(1, openblas_get_num_threads()) : 1;
 }
 

@@ -55,6 +55,7 @@ void check_launch_matches_slurm(int world_size) {
 }
 
 void share_node_cores(const RankPlacement& placement, DeviceKind device) {
+  // The CPU backend applies OPENBLAS_NUM_THREADS itself (kernels/cpu/parallel_loops.h).
   if (device != DeviceKind::cpu || std::getenv("OPENBLAS_NUM_THREADS") ||
       std::getenv("OMP_NUM_THREADS"))
     return;

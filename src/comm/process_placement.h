@@ -24,8 +24,8 @@ RankPlacement discover_placement(MPI_Comm world);
 // without Slurm's PMI, or --mpi missing). Throws InputError naming the likely cause.
 void check_launch_matches_slurm(int world_size);
 
-// On the cpu backend, unless OPENBLAS_NUM_THREADS or OMP_NUM_THREADS says otherwise: each rank
-// takes its share of the cores it may run on (all of them when the launcher bound it to its own,
+// On the cpu backend: OPENBLAS_NUM_THREADS threads per rank, else OMP_NUM_THREADS, else the
+// rank's share of the cores it may run on (all of them when the launcher bound it to its own,
 // else the node's divided among its ranks), so that ranks do not crowd each other's cores.
 void share_node_cores(const RankPlacement& placement, DeviceKind device);
 

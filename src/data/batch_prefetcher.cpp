@@ -1,22 +1,13 @@
 #include "src/data/batch_prefetcher.h"
 
-#include <pthread.h>
-#include <sched.h>
-
 #include <utility>
 
 namespace mlps {
 
+// The worker runs at normal priority: at SCHED_IDLE it starved behind ranks sharing a core
+// (MPI polls while it waits), and the step then waited for it longer than loading itself.
 BatchPrefetcher::BatchPrefetcher(Loader load, int64_t count)
-    : load_(std::move(load)), count_(count), worker_([this] { work(); }) {
-#ifdef SCHED_IDLE
-  // The worker runs only on a core nobody else wants: preempting one thread of a GEMM's team
-  // would stall the whole team at its next barrier. When the step waits for the batch, its
-  // cores are idle and the worker gets them. Without the policy it runs at normal priority.
-  const sched_param none{};
-  pthread_setschedparam(worker_.native_handle(), SCHED_IDLE, &none);
-#endif
-}
+    : load_(std::move(load)), count_(count), worker_([this] { work(); }) {}
 
 BatchPrefetcher::~BatchPrefetcher() {
   {
