@@ -112,10 +112,17 @@ cores=$(nproc)
 alone=$(threads_header 1)
 shared=$(threads_header 2)
 given=$(threads_header 2 OMP_NUM_THREADS=1)
-if [[ $alone == "$cores" && $shared == "$((cores / 2 > 1 ? cores / 2 : 1))" && $given == 1 ]]; then
+# The result file records the count too (checked on the last run, OMP_NUM_THREADS=1).
+recorded=$given
+if ((have_h5py)); then
+  recorded=$("$python" -c 'import h5py, sys; print(h5py.File(sys.argv[1], "r").attrs["cpu_threads"])' \
+    "$tmp/threads.h5" 2>&1)
+fi
+if [[ $alone == "$cores" && $shared == "$((cores / 2 > 1 ? cores / 2 : 1))" && $given == 1 &&
+      $recorded == 1 ]]; then
   ok "threads per rank on $cores cores: $alone for 1 rank, $shared each for 2, 1 with OMP_NUM_THREADS=1"
 else
-  not_ok "threads per rank" "on $cores cores: 1 rank '$alone', 2 ranks '$shared', OMP_NUM_THREADS=1 '$given'"
+  not_ok "threads per rank" "on $cores cores: 1 rank '$alone', 2 ranks '$shared', OMP_NUM_THREADS=1 '$given' (file: '$recorded')"
 fi
 
 finish

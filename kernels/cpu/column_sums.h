@@ -21,8 +21,10 @@ MLPS_VECTOR_CLONES void column_block_sums(T* out, int64_t rows, int64_t c0, int6
     std::fill(sum, sum + width, 0.0);
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t c = 0; c < width; ++c) sum[c] += term(r, b0 + c);
-    for (int64_t c = 0; c < width; ++c)
-      out[b0 + c] = static_cast<T>(accumulate ? static_cast<double>(out[b0 + c]) + sum[c] : sum[c]);
+    for (int64_t c = 0; c < width; ++c) {
+      const double total = accumulate ? static_cast<double>(out[b0 + c]) + sum[c] : sum[c];
+      out[b0 + c] = static_cast<T>(total);
+    }
   }
 }
 

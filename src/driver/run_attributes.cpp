@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "kernels/kernels.h"
 #include "src/results/run_info.h"
 
 namespace mlps {
@@ -37,6 +38,7 @@ void fill_run_attributes(RunRecord& record, const RunContext& context, const Opt
   n["global_batch"] = run.global_batch;
   n["checkpoint_activations"] = o.model.checkpoint_activations ? 1 : 0;
   n["flops_per_sample"] = std::llround(run.flops_per_sample);
+  n["cpu_threads"] = trainer.device().kind() == DeviceKind::cpu ? cpu::thread_count() : 0;
 }
 
 }  // namespace mlps
