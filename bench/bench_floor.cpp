@@ -7,14 +7,13 @@
 // through the shared driver, and prints each phase beside its floor.
 #include <nlohmann/json.hpp>
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
 
+#include "kernels/kernels.h"
 #include "src/data/dataset.h"
 #include "src/driver/training_driver.h"
 #include "src/errors.h"
@@ -145,9 +144,9 @@ int run(const MpiSession& mpi, int argc, char** argv) {
     return median(slowest_rank_per_iteration(record.timing.at(phase), o.warmup));
   };
 
+  const int threads = cpu::thread_count();
   std::printf("\nstep-time floor (%s, %s, batch %lld, %d thread%s per rank)\n", backend.c_str(),
-              type.c_str(), (long long)o.batch, openblas_get_num_threads(),
-              openblas_get_num_threads() == 1 ? "" : "s");
+              type.c_str(), (long long)o.batch, threads, threads == 1 ? "" : "s");
   std::printf("  bandwidth   %.1f GB/s, the better of all-core copy %.1f and STREAM add %.1f GB/s;"
               " optimizer %.1f GB/s (with Adam's read/write mix %.1f)\n",
               bandwidth / 1e9, copy_rate / 1e9, add_rate / 1e9, optimizer_bandwidth / 1e9,
