@@ -27,33 +27,7 @@ void SerialLayers<T>::unit_made(int /*unit*/) {
   unit_first_ = params_.size();
 }
 
-template <typename T>
-SerialNet<T>::SerialNet(Device& device, const ModelConfig& config, int64_t max_rows,
-                        ParameterStorage storage)
-    : layers_(device, storage), net_(device, config, max_rows, layers_) {
-  net_.set_hooks(this);
-}
-
-template <typename T>
-void SerialNet<T>::before_forward(int unit) {
-  if (observer_) observer_->before_forward(unit, unit_parameters(unit));
-}
-template <typename T>
-void SerialNet<T>::after_forward(int unit) {
-  if (observer_) observer_->after_forward(unit, unit_parameters(unit));
-}
-template <typename T>
-void SerialNet<T>::before_backward(int unit) {
-  if (observer_) observer_->before_backward(unit, unit_parameters(unit));
-}
-template <typename T>
-void SerialNet<T>::after_backward(int unit) {
-  if (observer_) observer_->after_backward(unit, unit_parameters(unit));
-}
-
 template class SerialLayers<float>;
 template class SerialLayers<double>;
-template class SerialNet<float>;
-template class SerialNet<double>;
 
 }  // namespace mlps

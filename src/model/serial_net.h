@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "src/model/fc_net.h"
-#include "src/model/layer_observer.h"
 #include "src/model/parameter_list.h"
 
 namespace mlps {
@@ -29,43 +28,29 @@ class SerialLayers : public LayerSet<T> {
   std::vector<std::vector<Parameter<T>*>> units_;
 };
 
+// The layers exist before the net that is built from them (a base initialised first).
 template <typename T>
-class SerialNet : private UnitHooks {
+struct OwnedLayers {
+  SerialLayers<T> layers;
+};
+
+template <typename T>
+class SerialNet : private OwnedLayers<T>, public FcNet<T> {
  public:
   SerialNet(Device& device, const ModelConfig& config, int64_t max_rows,
-            ParameterStorage storage = ParameterStorage::owned);
-  SerialNet(const SerialNet&) = delete;
-  SerialNet& operator=(const SerialNet&) = delete;
+            ParameterStorage storage = ParameterStorage::owned)
+      : OwnedLayers<T>{SerialLayers<T>(device, storage)},
+        FcNet<T>(device, config, max_rows, this->layers) {}
+  // A pipeline stage's run of units; every parameter external (the stage gives its own storage).
+  SerialNet(Device& device, const ModelConfig& config, int64_t max_rows, StageUnits units)
+      : OwnedLayers<T>{SerialLayers<T>(device, ParameterStorage::external)},
+        FcNet<T>(device, config, max_rows, this->layers, units) {}
 
-  double forward(const HostBatch& batch) { return net_.forward(batch); }
-  double forward(const T* host_inputs, const int32_t* host_labels, int64_t rows) {
-    return net_.forward(host_inputs, host_labels, rows);
-  }
-  void backward(int64_t rows, int64_t global_batch, bool accumulate) {
-    net_.backward(rows, global_batch, accumulate);
-  }
-  std::vector<int32_t> predictions(int64_t rows) const { return net_.predictions(rows); }
-
-  ParameterList<T>& parameters() { return layers_.parameters(); }
-  int unit_count() const { return net_.unit_count(); }
+  // Every FC_Net parameter in its order, and those of one unit.
+  ParameterList<T>& parameters() { return this->layers.parameters(); }
   const std::vector<Parameter<T>*>& unit_parameters(int unit) const {
-    return layers_.unit_parameters(unit);
+    return this->layers.unit_parameters(unit);
   }
-  // Hooks around each unit's forward and backward, with its parameters (null: none).
-  void set_observer(LayerObserver<T>* observer) { observer_ = observer; }
-  void set_timer(PhaseTimer* timer) { net_.set_timer(timer); }
-  const ModelConfig& config() const { return net_.config(); }
-  int64_t max_rows() const { return net_.max_rows(); }
-
- private:
-  void before_forward(int unit) override;
-  void after_forward(int unit) override;
-  void before_backward(int unit) override;
-  void after_backward(int unit) override;
-
-  SerialLayers<T> layers_;
-  FcNet<T> net_;
-  LayerObserver<T>* observer_ = nullptr;
 };
 
 }  // namespace mlps

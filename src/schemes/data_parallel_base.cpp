@@ -33,7 +33,7 @@ DataParallelBase<T>::DataParallelBase(const TrainerSetup& s, const DataParallelC
                               CommRole::weight_gradients)),
       model_(device_, s.model, checked_rows_per_rank(s.global_batch, s.world),
              ParameterStorage::external) {
-  model_.set_observer(this);
+  model_.set_hooks(this);
 }
 
 template <typename T>

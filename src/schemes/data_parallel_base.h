@@ -24,7 +24,7 @@ void check_batch_covers_ranks(int64_t global_batch, int ranks);
 BatchSlice even_batch_slice(int64_t global_rows, int rank, int ranks);
 
 template <typename T>
-class DataParallelBase : public ForwardBackwardTrainer<T>, protected LayerObserver<T> {
+class DataParallelBase : public ForwardBackwardTrainer<T>, protected UnitHooks {
  public:
   std::string scheme() const override { return "data"; }
   std::string grid() const override;
@@ -46,6 +46,8 @@ class DataParallelBase : public ForwardBackwardTrainer<T>, protected LayerObserv
   MPI_Comm metrics_comm() const override { return metrics_comm_; }
   using SchemeTrainer<T>::device_;
   using SchemeTrainer<T>::optimizer_;
+  using Params = std::vector<Parameter<T>*>;
+  const Params& unit_parameters(int unit) const { return model_.unit_parameters(unit); }
 
   DataParallelConfig config_;
   MPI_Comm metrics_comm_;

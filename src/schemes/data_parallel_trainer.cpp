@@ -89,10 +89,10 @@ void DataParallelTrainer<T>::retire_buckets(size_t keep) {
 }
 
 template <typename T>
-void DataParallelTrainer<T>::before_backward(int /*unit*/, const Params& params) {
+void DataParallelTrainer<T>::before_backward(int unit) {
   this->comm_->progress();  // advance the buckets in flight between units of computation
   if (!sharded_gradients()) return;
-  for (Parameter<T>* p : params) {
+  for (Parameter<T>* p : this->unit_parameters(unit)) {
     const BucketedTensor& t = bucketer_->tensor(static_cast<int>(p->tensor_id));
     const GradientBucket& b = bucketer_->buckets()[t.bucket];
     Buffer<T>& storage = bucket_grads_[t.bucket];
@@ -105,9 +105,9 @@ void DataParallelTrainer<T>::before_backward(int /*unit*/, const Params& params)
 }
 
 template <typename T>
-void DataParallelTrainer<T>::after_backward(int /*unit*/, const Params& params) {
+void DataParallelTrainer<T>::after_backward(int unit) {
   const bool overlap = overlapped();
-  for (Parameter<T>* p : params) {
+  for (Parameter<T>* p : this->unit_parameters(unit)) {
     for (int bucket : bucketer_->mark_ready(static_cast<int>(p->tensor_id)))
       if (overlap) launch_bucket(bucket);
     if (sharded_gradients()) p->grad = Buffer<T>();

@@ -17,9 +17,8 @@ class DataParallelTrainer : public DataParallelBase<T> {
   std::vector<NamedTensor> gather_parameters() override;
 
  private:
-  using Params = typename LayerObserver<T>::Params;
-  void before_backward(int unit, const Params& params) override;
-  void after_backward(int unit, const Params& params) override;
+  void before_backward(int unit) override;
+  void after_backward(int unit) override;
   void start_backward_pass() override { bucketer_->reset(); }
   void finish_gradient_sync() override;
   void after_optimizer_step() override;

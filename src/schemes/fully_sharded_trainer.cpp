@@ -56,7 +56,8 @@ void FullyShardedTrainer<T>::start_gather(int unit) {
 }
 
 template <typename T>
-void FullyShardedTrainer<T>::use_gathered(int unit, const Params& params) {
+void FullyShardedTrainer<T>::use_gathered(int unit) {
+  const Params& params = this->unit_parameters(unit);
   start_gather(unit);
   Gathered& g = gathered_.at(unit);
   if (g.pending) {
@@ -69,20 +70,21 @@ void FullyShardedTrainer<T>::use_gathered(int unit, const Params& params) {
 }
 
 template <typename T>
-void FullyShardedTrainer<T>::release(int unit, const Params& params) {
-  for (Parameter<T>* p : params) p->value = Buffer<T>();
+void FullyShardedTrainer<T>::release(int unit) {
+  for (Parameter<T>* p : this->unit_parameters(unit)) p->value = Buffer<T>();
   gathered_.erase(unit);
 }
 
 template <typename T>
-void FullyShardedTrainer<T>::before_forward(int unit, const Params& params) {
-  use_gathered(unit, params);
+void FullyShardedTrainer<T>::before_forward(int unit) {
+  use_gathered(unit);
   if (this->config_.overlap) start_gather(unit + 1);  // prefetch the next unit
 }
 
 template <typename T>
-void FullyShardedTrainer<T>::before_backward(int unit, const Params& params) {
-  use_gathered(unit, params);
+void FullyShardedTrainer<T>::before_backward(int unit) {
+  const Params& params = this->unit_parameters(unit);
+  use_gathered(unit);
   if (this->config_.overlap) start_gather(unit - 1);  // backward runs units in reverse
   Reducing r{Buffer<T>(this->device_, units_[unit].count), nullptr};
   r.grads.zero();  // the padding is reduced too
@@ -93,9 +95,9 @@ void FullyShardedTrainer<T>::before_backward(int unit, const Params& params) {
 }
 
 template <typename T>
-void FullyShardedTrainer<T>::after_backward(int unit, const Params& params) {
-  release(unit, params);
-  for (Parameter<T>* p : params) p->grad = Buffer<T>();
+void FullyShardedTrainer<T>::after_backward(int unit) {
+  release(unit);
+  for (Parameter<T>* p : this->unit_parameters(unit)) p->grad = Buffer<T>();
   const UnitLayout& layout = units_[unit];
   Reducing& r = reducing_.back();
   r.pending = this->comm_->reduce_scatter_async(r.grads.data(),
@@ -119,10 +121,9 @@ template <typename T>
 std::vector<NamedTensor> FullyShardedTrainer<T>::gather_parameters() {
   std::vector<NamedTensor> tensors;
   for (int u = 0; u < this->model_.unit_count(); ++u) {
-    const auto& params = this->model_.unit_parameters(u);
-    use_gathered(u, params);
-    if (this->comm_->rank() == 0) append_named_tensors<T>(params, tensors);
-    release(u, params);
+    use_gathered(u);
+    if (this->comm_->rank() == 0) append_named_tensors<T>(this->unit_parameters(u), tensors);
+    release(u);
   }
   this->comm_->log().take_totals();  // verification traffic is not part of any iteration
   this->comm_->log().take_blocked_seconds();

@@ -17,7 +17,7 @@ class FullyShardedTrainer : public DataParallelBase<T> {
   std::vector<NamedTensor> gather_parameters() override;
 
  private:
-  using Params = typename LayerObserver<T>::Params;
+  using Params = typename DataParallelBase<T>::Params;
   struct UnitLayout {
     int64_t count = 0;         // padded to a multiple of the ranks
     int64_t shard_offset = 0;  // of this rank's 1/N in the shard buffers
@@ -32,16 +32,16 @@ class FullyShardedTrainer : public DataParallelBase<T> {
     PendingComm pending;
   };
 
-  void before_forward(int unit, const Params& params) override;
-  void after_forward(int unit, const Params& params) override { release(unit, params); }
-  void before_backward(int unit, const Params& params) override;
-  void after_backward(int unit, const Params& params) override;
+  void before_forward(int unit) override;
+  void after_forward(int unit) override { release(unit); }
+  void before_backward(int unit) override;
+  void after_backward(int unit) override;
 
   void finish_gradient_sync() override { finish_reductions(0); }
   void start_gather(int unit);
   // Waits for the unit's gather (starting it if needed) and points its parameters at it.
-  void use_gathered(int unit, const Params& params);
-  void release(int unit, const Params& params);
+  void use_gathered(int unit);
+  void release(int unit);
   void finish_reductions(size_t keep);
 
   std::vector<UnitLayout> units_;

@@ -5,11 +5,10 @@ namespace mlps {
 template <typename T>
 PipelineStage<T>::PipelineStage(Device& device, const ModelConfig& config, int first_unit,
                                 int end_unit, int64_t micro_rows, uint64_t seed)
-    : StageLayers<T>{SerialLayers<T>(device, ParameterStorage::external)},
-      FcNet<T>(device, config, micro_rows, this->layers, StageUnits{first_unit, end_unit}) {
+    : SerialNet<T>(device, config, micro_rows, StageUnits{first_unit, end_unit}) {
   std::vector<Parameter<T>*> params;
   for (int unit = first_unit; unit < end_unit; ++unit)
-    for (Parameter<T>* p : this->layers.unit_parameters(unit)) params.push_back(p);
+    for (Parameter<T>* p : this->unit_parameters(unit)) params.push_back(p);
   int64_t elements = 0;
   for (const Parameter<T>* p : params) elements += p->size();
   values_ = Buffer<T>(device, elements);

@@ -11,14 +11,8 @@ namespace mlps {
 template <typename T>
 using StageActivations = NetActivations<T>;
 
-// The layers exist before the net that is built from them (a base initialised first).
 template <typename T>
-struct StageLayers {
-  SerialLayers<T> layers;
-};
-
-template <typename T>
-class PipelineStage : private StageLayers<T>, public FcNet<T> {
+class PipelineStage : public SerialNet<T> {
  public:
   // Builds every parameter of FC_Net (names, tensor ids and shapes) but gives storage only to
   // those of units [first_unit, end_unit), initialised from `seed`, in one flat value buffer
@@ -26,8 +20,6 @@ class PipelineStage : private StageLayers<T>, public FcNet<T> {
   PipelineStage(Device& device, const ModelConfig& config, int first_unit, int end_unit,
                 int64_t micro_rows, uint64_t seed);
 
-  // Every FC_Net parameter in its order; only this stage's have storage.
-  ParameterList<T>& parameters() { return this->layers.parameters(); }
   // This stage's parameters and gradients, flat in tensor order.
   T* values() { return values_.data(); }
   T* grads() { return grads_.data(); }

@@ -1,7 +1,9 @@
 #include "src/schemes/tensor1d/tensor1d_trainer.h"
 
 #include <algorithm>
+#include <stdexcept>
 
+#include "src/model/replicated_layernorm.h"
 #include "src/schemes/data_parallel_base.h"
 #include "src/schemes/named_tensors.h"
 
@@ -23,6 +25,48 @@ ShardLayout tensor1d_layout(const Tensor1dPlan& plan, int tp_rank) {
   });
 }
 
+template <typename T>
+class Tensor1dLinear : public Linear<T> {
+ public:
+  Tensor1dLinear(Device& device, const PlannedLinear& planned, int tp_rank, Communicator* tp)
+      : shard_(device, planned, tp_rank, tp ? tp->size() : 1), tp_(tp) {}
+  ShardedLinear<T>& shard() { return shard_; }
+  int64_t in_width() const override { return shard_.local_in(); }
+  int64_t out_width() const override {
+    return shard_.split() == LinearSplit::column ? shard_.local_out() : shard_.out();
+  }
+
+  void forward(const T* x, T* y, int64_t rows, bool /*backward_next*/) override {
+    shard_.multiply(x, in_width(), y, out_width(), rows);
+    // The output all-reduce is blocking: the next op needs it.
+    if (shard_.split() == LinearSplit::row) tp_->all_reduce(y, rows * out_width());
+    shard_.add_bias(y, rows);
+  }
+
+  // Gradients are overwritten: tensor1d takes one pass per step.
+  void backward(const T* x, const T* dy, T* dx, int64_t rows, bool /*accumulate*/) override {
+    const int64_t in = in_width(), out = out_width();
+    if (shard_.split() == LinearSplit::column && dx) {
+      shard_.input_grad(dy, out, dx, in, rows);
+      // The partial dX's all-reduce runs while the dW GEMM (which reads neither) does.
+      PendingComm pending = tp_->all_reduce_async(dx, dx, rows * in, data_type_of<T>());
+      weight_and_bias(x, dy, rows);
+      pending->wait();
+      return;
+    }
+    weight_and_bias(x, dy, rows);
+    if (dx) shard_.input_grad(dy, out, dx, in, rows);
+  }
+
+ private:
+  void weight_and_bias(const T* x, const T* dy, int64_t rows) {
+    shard_.weight_grad(x, in_width(), dy, out_width(), rows);
+    shard_.bias_grad(dy, rows);
+  }
+  ShardedLinear<T> shard_;
+  Communicator* tp_;
+};
+
 }  // namespace
 
 template <typename T>
@@ -39,13 +83,8 @@ Tensor1dTrainer<T>::Tensor1dTrainer(const TrainerSetup& s, const Tensor1dPlan& p
   grads_ = Buffer<T>(device_, layout_.total());
   values_.upload(layout_.initial_values<T>(s.seed));
   grads_.zero();
-  layers_ = std::make_unique<Tensor1dLayers<T>>(
-      device_, plan_, tp_rank_, tp_comm_.get(), [this](const std::string& name) {
-        const int64_t offset = layout_.find(name).offset;
-        return ShardPointers<T>{values_.data() + offset, grads_.data() + offset};
-      });
-  model_ = std::make_unique<FcNet<T>>(device_, plan_.model, max_rows, *layers_, layers_->logits(),
-                                      layers_->input_first());
+  model_ = std::make_unique<FcNet<T>>(device_, plan_.model, max_rows,
+                                      static_cast<LayerSet<T>&>(*this), logits(), input_first());
   model_->set_hooks(this);
   optimizer_.add(values_.data(), grads_.data(), values_.size());
 }
@@ -122,6 +161,55 @@ std::vector<NamedTensor> Tensor1dTrainer<T>::gather_parameters() {
   replica_divergence_ = gathered.copy_spread;
   most_divergent_tensor_ = gathered.most_spread;
   return std::move(gathered.tensors);
+}
+
+template <typename T>
+std::unique_ptr<Linear<T>> Tensor1dTrainer<T>::linear(const std::string& name, int64_t /*in*/,
+                                                     int64_t /*out*/) {
+  for (const PlannedLinear& planned : plan_.linears) {
+    if (planned.shape.name != name) continue;
+    auto layer = std::make_unique<Tensor1dLinear<T>>(device_, planned, tp_rank_, tp_comm_.get());
+    const int64_t w = layout_.find(name + ".weight").offset, b = layout_.find(name + ".bias").offset;
+    layer->shard().bind(values_.data() + w, grads_.data() + w, values_.data() + b,
+                        grads_.data() + b);
+    return layer;
+  }
+  throw std::logic_error("tensor1d: the plan has no Linear " + name);
+}
+
+template <typename T>
+std::unique_ptr<LayerNorm<T>> Tensor1dTrainer<T>::layer_norm(const std::string& name,
+                                                            int64_t features) {
+  auto view = [&](const std::string& tensor, InitKind init) -> Parameter<T>& {
+    Parameter<T>& p = norms_.add(tensor, 1, features, init, features);
+    const int64_t offset = layout_.find(tensor).offset;
+    p.value = Buffer<T>::view(device_, values_.data() + offset, features);
+    p.grad = Buffer<T>::view(device_, grads_.data() + offset, features);
+    return p;
+  };
+  Parameter<T>& gamma = view(name + ".weight", InitKind::ones);
+  Parameter<T>& beta = view(name + ".bias", InitKind::zeros);
+  return std::make_unique<ReplicatedLayerNorm<T>>(device_, gamma, beta);
+}
+
+template <typename T>
+int64_t Tensor1dTrainer<T>::input_first() const {
+  return ShardedLinear<T>(device_, plan_.embed(), tp_rank_, plan_.tp).in_offset();
+}
+
+template <typename T>
+LogitSplit Tensor1dTrainer<T>::logits() const {
+  LogitSplit split;
+  if (plan_.classifier().split != LinearSplit::column) return split;
+  split.group = tp_comm_.get();
+  for (int t = 0; t < plan_.tp; ++t) {
+    const ShardedLinear<T> shard(device_, plan_.classifier(), t, plan_.tp);
+    split.first.push_back(shard.out_offset());
+    split.count.push_back(shard.local_out());
+    split.width.push_back(shard.local_out());
+    split.block = shard.local_out();
+  }
+  return split;
 }
 
 template class Tensor1dTrainer<float>;

@@ -13,13 +13,14 @@
 #include "src/grid/process_grid.h"
 #include "src/schemes/scheme_trainer.h"
 #include "src/model/fc_net.h"
-#include "src/schemes/tensor1d/tensor1d_layers.h"
+#include "src/model/parameter_list.h"
+#include "src/schemes/tensor1d/sharded_linear.h"
 #include "src/schemes/tensor2d/shard_layout.h"
 
 namespace mlps {
 
 template <typename T>
-class Tensor1dTrainer : public ForwardBackwardTrainer<T>, private UnitHooks {
+class Tensor1dTrainer : public ForwardBackwardTrainer<T>, private LayerSet<T>, private UnitHooks {
  public:
   // The world's size must be plan.tp × dp (the caller checks the grid); plan.model is the
   // setup's model.
@@ -45,6 +46,16 @@ class Tensor1dTrainer : public ForwardBackwardTrainer<T>, private UnitHooks {
   const std::string& most_divergent_tensor() const { return most_divergent_tensor_; }
 
  private:
+  // The layer set (Megatron-LM, Tensor1dPlan): every Linear a ShardedLinear with its
+  // tensor-parallel communication; LayerNorm replicated (its γ, β gradients come from
+  // replicated inputs, so they need no reduction). Column-parallel: backward's partial dX is
+  // all-reduced over tp while the dW GEMM runs. Row-parallel: forward's partial output is
+  // all-reduced, then the replicated bias added once.
+  std::unique_ptr<Linear<T>> linear(const std::string& name, int64_t in, int64_t out) override;
+  std::unique_ptr<LayerNorm<T>> layer_norm(const std::string& name, int64_t features) override;
+  // The first input feature the embed reads, and how the classifier's logits are split.
+  int64_t input_first() const;
+  LogitSplit logits() const;
   // A unit's gradients are complete: with replicas, start their all-reduce over "data".
   void after_backward(int unit) override;
   double forward(const HostBatch& rows) override { return model_->forward(rows); }
@@ -65,7 +76,7 @@ class Tensor1dTrainer : public ForwardBackwardTrainer<T>, private UnitHooks {
   ShardLayout layout_;  // this rank's block of every tensor in the flat buffers
   std::unique_ptr<Communicator> tp_comm_;    // null when T = 1
   std::unique_ptr<Communicator> data_comm_;  // null when D = 1
-  std::unique_ptr<Tensor1dLayers<T>> layers_;
+  ParameterList<T> norms_{device_, ParameterStorage::external};  // γ, β as views of values_
   std::unique_ptr<FcNet<T>> model_;
   Buffer<T> values_, grads_;
   std::vector<PendingComm> pending_;

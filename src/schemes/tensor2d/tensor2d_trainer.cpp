@@ -4,6 +4,7 @@
 
 #include "src/schemes/named_tensors.h"
 #include "src/schemes/tensor2d/balanced_split.h"
+#include "src/schemes/tensor2d/sliced_layernorm.h"
 
 namespace mlps {
 namespace {
@@ -18,9 +19,18 @@ Tensor2dTrainer<T>::Tensor2dTrainer(const TrainerSetup& s, const GridShape& shap
     : ForwardBackwardTrainer<T>(s),
       grid_(check_grid_fits(s.model, s.global_batch, shape), s.backend, this->device_, s.world,
             this->log_),
-      optimizer_config_(s.optimizer),
-      net_(this->device_, grid_, s.model, largest_part(s.global_batch, row_groups(shape)), s.seed) {
-  this->optimizer_.add(net_.values().data(), net_.grads().data(), net_.layout().total());
+      optimizer_config_(s.optimizer), model_(s.model),
+      max_rows_(largest_part(s.global_batch, row_groups(shape))),
+      layout_(s.model, grid_.q(), grid_.row(), grid_.column()),
+      values_(this->device_, layout_.total()), grads_(this->device_, layout_.total()),
+      workspace_(this->device_, s.model, grid_.q(), max_rows_) {
+  values_.upload(layout_.initial_values<T>(s.seed));
+  grads_.zero();
+  net_ = std::make_unique<FcNet<T>>(
+      this->device_, s.model, max_rows_, static_cast<LayerSet<T>&>(*this), logits(),
+      part_first(s.model.input_features(), grid_.q(), grid_.column()));
+  net_->set_hooks(this);
+  this->optimizer_.add(values_.data(), grads_.data(), layout_.total());
 }
 
 template <typename T>
@@ -32,9 +42,9 @@ BatchSlice Tensor2dTrainer<T>::batch_slice(int64_t global_rows) const {
 
 template <typename T>
 std::vector<NamedTensor> Tensor2dTrainer<T>::gather_parameters() {
-  const auto values = net_.values().download();
+  const auto values = values_.download();
   std::vector<HeldRun> runs;
-  for (const TensorShard& t : net_.layout().tensors()) {
+  for (const TensorShard& t : layout_.tensors()) {
     // Replica 0 owns the parameters; a vector part is the same on every grid row.
     const bool owner = grid_.replica() == 0 && (t.matrix || grid_.row() == 0);
     runs.push_back({t.name, t.global_rows, t.global_cols, t.row0, t.col0,
@@ -43,6 +53,82 @@ std::vector<NamedTensor> Tensor2dTrainer<T>::gather_parameters() {
   return gather_held_tensors(runs, std::vector<double>(values.begin(), values.end()),
                              grid_.world())
       .tensors;
+}
+
+template <typename T>
+std::unique_ptr<Linear<T>> Tensor2dTrainer<T>::linear(const std::string& name, int64_t in,
+                                                      int64_t out) {
+  auto layer = std::make_unique<SummaLinear<T>>(this->device_, grid_, workspace_, in, out);
+  layer->bind(layout_, name, values_.data(), grads_.data());
+  return layer;
+}
+
+template <typename T>
+std::unique_ptr<LayerNorm<T>> Tensor2dTrainer<T>::layer_norm(const std::string& name,
+                                                             int64_t features) {
+  auto norm =
+      std::make_unique<SlicedLayerNorm<T>>(this->device_, grid_.row_comm(), features, max_rows_);
+  const int64_t g = layout_.find(name + ".weight").offset, b = layout_.find(name + ".bias").offset;
+  norm->bind(values_.data() + g, values_.data() + b, grads_.data() + g, grads_.data() + b);
+  return norm;
+}
+
+template <typename T>
+LogitSplit Tensor2dTrainer<T>::logits() {
+  // Every rank of a grid row assembles its samples' full logits from the q column blocks.
+  LogitSplit split;
+  const int q = grid_.q();
+  if (q == 1) return split;
+  split.group = &grid_.row_comm();
+  split.block = largest_part(model_.classes, q);
+  for (int p = 0; p < q; ++p) {
+    split.first.push_back(part_first(model_.classes, q, p));
+    split.count.push_back(part_size(model_.classes, q, p));
+    split.width.push_back(part_size(model_.classes, q, p));
+  }
+  return split;
+}
+
+template <typename T>
+void Tensor2dTrainer<T>::backward(int64_t rows, int64_t global_batch, PhaseTimer& timer) {
+  net_->set_timer(&timer);
+  net_->backward(rows, global_batch, false);
+  workspace_.finish_weight_gradient();
+  for (UnitSync& sync : syncing_) sync_over_replicas(sync);
+  syncing_.clear();
+  for (PendingComm& pending : replica_sums_) pending->wait();
+  replica_sums_.clear();
+}
+
+template <typename T>
+void Tensor2dTrainer<T>::after_backward(int unit) {
+  const UnitRange& range = layout_.units()[unit];
+  T* vectors = grads_.data() + range.vector_offset;
+  // A grid column of one rank holds every row's sum already.
+  syncing_.push_back({unit, grid_.q() == 1 ? nullptr
+                                           : grid_.col_comm().all_reduce_async(
+                                                 vectors, vectors, range.vector_count,
+                                                 data_type_of<T>())});
+  if (!grid_.data_comm()) return;
+  // Every unit but the newest has had all its weight reduce-scatters waited for (the next
+  // unit's Linears waited before reusing the workspace).
+  while (syncing_.size() > 1) {
+    sync_over_replicas(syncing_.front());
+    syncing_.erase(syncing_.begin());
+  }
+}
+
+template <typename T>
+void Tensor2dTrainer<T>::sync_over_replicas(UnitSync& sync) {
+  if (sync.vectors) {
+    sync.vectors->wait();
+    sync.vectors.reset();
+  }
+  if (!grid_.data_comm()) return;
+  const UnitRange& range = layout_.units()[sync.unit];
+  T* unit = grads_.data() + range.offset;
+  replica_sums_.push_back(
+      grid_.data_comm()->all_reduce_async(unit, unit, range.count, data_type_of<T>()));
 }
 
 template class Tensor2dTrainer<float>;

@@ -1,8 +1,17 @@
 #include "src/schemes/tensor3d/tensor3d_trainer.h"
 
+#include <algorithm>
+#include <stdexcept>
+
+#include "src/model/serial_net.h"
 #include "src/schemes/data_parallel_base.h"
 
 namespace mlps {
+namespace {
+
+ShardAxis other(ShardAxis a) { return a == ShardAxis::inner ? ShardAxis::outer : ShardAxis::inner; }
+
+}  // namespace
 
 template <typename T>
 Tensor3dTrainer<T>::Tensor3dTrainer(const TrainerSetup& s, const Shape3d& shape,
@@ -10,10 +19,20 @@ Tensor3dTrainer<T>::Tensor3dTrainer(const TrainerSetup& s, const Shape3d& shape,
     : ForwardBackwardTrainer<T>(s),
       grid_(check_shape_divides(s.model, s.global_batch, shape), s.backend, this->device_, s.world,
             this->log_),
-      net_(this->device_, grid_, s.model, s.global_batch / (int64_t{shape.dp} * shape.depth),
-           s.seed, overlap) {
-  this->optimizer_.add(net_.weights().data(), net_.weight_grads().data(), net_.weights().size());
-  this->optimizer_.add(net_.vectors().data(), net_.vector_grads().data(), net_.vectors().size());
+      model_(s.model), max_rows_(s.global_batch / (int64_t{shape.dp} * shape.depth)),
+      overlap_(overlap) {
+  // The pixels are sharded over the outer axis.
+  const int64_t input_first = grid_.r() * (s.model.input_features() / grid_.outer().size());
+  net_ = std::make_unique<FcNet<T>>(this->device_, s.model, max_rows_,
+                                    static_cast<LayerSet<T>&>(*this), logits(), input_first);
+  initialise(s.seed);
+  for (size_t i = 0; i < linears_.size(); ++i)
+    linears_[i]->set_neighbours(i + 1 < linears_.size() ? linears_[i + 1] : nullptr,
+                                i > 0 ? linears_[i - 1] : nullptr);
+  scratch_ = std::make_unique<DepthScratch<T>>(this->device_, linears_, grid_.depth().size(),
+                                               overlap);
+  this->optimizer_.add(weights_.data(), weight_grads_.data(), weights_.size());
+  this->optimizer_.add(vectors_.data(), vector_grads_.data(), vectors_.size());
 }
 
 template <typename T>
@@ -25,16 +44,165 @@ BatchSlice Tensor3dTrainer<T>::batch_slice(int64_t global_rows) const {
 template <typename T>
 std::vector<NamedTensor> Tensor3dTrainer<T>::gather_parameters() {
   // One host array: the weight shards, then the vector slices.
-  const auto weights = net_.weights().download();
-  const auto vectors = net_.vectors().download();
+  const auto weights = weights_.download();
+  const auto vectors = vectors_.download();
   std::vector<double> values(weights.begin(), weights.end());
   values.insert(values.end(), vectors.begin(), vectors.end());
   std::vector<HeldRun> runs;
-  for (const LocalTensor& t : net_.tensors()) {
+  for (const LocalTensor& t : tensors_) {
     runs.push_back(t);
     if (!t.weight) runs.back().offset += static_cast<int64_t>(weights.size());
   }
   return gather_held_tensors(runs, values, grid_.world()).tensors;
+}
+
+template <typename T>
+std::unique_ptr<Linear<T>> Tensor3dTrainer<T>::linear(const std::string& name, int64_t in,
+                                                  int64_t out) {
+  Communicator& in_group = grid_.axis(axis_);
+  Communicator& out_group = grid_.axis(other(axis_));
+  auto layer = std::make_unique<Linear3d<T>>(this->device_, in_group, out_group, grid_.depth(), in,
+                                             out, overlap_);
+  LocalTensor w;
+  w.name = name + ".weight";
+  w.rows = out;
+  w.cols = in;
+  w.weight = true;
+  w.offset = weight_count_;
+  w.count = layer->shard_elements();
+  w.row0 = layer->row0();
+  w.col0 = layer->col0();
+  w.block_cols = layer->in_width();
+  w.first = grid_.d() * layer->shard_elements();
+  w.owner = grid_.replica() == 0;
+  weight_count_ += w.count;
+  tensors_.push_back(w);
+  add_vector(name + ".bias", out, out_group);
+  axis_ = other(axis_);
+  linears_.push_back(layer.get());
+  return layer;
+}
+
+template <typename T>
+std::unique_ptr<LayerNorm<T>> Tensor3dTrainer<T>::layer_norm(const std::string& name,
+                                                         int64_t features) {
+  Communicator& group = grid_.axis(axis_);
+  auto norm = std::make_unique<SlicedLayerNorm<T>>(this->device_, group, features, max_rows_);
+  norms_.emplace_back(norm.get(), tensors_.size());
+  add_vector(name + ".weight", features, group);
+  add_vector(name + ".bias", features, group);
+  return norm;
+}
+
+template <typename T>
+void Tensor3dTrainer<T>::add_vector(const std::string& name, int64_t features, Communicator& group) {
+  LocalTensor v;
+  v.name = name;
+  v.rows = 1;
+  v.cols = features;
+  v.offset = vector_count_;
+  v.count = v.block_cols = (features + group.size() - 1) / group.size();
+  v.col0 = group.rank() * v.count;
+  // One copy per feature slice: the other plane axis, depth and data hold the same values.
+  const bool first_of_others = &group == &grid_.inner() ? grid_.r() == 0 : grid_.c() == 0;
+  v.owner = grid_.replica() == 0 && grid_.d() == 0 && first_of_others;
+  vector_count_ += v.count;
+  tensors_.push_back(v);
+}
+
+template <typename T>
+LogitSplit Tensor3dTrainer<T>::logits() {
+  // The logits are sharded over the other axis than the classifier's input.
+  Communicator& group = grid_.axis(other(classifier_input_axis(model_)));
+  LogitSplit split;
+  if (group.size() == 1) return split;
+  const int64_t classes = model_.classes, c = (classes + group.size() - 1) / group.size();
+  split.group = &group;
+  split.block = c;
+  for (int p = 0; p < group.size(); ++p) {
+    split.first.push_back(p * c);
+    split.count.push_back(std::clamp<int64_t>(classes - p * c, 0, c));
+    split.width.push_back(c);
+  }
+  return split;
+}
+
+template <typename T>
+void Tensor3dTrainer<T>::initialise(uint64_t seed) {
+  // FC_Net's ids, names and shapes, in its order (no parameter memory is allocated).
+  SerialNet<T> reference(this->device_, model_, 1, ParameterStorage::external);
+  if (reference.parameters().size() != tensors_.size())
+    throw std::logic_error("tensor3d: FC_Net has a different number of tensors");
+  std::vector<T> weights(static_cast<size_t>(weight_count_)),
+      vectors(static_cast<size_t>(vector_count_));
+  for (size_t t = 0; t < tensors_.size(); ++t) {
+    const Parameter<T>& p = reference.parameters()[t];
+    LocalTensor& s = tensors_[t];
+    if (p.name != s.name || p.rows != s.rows || p.cols != s.cols)
+      throw std::logic_error("tensor3d: tensor " + s.name + " is not FC_Net's " + p.name);
+    s.tensor_id = p.tensor_id;
+    // Exactly this rank's elements, from the counter-based initialiser.
+    for (int64_t k = 0; k < s.count; ++k) {
+      if (s.weight) {
+        const int64_t e = s.first + k, row = s.row0 + e / s.block_cols;
+        weights[s.offset + k] =
+            row >= s.rows ? T(0)
+                          : static_cast<T>(initial_value(seed, p.tensor_id, p.init, p.fan_in,
+                                                         row, s.col0 + e % s.block_cols));
+      } else {
+        vectors[s.offset + k] =
+            s.col0 + k >= s.cols
+                ? T(0)
+                : static_cast<T>(initial_value(seed, p.tensor_id, p.init, p.fan_in, 0,
+                                               s.col0 + k));
+      }
+    }
+  }
+  weights_ = Buffer<T>(this->device_, weight_count_);
+  weight_grads_ = Buffer<T>(this->device_, weight_count_);
+  vectors_ = Buffer<T>(this->device_, vector_count_);
+  vector_grads_ = Buffer<T>(this->device_, vector_count_);
+  weights_.upload(weights);
+  vectors_.upload(vectors);
+  weight_grads_.zero();
+  vector_grads_.zero();
+
+  // Bind: each Linear owns tensors (weight, bias) in order; a LayerNorm (γ, β) before fc1.
+  size_t t = 0;
+  for (Linear3d<T>* layer : linears_) {
+    while (!tensors_[t].weight) ++t;  // a LayerNorm's γ, β
+    const LocalTensor& w = tensors_[t++];
+    const LocalTensor& b = tensors_[t++];
+    layer->bind(weights_.data() + w.offset, weight_grads_.data() + w.offset,
+                vectors_.data() + b.offset, vector_grads_.data() + b.offset);
+  }
+  for (auto& [norm, gamma] : norms_) {
+    const int64_t g = tensors_[gamma].offset, b = tensors_[gamma + 1].offset;
+    norm->bind(vectors_.data() + g, vectors_.data() + b, vector_grads_.data() + g,
+               vector_grads_.data() + b);
+  }
+}
+
+template <typename T>
+double Tensor3dTrainer<T>::forward(const HostBatch& rows) {
+  for (Linear3d<T>* layer : linears_) layer->invalidate();
+  return net_->forward(rows);
+}
+
+template <typename T>
+void Tensor3dTrainer<T>::backward(int64_t rows, int64_t global_batch, PhaseTimer& timer) {
+  net_->set_timer(&timer);
+  net_->backward(rows, global_batch, false);
+  linears_.front()->finish_weight_gradient();  // the embed's, deferred
+  // Vector slices hold this depth rank's rows' sums; weight shards are complete per replica.
+  if (grid_.depth().size() > 1)
+    grid_.depth().all_reduce<T>(vector_grads_.data(), vector_count_);
+  if (grid_.data().size() > 1) {
+    auto w = grid_.data().all_reduce_async(weight_grads_.data(), weight_grads_.data(),
+                                           weight_count_, data_type_of<T>());
+    grid_.data().all_reduce<T>(vector_grads_.data(), vector_count_);
+    w->wait();
+  }
 }
 
 template class Tensor3dTrainer<float>;
