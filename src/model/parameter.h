@@ -46,13 +46,13 @@ struct Parameter {
 double initial_value(uint64_t seed, int64_t tensor_id, InitKind init, int64_t fan_in,
                      int64_t row, int64_t col);
 
-// Fills host memory with rows [row0, row0+rows) × cols [col0, col0+cols) of a tensor,
-// row-major with leading dimension ld.
 // The initial values of elements [first, first + count) of a tensor flattened row-major.
 template <typename T>
 void fill_initial_range(T* host, uint64_t seed, const Parameter<T>& param, int64_t first,
                         int64_t count);
 
+// Fills host memory with rows [row0, row0+rows) × cols [col0, col0+cols) of a tensor,
+// row-major with leading dimension ld.
 template <typename T>
 void fill_initial_shard(T* host, int64_t ld, uint64_t seed, int64_t tensor_id, InitKind init,
                         int64_t fan_in, int64_t row0, int64_t rows, int64_t col0, int64_t cols);

@@ -4,11 +4,6 @@
 
 namespace mlps {
 
-BatchSlice even_batch_slice(int64_t global_rows, int rank, int ranks) {
-  const int64_t first = global_rows * rank / ranks;
-  return {first, global_rows * (rank + 1) / ranks - first};
-}
-
 namespace {
 
 int64_t checked_rows_per_rank(int64_t global_batch, MPI_Comm comm) {

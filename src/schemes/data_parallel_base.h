@@ -20,9 +20,6 @@ struct DataParallelConfig {
 // InputError unless each of `ranks` data-parallel ranks gets at least one row.
 void check_batch_covers_ranks(int64_t global_batch, int ranks);
 
-// Rows [r·G/N, (r+1)·G/N) of a global batch of G rows for rank r of N.
-BatchSlice even_batch_slice(int64_t global_rows, int rank, int ranks);
-
 template <typename T>
 class DataParallelBase : public ForwardBackwardTrainer<T>, protected UnitHooks {
  public:

@@ -4,11 +4,6 @@
 
 namespace mlps {
 
-BatchSlice PipelineLayout::replica_rows(int64_t global_rows, int replica) const {
-  const int64_t first = global_rows * replica / replicas;
-  return {first, global_rows * (replica + 1) / replicas - first};
-}
-
 std::string PipelineLayout::grid() const {
   return "pp=" + std::to_string(stages) + ",dp=" + std::to_string(replicas) +
          ",micro_batches=" + std::to_string(micro_batches) + ",schedule=" + to_string(schedule) +

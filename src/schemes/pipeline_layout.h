@@ -37,7 +37,9 @@ struct PipelineLayout {
   int replica_of(int rank) const { return grid_coordinates(axes(), rank)[0]; }
   int rank_of(int stage, int replica) const { return grid_rank(axes(), {replica, stage}); }
   // The rows of a global batch of `global_rows` that replica d trains on.
-  BatchSlice replica_rows(int64_t global_rows, int replica) const;
+  BatchSlice replica_rows(int64_t global_rows, int replica) const {
+    return even_batch_slice(global_rows, replica, replicas);
+  }
   // "pp=4,dp=1,micro_batches=8,schedule=1f1b,partition=1,1,1,1"
   std::string grid() const;
 };

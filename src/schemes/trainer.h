@@ -21,6 +21,12 @@ struct BatchSlice {
   int64_t count = 0;
 };
 
+// Rows [r·G/N, (r+1)·G/N) of a global batch of G rows for rank r of N.
+inline BatchSlice even_batch_slice(int64_t global_rows, int rank, int ranks) {
+  const int64_t first = global_rows * rank / ranks;
+  return {first, global_rows * (rank + 1) / ranks - first};
+}
+
 // A forward pass over a global evaluation batch, the same on every rank.
 struct Evaluation {
   int64_t correct = 0;  // correct predictions

@@ -4,7 +4,6 @@
 #include <stdexcept>
 
 #include "src/model/replicated_layernorm.h"
-#include "src/schemes/data_parallel_base.h"
 #include "src/schemes/named_tensors.h"
 
 namespace mlps {
@@ -169,7 +168,8 @@ std::unique_ptr<Linear<T>> Tensor1dTrainer<T>::linear(const std::string& name, i
   for (const PlannedLinear& planned : plan_.linears) {
     if (planned.shape.name != name) continue;
     auto layer = std::make_unique<Tensor1dLinear<T>>(device_, planned, tp_rank_, tp_comm_.get());
-    const int64_t w = layout_.find(name + ".weight").offset, b = layout_.find(name + ".bias").offset;
+    const int64_t w = layout_.find(name + ".weight").offset;
+    const int64_t b = layout_.find(name + ".bias").offset;
     layer->shard().bind(values_.data() + w, grads_.data() + w, values_.data() + b,
                         grads_.data() + b);
     return layer;

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "src/errors.h"
+#include "src/grid/process_grid.h"
 
 namespace mlps {
 namespace {
@@ -68,21 +69,8 @@ GridShape check_grid_fits(const ModelConfig& model, int64_t global_batch, const 
   return shape;
 }
 
-Grid2d::Grid2d(const GridShape& shape, CommBackend backend, const Device& device, MPI_Comm world,
-               std::shared_ptr<CommLog> log)
-    : shape_(shape),
-      grid_({{"data", shape.dp}, {"rows", shape.q}, {"cols", shape.q}}, world),
-      replica_(grid_.coordinate("data")), row_(grid_.coordinate("rows")),
-      col_(grid_.coordinate("cols")) {
-  // A grid row's ranks differ in their column, and a column's in their row.
-  row_comm_ = grid_.communicator("cols", backend, device, "row", log);
-  col_comm_ = grid_.communicator("rows", backend, device, "col", log);
-  if (shape.dp > 1) data_comm_ = grid_.communicator("data", backend, device, "data", log,
-                                                         CommRole::weight_gradients);
-}
-
-std::string Grid2d::describe() const {
-  return "tp-dims=" + dims(shape_.q) + ",dp=" + std::to_string(shape_.dp);
+std::string describe(const GridShape& shape) {
+  return "tp-dims=" + dims(shape.q) + ",dp=" + std::to_string(shape.dp);
 }
 
 }  // namespace mlps

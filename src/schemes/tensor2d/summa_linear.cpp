@@ -93,11 +93,11 @@ void SummaWorkspace<T>::finish_weight_gradient() {
 }
 
 template <typename T>
-SummaLinear<T>::SummaLinear(Device& device, Grid2d& grid, SummaWorkspace<T>& workspace,
-                            int64_t in, int64_t out)
-    : device_(device), grid_(grid), workspace_(workspace),
-      k_max_(largest_part(in, grid.q())), n_(part_size(out, grid.q(), grid.column())) {
-  for (int l = 0; l < grid.q(); ++l) in_parts_.push_back(part_size(in, grid.q(), l));
+SummaLinear<T>::SummaLinear(Device& device, Communicator& row, Communicator& col,
+                            SummaWorkspace<T>& workspace, int64_t in, int64_t out)
+    : device_(device), row_(row), col_(col), workspace_(workspace),
+      k_max_(largest_part(in, row.size())), n_(part_size(out, row.size(), row.rank())) {
+  for (int l = 0; l < row.size(); ++l) in_parts_.push_back(part_size(in, row.size(), l));
 }
 
 template <typename T>
@@ -113,12 +113,10 @@ void SummaLinear<T>::bind(const ShardLayout& layout, const std::string& name, T*
 
 template <typename T>
 void SummaLinear<T>::forward(const T* x, T* y, int64_t rows, bool /*backward_next*/) {
-  Communicator& row = grid_.row_comm();
-  Communicator& col = grid_.col_comm();
   const std::array<BlockStream<T>, 2> streams{
-      BlockStream<T>{&row, x, workspace_.activation_blocks, rows, &in_parts_},
-      BlockStream<T>{&col, weight_, workspace_.weight_blocks, n_, &in_parts_}};
-  summa_steps<T>(grid_.q(), streams, [&](int l, const std::array<const T*, 2>& blocks) {
+      BlockStream<T>{&row_, x, workspace_.activation_blocks, rows, &in_parts_},
+      BlockStream<T>{&col_, weight_, workspace_.weight_blocks, n_, &in_parts_}};
+  summa_steps<T>(row_.size(), streams, [&](int l, const std::array<const T*, 2>& blocks) {
     const int64_t k = in_parts_[static_cast<size_t>(l)];
     device_.gemm<T>(false, true, rows, n_, k, T(1), blocks[0], k, blocks[1], k,
                     l == 0 ? T(0) : T(1), y, n_);
@@ -129,44 +127,42 @@ void SummaLinear<T>::forward(const T* x, T* y, int64_t rows, bool /*backward_nex
 template <typename T>
 void SummaLinear<T>::backward(const T* x, const T* dy, T* dx, int64_t rows,
                               bool /*accumulate*/) {
-  Communicator& row = grid_.row_comm();
-  Communicator& col = grid_.col_comm();
-  const bool alone = grid_.q() == 1;  // the partial products are already the gradients
+  const bool alone = row_.size() == 1;  // the partial products are already the gradients
   device_.bias_grad<T>(bias_grad_, dy, rows, n_, false);
   PendingComm grad_input;
   // Padded reduce-scatters land in place when this rank's block is the largest, else in the
   // landing buffer (copied out once done).
   const bool input_padded = in_width() < k_max_;
-  const bool weight_padded = in_parts_[static_cast<size_t>(grid_.row())] < k_max_;
+  const bool weight_padded = in_parts_[static_cast<size_t>(col_.rank())] < k_max_;
   if (dx) {
     T* partials = alone ? dx : workspace_.grad_input_partials.data();
     const std::array<BlockStream<T>, 1> weights{
-        BlockStream<T>{&col, weight_, workspace_.weight_blocks, n_, &in_parts_}};
-    summa_steps<T>(grid_.q(), weights, [&](int l, const std::array<const T*, 1>& blocks) {
+        BlockStream<T>{&col_, weight_, workspace_.weight_blocks, n_, &in_parts_}};
+    summa_steps<T>(row_.size(), weights, [&](int l, const std::array<const T*, 1>& blocks) {
       const int64_t k = in_parts_[static_cast<size_t>(l)];
       device_.gemm<T>(false, false, rows, k, n_, T(1), dy, n_, blocks[0], k, T(0),
                       partials + l * rows * k_max_, k);
     });
     if (!alone)
-      grad_input = row.reduce_scatter_async(
+      grad_input = row_.reduce_scatter_async(
           partials, input_padded ? workspace_.grad_input_landing.data() : dx, rows * k_max_,
           data_type_of<T>());
   }
   workspace_.finish_weight_gradient();  // the partials buffer is about to be rewritten
   T* partials = alone ? weight_grad_ : workspace_.grad_weight_partials.data();
   const std::array<BlockStream<T>, 1> inputs{
-      BlockStream<T>{&row, x, workspace_.activation_blocks, rows, &in_parts_}};
-  summa_steps<T>(grid_.q(), inputs, [&](int l, const std::array<const T*, 1>& blocks) {
+      BlockStream<T>{&row_, x, workspace_.activation_blocks, rows, &in_parts_}};
+  summa_steps<T>(row_.size(), inputs, [&](int l, const std::array<const T*, 1>& blocks) {
     const int64_t k = in_parts_[static_cast<size_t>(l)];
     device_.gemm<T>(true, false, n_, k, rows, T(1), dy, n_, blocks[0], k, T(0),
                     partials + l * n_ * k_max_, k);
   });
   if (!alone) {
-    workspace_.pending_weight_gradient = col.reduce_scatter_async(
+    workspace_.pending_weight_gradient = col_.reduce_scatter_async(
         partials, weight_padded ? workspace_.grad_weight_landing.data() : weight_grad_,
         n_ * k_max_, data_type_of<T>());
     workspace_.weight_destination = weight_padded ? weight_grad_ : nullptr;
-    workspace_.weight_count = n_ * in_parts_[static_cast<size_t>(grid_.row())];
+    workspace_.weight_count = n_ * in_parts_[static_cast<size_t>(col_.rank())];
   }
   if (grad_input) {
     grad_input->wait();

@@ -12,7 +12,7 @@
 
 #include "src/buffer.h"
 #include "src/model/layers.h"
-#include "src/schemes/tensor2d/grid_2d.h"
+#include "src/comm/communicator.h"
 #include "src/schemes/tensor2d/shard_layout.h"
 
 namespace mlps {
@@ -44,13 +44,14 @@ struct SummaWorkspace {
 template <typename T>
 class SummaLinear : public Linear<T> {
  public:
-  SummaLinear(Device& device, Grid2d& grid, SummaWorkspace<T>& workspace, int64_t in,
-              int64_t out);
+  // row: the grid row's ranks, ranked by column j; col: the grid column's, ranked by row i.
+  SummaLinear(Device& device, Communicator& row, Communicator& col, SummaWorkspace<T>& workspace,
+              int64_t in, int64_t out);
   // Points the layer at its shards <name>.weight [n_j × k_i], <name>.bias [n_j] and their
   // gradients in the flat buffers laid out by `layout`.
   void bind(const ShardLayout& layout, const std::string& name, T* values, T* grads);
 
-  int64_t in_width() const override { return in_parts_[grid_.column()]; }  // k_j: its X block
+  int64_t in_width() const override { return in_parts_[row_.rank()]; }  // k_j: its X block
   int64_t out_width() const override { return n_; }                        // n_j: its Y block
 
   // y [rows × n_j] = (X·Wᵀ + b)_ij from x [rows × k_j].
@@ -62,7 +63,8 @@ class SummaLinear : public Linear<T> {
 
  private:
   Device& device_;
-  Grid2d& grid_;
+  Communicator& row_;
+  Communicator& col_;
   SummaWorkspace<T>& workspace_;
   std::vector<int64_t> in_parts_;  // k_l for l < q
   int64_t k_max_, n_;              // k_0 (the padded partial block's width), n_j

@@ -1,17 +1,20 @@
 #pragma once
-// bin/tensor2d's scheme: dp replicas of FC_Net on a q × q grid. FcNet runs on this trainer's
-// layer set (SummaLinear, SlicedLayerNorm) over the parameter shards of ShardLayout. Replica d,
-// grid row i trains on part d·q + i of the global batch's dp·q parts (balanced_split.h); every
-// rank of the grid row loads it, and rank (i, j) holds feature part j of every activation. The
-// classifier's logit blocks are all-gathered over "row" (padded to c_0 columns), so a grid row's
-// ranks compute the same loss. Each rank keeps only its shards of the parameters, gradients
-// and Adam moments: weights about 1/q², vectors (biases, γ, β) about 1/q.
+// bin/tensor2d's scheme: dp replicas of FC_Net on a q × q grid, the ProcessGrid (data, rows,
+// cols), so world rank d·q² + i·q + j is grid row i, column j of replica d; its communicators
+// are "row" (ranked by column j), "col" (ranked by row i) and, with dp > 1, "data". FcNet runs
+// on this trainer's layer set (SummaLinear, SlicedLayerNorm) over ShardLayout's shards.
+// Replica d, grid row i trains on part d·q + i of the global batch's dp·q parts
+// (balanced_split.h); every rank of the grid row loads it, and rank (i, j) holds feature part j
+// of every activation. The classifier's logit blocks are all-gathered over "row" (padded to c_0
+// columns), so a grid row's ranks compute the same loss. Each rank keeps only its shards of the
+// parameters, gradients and Adam moments: weights about 1/q², vectors (biases, γ, β) about 1/q.
 // Gradients: weight blocks are complete after their reduce-scatters; the vector slices hold this
 // rank's rows' sums and are all-reduced over "col" unit by unit as backward finishes each; with
 // replicas, each unit's whole range is then all-reduced over "data".
 #include <memory>
 #include <vector>
 
+#include "src/grid/process_grid.h"
 #include "src/model/fc_net.h"
 #include "src/schemes/scheme_trainer.h"
 #include "src/schemes/tensor2d/grid_2d.h"
@@ -28,10 +31,10 @@ class Tensor2dTrainer : public ForwardBackwardTrainer<T>, private LayerSet<T>, p
   Tensor2dTrainer(const TrainerSetup& setup, const GridShape& shape);
 
   std::string scheme() const override { return "tensor2d"; }
-  std::string grid() const override { return grid_.describe(); }
+  std::string grid() const override { return describe(shape_); }
   BatchSlice batch_slice(int64_t global_rows) const override;
   std::vector<NamedTensor> gather_parameters() override;
-  std::string comm_backend() const override { return grid_.backend(); }
+  std::string comm_backend() const override { return row_comm_->backend(); }
 
   // Bytes of this rank's parameter shards (weights and vectors) and their gradients and
   // optimizer state.
@@ -54,7 +57,7 @@ class Tensor2dTrainer : public ForwardBackwardTrainer<T>, private LayerSet<T>, p
   std::vector<int32_t> predictions(int64_t rows) const override { return net_->predictions(rows); }
   MPI_Comm metrics_comm() const override { return grid_.world(); }
   // The q ranks of a grid row hold the same samples: column 0 speaks for them.
-  bool speaker() const override { return grid_.column() == 0; }
+  bool speaker() const override { return column_ == 0; }
 
   // The layer set: SUMMA Linears and sliced LayerNorms bound to their shards by FC_Net's names.
   std::unique_ptr<Linear<T>> linear(const std::string& name, int64_t in, int64_t out) override;
@@ -65,7 +68,10 @@ class Tensor2dTrainer : public ForwardBackwardTrainer<T>, private LayerSet<T>, p
   void after_backward(int unit) override;
   void sync_over_replicas(UnitSync& sync);
 
-  Grid2d grid_;
+  GridShape shape_;
+  ProcessGrid grid_;
+  int replica_, row_, column_;
+  std::unique_ptr<Communicator> row_comm_, col_comm_, data_comm_;  // data: null when dp == 1
   OptimizerConfig optimizer_config_;
   ModelConfig model_;
   int64_t max_rows_;

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "src/errors.h"
+#include "src/grid/process_grid.h"
 
 namespace mlps {
 namespace {
@@ -12,6 +13,7 @@ std::string n(int64_t v) { return std::to_string(v); }
 }  // namespace
 
 std::string Shape3d::dims() const { return dims_text({outer, inner, depth}); }
+std::string Shape3d::describe() const { return "tp-dims=" + dims() + ",dp=" + n(dp); }
 
 Shape3d resolve_shape_3d(const std::vector<int>& tp_dims, int dp, int world_size) {
   if (dp < 0) throw InputError("--dp " + n(dp) + " must be positive");
@@ -85,24 +87,6 @@ Shape3d check_shape_divides(const ModelConfig& model, int64_t global_batch, cons
                        "]: its block on " + grid + " is not divisible into z = " +
                        n(s.depth) + " depth shards");
   return s;
-}
-
-Grid3d::Grid3d(const Shape3d& shape, CommBackend backend, const Device& device, MPI_Comm world,
-               std::shared_ptr<CommLog> log)
-    : shape_(shape),
-      grid_({{"data", shape.dp}, {"depth", shape.depth}, {"outer", shape.outer},
-             {"inner", shape.inner}},
-            world),
-      r_(grid_.coordinate("outer")), c_(grid_.coordinate("inner")),
-      d_(grid_.coordinate("depth")), replica_(grid_.coordinate("data")) {
-  inner_ = grid_.communicator("inner", backend, device, "inner", log);
-  outer_ = grid_.communicator("outer", backend, device, "outer", log);
-  depth_ = grid_.communicator("depth", backend, device, "depth", log);
-  data_ = grid_.communicator("data", backend, device, "data", log, CommRole::weight_gradients);
-}
-
-std::string Grid3d::describe() const {
-  return "tp-dims=" + shape_.dims() + ",dp=" + n(shape_.dp);
 }
 
 }  // namespace mlps

@@ -4,32 +4,34 @@
 #include <stdexcept>
 
 #include "src/model/serial_net.h"
-#include "src/schemes/data_parallel_base.h"
 
 namespace mlps {
-namespace {
-
-ShardAxis other(ShardAxis a) { return a == ShardAxis::inner ? ShardAxis::outer : ShardAxis::inner; }
-
-}  // namespace
-
 template <typename T>
 Tensor3dTrainer<T>::Tensor3dTrainer(const TrainerSetup& s, const Shape3d& shape,
                                     const Overlap3d& overlap)
     : ForwardBackwardTrainer<T>(s),
-      grid_(check_shape_divides(s.model, s.global_batch, shape), s.backend, this->device_, s.world,
-            this->log_),
+      shape_(check_shape_divides(s.model, s.global_batch, shape)),
+      grid_({{"data", shape.dp}, {"depth", shape.depth}, {"outer", shape.outer},
+             {"inner", shape.inner}},
+            s.world),
+      r_(grid_.coordinate("outer")), c_(grid_.coordinate("inner")),
+      d_(grid_.coordinate("depth")), replica_(grid_.coordinate("data")),
+      inner_(grid_.communicator("inner", s.backend, this->device_, "inner", this->log_)),
+      outer_(grid_.communicator("outer", s.backend, this->device_, "outer", this->log_)),
+      depth_(grid_.communicator("depth", s.backend, this->device_, "depth", this->log_)),
+      data_(grid_.communicator("data", s.backend, this->device_, "data", this->log_,
+                               CommRole::weight_gradients)),
       model_(s.model), max_rows_(s.global_batch / (int64_t{shape.dp} * shape.depth)),
       overlap_(overlap) {
   // The pixels are sharded over the outer axis.
-  const int64_t input_first = grid_.r() * (s.model.input_features() / grid_.outer().size());
+  const int64_t input_first = r_ * (s.model.input_features() / outer_->size());
   net_ = std::make_unique<FcNet<T>>(this->device_, s.model, max_rows_,
                                     static_cast<LayerSet<T>&>(*this), logits(), input_first);
   initialise(s.seed);
   for (size_t i = 0; i < linears_.size(); ++i)
     linears_[i]->set_neighbours(i + 1 < linears_.size() ? linears_[i + 1] : nullptr,
                                 i > 0 ? linears_[i - 1] : nullptr);
-  scratch_ = std::make_unique<DepthScratch<T>>(this->device_, linears_, grid_.depth().size(),
+  scratch_ = std::make_unique<DepthScratch<T>>(this->device_, linears_, depth_->size(),
                                                overlap);
   this->optimizer_.add(weights_.data(), weight_grads_.data(), weights_.size());
   this->optimizer_.add(vectors_.data(), vector_grads_.data(), vectors_.size());
@@ -37,8 +39,7 @@ Tensor3dTrainer<T>::Tensor3dTrainer(const TrainerSetup& s, const Shape3d& shape,
 
 template <typename T>
 BatchSlice Tensor3dTrainer<T>::batch_slice(int64_t global_rows) const {
-  const Shape3d& s = grid_.shape();
-  return even_batch_slice(global_rows, grid_.replica() * s.depth + grid_.d(), s.dp * s.depth);
+  return even_batch_slice(global_rows, replica_ * shape_.depth + d_, shape_.dp * shape_.depth);
 }
 
 template <typename T>
@@ -59,9 +60,9 @@ std::vector<NamedTensor> Tensor3dTrainer<T>::gather_parameters() {
 template <typename T>
 std::unique_ptr<Linear<T>> Tensor3dTrainer<T>::linear(const std::string& name, int64_t in,
                                                   int64_t out) {
-  Communicator& in_group = grid_.axis(axis_);
-  Communicator& out_group = grid_.axis(other(axis_));
-  auto layer = std::make_unique<Linear3d<T>>(this->device_, in_group, out_group, grid_.depth(), in,
+  Communicator& in_group = axis(axis_);
+  Communicator& out_group = axis(other(axis_));
+  auto layer = std::make_unique<Linear3d<T>>(this->device_, in_group, out_group, *depth_, in,
                                              out, overlap_);
   LocalTensor w;
   w.name = name + ".weight";
@@ -73,8 +74,8 @@ std::unique_ptr<Linear<T>> Tensor3dTrainer<T>::linear(const std::string& name, i
   w.row0 = layer->row0();
   w.col0 = layer->col0();
   w.block_cols = layer->in_width();
-  w.first = grid_.d() * layer->shard_elements();
-  w.owner = grid_.replica() == 0;
+  w.first = d_ * layer->shard_elements();
+  w.owner = replica_ == 0;
   weight_count_ += w.count;
   tensors_.push_back(w);
   add_vector(name + ".bias", out, out_group);
@@ -86,7 +87,7 @@ std::unique_ptr<Linear<T>> Tensor3dTrainer<T>::linear(const std::string& name, i
 template <typename T>
 std::unique_ptr<LayerNorm<T>> Tensor3dTrainer<T>::layer_norm(const std::string& name,
                                                          int64_t features) {
-  Communicator& group = grid_.axis(axis_);
+  Communicator& group = axis(axis_);
   auto norm = std::make_unique<SlicedLayerNorm<T>>(this->device_, group, features, max_rows_);
   norms_.emplace_back(norm.get(), tensors_.size());
   add_vector(name + ".weight", features, group);
@@ -95,7 +96,8 @@ std::unique_ptr<LayerNorm<T>> Tensor3dTrainer<T>::layer_norm(const std::string& 
 }
 
 template <typename T>
-void Tensor3dTrainer<T>::add_vector(const std::string& name, int64_t features, Communicator& group) {
+void Tensor3dTrainer<T>::add_vector(const std::string& name, int64_t features,
+                                    Communicator& group) {
   LocalTensor v;
   v.name = name;
   v.rows = 1;
@@ -104,8 +106,8 @@ void Tensor3dTrainer<T>::add_vector(const std::string& name, int64_t features, C
   v.count = v.block_cols = (features + group.size() - 1) / group.size();
   v.col0 = group.rank() * v.count;
   // One copy per feature slice: the other plane axis, depth and data hold the same values.
-  const bool first_of_others = &group == &grid_.inner() ? grid_.r() == 0 : grid_.c() == 0;
-  v.owner = grid_.replica() == 0 && grid_.d() == 0 && first_of_others;
+  const bool first_of_others = &group == inner_.get() ? r_ == 0 : c_ == 0;
+  v.owner = replica_ == 0 && d_ == 0 && first_of_others;
   vector_count_ += v.count;
   tensors_.push_back(v);
 }
@@ -113,7 +115,7 @@ void Tensor3dTrainer<T>::add_vector(const std::string& name, int64_t features, C
 template <typename T>
 LogitSplit Tensor3dTrainer<T>::logits() {
   // The logits are sharded over the other axis than the classifier's input.
-  Communicator& group = grid_.axis(other(classifier_input_axis(model_)));
+  Communicator& group = axis(other(classifier_input_axis(model_)));
   LogitSplit split;
   if (group.size() == 1) return split;
   const int64_t classes = model_.classes, c = (classes + group.size() - 1) / group.size();
@@ -195,12 +197,12 @@ void Tensor3dTrainer<T>::backward(int64_t rows, int64_t global_batch, PhaseTimer
   net_->backward(rows, global_batch, false);
   linears_.front()->finish_weight_gradient();  // the embed's, deferred
   // Vector slices hold this depth rank's rows' sums; weight shards are complete per replica.
-  if (grid_.depth().size() > 1)
-    grid_.depth().all_reduce<T>(vector_grads_.data(), vector_count_);
-  if (grid_.data().size() > 1) {
-    auto w = grid_.data().all_reduce_async(weight_grads_.data(), weight_grads_.data(),
+  if (depth_->size() > 1)
+    depth_->all_reduce<T>(vector_grads_.data(), vector_count_);
+  if (data_->size() > 1) {
+    auto w = data_->all_reduce_async(weight_grads_.data(), weight_grads_.data(),
                                            weight_count_, data_type_of<T>());
-    grid_.data().all_reduce<T>(vector_grads_.data(), vector_count_);
+    data_->all_reduce<T>(vector_grads_.data(), vector_count_);
     w->wait();
   }
 }

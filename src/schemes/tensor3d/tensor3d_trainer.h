@@ -1,6 +1,7 @@
 #pragma once
 // bin/tensor3d's scheme: AxoNN 3D tensor parallelism on a G_r × G_c × G_d grid × D data-parallel
-// replicas (README, AxoNN 3D tensor parallelism). Replica p, depth d trains on part p·G_d + d of
+// replicas (README, AxoNN 3D tensor parallelism), the ProcessGrid (data, depth, outer, inner)
+// with communicators "inner", "outer", "depth" and "data", each ranked by its own coordinate. Replica p, depth d trains on part p·G_d + d of
 // the global batch's D·G_d parts; every rank of its inner × outer plane loads them. FcNet runs
 // on this trainer's layer set (Linear3d, SlicedLayerNorm): activations are feature-sharded over
 // inner or outer, each Linear flipping the axis (the pixels are over outer). Parameters live in
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "src/grid/process_grid.h"
 #include "src/model/fc_net.h"
 #include "src/schemes/named_tensors.h"
 #include "src/schemes/scheme_trainer.h"
@@ -38,10 +40,10 @@ class Tensor3dTrainer : public ForwardBackwardTrainer<T>, private LayerSet<T> {
   Tensor3dTrainer(const TrainerSetup& setup, const Shape3d& shape, const Overlap3d& overlap);
 
   std::string scheme() const override { return "tensor3d"; }
-  std::string grid() const override { return grid_.describe(); }
+  std::string grid() const override { return shape_.describe(); }
   BatchSlice batch_slice(int64_t global_rows) const override;
   std::vector<NamedTensor> gather_parameters() override;
-  std::string comm_backend() const override { return grid_.backend(); }
+  std::string comm_backend() const override { return inner_->backend(); }
 
   // Bytes of this rank's weight shards and vector slices.
   int64_t weight_bytes() const { return weight_count_ * int64_t{sizeof(T)}; }
@@ -56,7 +58,7 @@ class Tensor3dTrainer : public ForwardBackwardTrainer<T>, private LayerSet<T> {
   std::vector<int32_t> predictions(int64_t rows) const override { return net_->predictions(rows); }
   MPI_Comm metrics_comm() const override { return grid_.world(); }
   // Every rank of a plane holds the same samples: (r, c) = (0, 0) speaks for them.
-  bool speaker() const override { return grid_.r() == 0 && grid_.c() == 0; }
+  bool speaker() const override { return r_ == 0 && c_ == 0; }
 
   // The layer set: each Linear flips the activations' axis; a LayerNorm reduces over the axis
   // that shards its input. Both record their tensors (bound once all are laid out).
@@ -67,7 +69,12 @@ class Tensor3dTrainer : public ForwardBackwardTrainer<T>, private LayerSet<T> {
   // Every tensor's initial values, this rank's elements only; then binds the layers to them.
   void initialise(uint64_t seed);
 
-  Grid3d grid_;
+  Communicator& axis(ShardAxis a) { return a == ShardAxis::inner ? *inner_ : *outer_; }
+
+  Shape3d shape_;
+  ProcessGrid grid_;
+  int r_, c_, d_, replica_;
+  std::unique_ptr<Communicator> inner_, outer_, depth_, data_;
   ModelConfig model_;
   int64_t max_rows_;
   Overlap3d overlap_;

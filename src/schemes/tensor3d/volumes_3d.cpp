@@ -13,7 +13,6 @@ namespace {
 int group_size(const Shape3d& shape, ShardAxis a) {
   return a == ShardAxis::inner ? shape.inner : shape.outer;
 }
-ShardAxis other(ShardAxis a) { return a == ShardAxis::inner ? ShardAxis::outer : ShardAxis::inner; }
 
 }  // namespace
 
