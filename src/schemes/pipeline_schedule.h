@@ -1,13 +1,8 @@
 #pragma once
 // The order in which one pipeline stage runs the forward and backward passes of the
-// micro-batches of a step.
-//   GPipe: every forward (micro-batch 0, 1, ..., M−1), then every backward in the same order;
-//          a stage holds the activations of all M micro-batches at once.
-//   1F1B (PipeDream-Flush): stage s of P runs min(P − s − 1, M) warm-up forwards, then
-//          alternates one forward and one backward, then runs the remaining backwards (the
-//          cool-down); it holds at most min(P − s, M) micro-batches' activations.
-// Both flush at the end of the step (one optimizer step per global batch), so their bubble is
-// the same; 1F1B only needs less activation memory.
+// micro-batches of a step: GPipe or 1F1B (PipeDream-Flush), as README's pipeline section
+// describes them. Both flush at the end of the step, so their bubble is the same; 1F1B only
+// needs less activation memory.
 #include <string>
 #include <vector>
 

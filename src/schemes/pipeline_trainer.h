@@ -1,9 +1,9 @@
 #pragma once
-// Pipeline parallelism, optionally × data parallelism (PipelineLayout: rank r = d·P + s runs
-// stage s of replica d). Each step splits the replica's rows into M micro-batches that flow
-// through the stages in the order of PipelineSchedule (GPipe, 1F1B): activations forward and
-// their gradients backward by asynchronous send/recv on "pipe"; gradients accumulate over the
-// micro-batches, are all-reduced over "data" (D > 1), then one optimizer step.
+// Pipeline parallelism, optionally × data parallelism (README, Pipeline parallelism: layout,
+// schedules, what /timing/bubble and exposed_comm count, the forward-only stream of evaluate()).
+// Micro-batches flow through the stages in PipelineSchedule's order by asynchronous send/recv
+// on "pipe"; gradients accumulate over them, are all-reduced over "data" (D > 1), then one
+// optimizer step.
 //
 // With MPI a stage posts a micro-batch's input receive when it sets its slot aside (all M at
 // the start under GPipe; under 1F1B the first P − s, then one per backward that frees a slot)
@@ -12,16 +12,6 @@
 // there each receive is posted just before its wait, with the sends posted since (Megatron's
 // send-forward-receive-backward pairs), and a send with no receive wait before the next compute
 // is waited at once so that it leaves now. (That NCCL path is compiled but not yet run on GPUs.)
-//
-// Timing: forward and backward are each micro-batch's compute with the sends it posts (and any
-// wait for a send or the all-reduce: /timing/exposed_comm). The bubble (/timing/bubble) is the
-// time blocked waiting for a neighbour: receive waits plus the flush (every rank waits in the
-// loss reduction for the last stage to finish); disjoint from exposed_comm. A stage's bubble
-// fraction is bubble / (step − data).
-//
-// Inference (evaluate): a forward-only stream in micro-batches of the training size (the last
-// may be shorter), stage s forwarding k while s + 1 forwards k − 1: two micro-batches in flight
-// (input and output buffers each) and one forward scratch; nothing kept for a backward pass.
 #include <mpi.h>
 
 #include <chrono>
