@@ -1,6 +1,8 @@
 // read_results_hdf5: loads a result file back into a RunRecord and checks it against the schema
 // (results/README.md), naming the file and the first field that is absent or mis-shaped.
 #include <filesystem>
+#include <functional>
+#include <numeric>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -41,9 +43,13 @@ class ResultFileReader {
     open_file();
     RunRecord record;
     read_root_attributes(record);
-    read_timing(record);
+    for (const std::string& phase : link_names("/timing"))
+      record.timing[phase] = read_table("/timing/" + phase, result_schema::kSecondsUnits);
     read_comm(record);
-    read_train(record);
+    record.loss = read_vector<double>("/train/loss");
+    record.test_accuracy = read_vector<double>("/train/test_accuracy");
+    // Files written before mixed precision have no loss scale.
+    if (exists("/train/loss_scale")) record.loss_scale = read_vector<double>("/train/loss_scale");
     record.peak_bytes = read_vector<int64_t>("/memory/peak_bytes");
     if (exists("/memory/estimated_bytes"))  // older files: none
       record.estimated_bytes = read_vector<int64_t>("/memory/estimated_bytes");
@@ -205,11 +211,9 @@ class ResultFileReader {
       fail(where + " is not " + std::to_string(rank) + "-dimensional");
     dims.assign(static_cast<size_t>(rank), 0);
     H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
-    hsize_t elements = 1;
-    for (hsize_t d : dims) elements *= d;
-    std::vector<T> values(elements);
-    if (elements > 0 &&
-        H5Dread(dataset.get(), Number<T>::memory_type(), H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) < 0)
+    std::vector<T> values(std::accumulate(dims.begin(), dims.end(), hsize_t{1}, std::multiplies()));
+    if (!values.empty() && H5Dread(dataset.get(), Number<T>::memory_type(), H5S_ALL, H5S_ALL,
+                                   H5P_DEFAULT, values.data()) < 0)
       fail("cannot read " + where + hdf5::error_detail());
     return values;
   }
@@ -229,11 +233,6 @@ class ResultFileReader {
     return table;
   }
 
-  void read_timing(RunRecord& record) const {
-    for (const std::string& phase : link_names("/timing"))
-      record.timing[phase] = read_table("/timing/" + phase, result_schema::kSecondsUnits);
-  }
-
   void read_comm(RunRecord& record) const {
     for (const std::string& kind : link_names("/comm")) {
       const std::string where = "/comm/" + kind;
@@ -244,13 +243,6 @@ class ResultFileReader {
       comm.time_seconds = read_table(where + "/time", result_schema::kSecondsUnits);
       comm.bytes = read_table(where + "/bytes", result_schema::kBytesUnits);
     }
-  }
-
-  void read_train(RunRecord& record) const {
-    record.loss = read_vector<double>("/train/loss");
-    record.test_accuracy = read_vector<double>("/train/test_accuracy");
-    // Files written before mixed precision have no loss scale.
-    if (exists("/train/loss_scale")) record.loss_scale = read_vector<double>("/train/loss_scale");
   }
 
   void read_verification(Verification& verification) const {
