@@ -21,7 +21,7 @@
 #include "src/driver/run_context.h"
 #include "src/driver/training_driver.h"
 #include "src/errors.h"
-#include "src/memory/memory_check.h"
+#include "src/memory/available_memory.h"
 #include "src/mpi_session.h"
 #include "src/results/comm_bench_writer.h"
 #include "src/results/run_info.h"

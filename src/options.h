@@ -40,7 +40,7 @@ struct Options {
   // --timeout: seconds without a completed step or evaluation batch before a rank reports its
   // last communication calls and ends the job (0: never); default MLPSCALE_TIMEOUT.
   double timeout = 0;
-  // Train even when the memory accounting says the run does not fit (memory_check.h).
+  // Train even when the memory accounting says the run does not fit (available_memory.h).
   bool skip_memory_check = false;
   // --check-grid N: check the grid rules for N ranks, print the grid and exit (0: never).
   int64_t check_grid = 0;

@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "src/errors.h"
-#include "src/memory/memory_check.h"
+#include "src/memory/available_memory.h"
 #include "src/mpi_session.h"
 #include "src/results/run_info.h"
 

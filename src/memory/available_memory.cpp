@@ -5,8 +5,8 @@
 #include <sstream>
 
 #include "kernels/cuda/device_select.h"
+#include "src/errors.h"
 #include "src/human_bytes.h"
-#include "src/memory/memory_need.h"
 
 namespace mlps {
 namespace {
@@ -69,6 +69,28 @@ AvailableMemory available_memory_per_rank(DeviceKind device, const RankPlacement
   return {available / sharing, "of host memory (" + human_bytes(available) + " available on " +
                                    (placement.host.empty() ? "this node" : placement.host) +
                                    shared_by(sharing) + ")"};
+}
+
+void check_memory_fits(MPI_Comm comm, double need, const std::string& what,
+                       const AvailableMemory& available) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  // An unknown amount of memory (0: nothing could be read) is no reason to refuse.
+  struct {
+    double ratio;
+    int rank;
+  } local{available.bytes > 0 ? need / available.bytes : 0.0, rank}, worst{};
+  MPI_Allreduce(&local, &worst, 1, MPI_DOUBLE_INT, MPI_MAXLOC, comm);
+  if (worst.ratio <= 1) return;
+  std::string message;
+  if (rank == worst.rank)
+    message = "rank " + std::to_string(rank) + " needs about " + human_bytes(need) + " (" + what +
+              ") but has " + human_bytes(available.bytes) + " " + available.where;
+  int length = static_cast<int>(message.size());
+  MPI_Bcast(&length, 1, MPI_INT, worst.rank, comm);
+  message.resize(static_cast<size_t>(length));
+  MPI_Bcast(message.data(), length, MPI_CHAR, worst.rank, comm);
+  throw InputError(message);
 }
 
 }  // namespace mlps

@@ -2,6 +2,10 @@
 // The memory a rank may use: on the CPU the host memory available on its node (the kernel's
 // MemAvailable, lowered to the cgroup's limit in a container or a Slurm job) shared by the
 // node's ranks; on the GPU the free memory of its GPU shared by the ranks bound to that GPU.
+// check_memory_fits refuses, before any large allocation, a run whose accounting
+// (scheme_memory.h, or a benchmark's buffers) does not fit in it.
+#include <mpi.h>
+
 #include <string>
 
 #include "src/comm/process_placement.h"
@@ -15,5 +19,10 @@ struct AvailableMemory {
 };
 
 AvailableMemory available_memory_per_rank(DeviceKind device, const RankPlacement& placement);
+
+// Collective over comm: when `need` bytes (described by `what`) exceed some rank's share,
+// every rank throws the same InputError naming the rank that fits worst and both figures.
+void check_memory_fits(MPI_Comm comm, double need, const std::string& what,
+                       const AvailableMemory& available);
 
 }  // namespace mlps

@@ -1,7 +1,5 @@
 #include "src/memory/memory_need.h"
 
-#include <cstdio>
-
 #include "src/human_bytes.h"
 #include "src/options.h"
 
@@ -24,10 +22,6 @@ void add_parameter_state(MemoryNeed& need, double held, double optimized,
   need.parameters += held * e;
   need.gradients += held * e;
   need.optimizer += optimized * state_per_element * e;
-}
-
-ActivationWidths full_widths(const ModelConfig& model) {
-  return {model.input_features(), model.hidden, model.ffn_hidden()};
 }
 
 double replica_activation_bytes(const ModelConfig& model, int64_t rows,

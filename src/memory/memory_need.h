@@ -1,6 +1,6 @@
 #pragma once
 // What one rank of a run holds at its peak, from the configuration alone: computed before any
-// allocation, so a run that cannot fit is refused in one line (memory_check.h), and recorded
+// allocation, so a run that cannot fit is refused in one line (available_memory.h), and recorded
 // beside the measured peak (/memory/estimated_bytes) so the estimate is checked on every run.
 // scheme_memory.h holds each scheme's accounting; this file the pieces they share.
 #include <cstddef>
@@ -40,7 +40,9 @@ struct ActivationWidths {
   int64_t logit_block = 0, logit_parts = 0;  // split logits (LogitSplit); 0: whole
   int64_t norm_ranks = 0;  // LayerNorm sliced over this many ranks (its scratch); 0: whole rows
 };
-ActivationWidths full_widths(const ModelConfig& model);
+inline ActivationWidths full_widths(const ModelConfig& m) {
+  return {m.input_features(), m.hidden, m.ffn_hidden()};
+}
 
 // FcNet's activations and backward scratch for `rows` rows (see FcNet and MlpBlock): inputs
 // and labels, L + 1 block outputs, per block the saved LayerNorm output, moments and ReLU

@@ -15,8 +15,6 @@ namespace {
 
 double as_double(int64_t n) { return static_cast<double>(n); }
 
-int64_t rows_per_rank(int64_t global_batch, int parts) { return largest_part(global_batch, parts); }
-
 }  // namespace
 
 MemoryNeed serial_memory(const Options& o) {
@@ -33,7 +31,7 @@ MemoryNeed data_memory(const Options& o, int ranks, const DataParallelConfig& co
   const double e = as_double(static_cast<int64_t>(element_bytes(o.precision)));
   const double p = as_double(parameter_count(o.model));
   const double shard = p / ranks;
-  need.activations = replica_activation_bytes(o.model, rows_per_rank(o.batch, ranks),
+  need.activations = replica_activation_bytes(o.model, largest_part(o.batch, ranks),
                                               full_widths(o.model), element_bytes(o.precision));
   if (config.zero == 3) {
     // The rank's shard of values and gradients, and per unit of the model the gathered values
@@ -69,7 +67,7 @@ MemoryNeed data_memory(const Options& o, int ranks, const DataParallelConfig& co
 MemoryNeed pipeline_memory(const Options& o, const PipelineLayout& layout, int stage) {
   MemoryNeed need;
   const ModelConfig& m = o.model;
-  const size_t e = element_bytes(o.precision);
+  const double e = static_cast<double>(element_bytes(o.precision));
   const std::vector<int64_t> units = unit_parameter_counts(m);
   const int first = layout.partition.first_unit(stage), end = layout.partition.end_unit(stage);
   double held = 0;
@@ -77,7 +75,7 @@ MemoryNeed pipeline_memory(const Options& o, const PipelineLayout& layout, int s
   add_parameter_state(need, held, held, o.optimizer, o.precision);
 
   const bool is_first = stage == 0, is_last = stage + 1 == layout.stages;
-  const auto r = as_double(rows_per_rank(o.batch, layout.replicas) / layout.micro_batches);
+  const auto r = as_double(largest_part(o.batch, layout.replicas) / layout.micro_batches);
   const auto h = as_double(m.hidden), f = as_double(m.ffn_hidden());
   const auto classes = as_double(m.classes);
   const bool residual = m.block == BlockKind::residual_mlp;
@@ -101,9 +99,7 @@ MemoryNeed pipeline_memory(const Options& o, const PipelineLayout& layout, int s
   if (!is_first) scratch += 2 * r * h;
   if (is_last) scratch += r * classes + r * layout.micro_batches;
   if (recomputes) scratch += block_saved + (shared_output ? r * h : 0);
-  need.activations =
-      in_flight * (slot * as_double(static_cast<int64_t>(e)) + label_bytes) +
-      scratch * as_double(static_cast<int64_t>(e));
+  need.activations = in_flight * (slot * e + label_bytes) + scratch * e;
   return need;
 }
 
@@ -111,8 +107,7 @@ MemoryNeed tensor1d_memory(const Options& o, const Tensor1dPlan& plan, int dp) {
   MemoryNeed need;
   const double held = as_double(local_parameter_count(plan));
   add_parameter_state(need, held, held, o.optimizer, o.precision);
-  const size_t e = element_bytes(o.precision);
-  const int64_t rows = rows_per_rank(o.batch, dp);
+  const int64_t rows = largest_part(o.batch, dp);
   // Activations between the Linears are whole (H wide; a plain column block's output is
   // counted whole too), the inner ones F/T wide; a row-parallel embed reads S²/T features, a
   // column-parallel classifier's logits are all-gathered in T blocks of C/T.
@@ -123,7 +118,7 @@ MemoryNeed tensor1d_memory(const Options& o, const Tensor1dPlan& plan, int dp) {
     w.logit_block = o.model.classes / plan.tp;
     w.logit_parts = plan.tp;
   }
-  need.activations = replica_activation_bytes(o.model, rows, w, e);
+  need.activations = replica_activation_bytes(o.model, rows, w, element_bytes(o.precision));
   return need;
 }
 
@@ -135,7 +130,7 @@ MemoryNeed tensor2d_memory(const Options& o, const GridShape& shape) {
   const double held = as_double(ShardLayout(o.model, q, 0, 0).total());
   add_parameter_state(need, held, held, o.optimizer, o.precision);
   const size_t e = element_bytes(o.precision);
-  const int64_t rows = rows_per_rank(o.batch, shape.dp * q);
+  const int64_t rows = largest_part(o.batch, shape.dp * q);
   ActivationWidths w{largest_part(o.model.input_features(), q), largest_part(o.model.hidden, q),
                      largest_part(o.model.ffn_hidden(), q)};
   w.norm_ranks = q;
@@ -152,8 +147,7 @@ MemoryNeed tensor2d_memory(const Options& o, const GridShape& shape) {
       activation_block = std::max(activation_block, rows * largest_part(s.in, q));
       weight_block = std::max(weight_block, largest_part(s.out, q) * largest_part(s.in, q));
     }
-    need.buffers = as_double((2 + q) * (activation_block + weight_block)) *
-                   as_double(static_cast<int64_t>(e));
+    need.buffers = as_double((2 + q) * (activation_block + weight_block)) * static_cast<double>(e);
   }
   return need;
 }
@@ -164,7 +158,7 @@ MemoryNeed tensor3d_memory(const Options& o, const Shape3d& shape, const Overlap
   const double held = local.weights + local.vectors;
   add_parameter_state(need, held, held, o.optimizer, o.precision);
   const size_t e = element_bytes(o.precision);
-  const int64_t rows = rows_per_rank(o.batch, shape.dp * shape.depth);
+  const int64_t rows = largest_part(o.batch, shape.dp * shape.depth);
   // The embed's output and the residual stream are sharded over the inner axis, the blocks'
   // F-wide activations over the outer one; plain blocks alternate (count the wider slice).
   const int narrow = std::min(shape.outer, shape.inner);

@@ -23,27 +23,21 @@ void check_lengths(const CommBenchSweep& sweep, const std::string& path) {
 }
 
 void write_sweep(hid_t file, const CommBenchSweep& sweep) {
-  const std::string where = "/" + sweep.op;
-  Handle group = create_group(file, sweep.op, where);
-  write_vector(group.get(), "bytes", sweep.bytes, where + "/bytes", "bytes");
-  write_vector(group.get(), "count", sweep.count, where + "/count", "elements");
-  write_vector(group.get(), "time_seconds", sweep.time_seconds, where + "/time_seconds",
-               "seconds");
-  write_vector(group.get(), "algbw", sweep.algbw, where + "/algbw", "GB/s");
-  write_vector(group.get(), "busbw", sweep.busbw, where + "/busbw", "GB/s");
-  write_vector(group.get(), "wrong", sweep.wrong, where + "/wrong", "elements");
+  Handle group = create_group(file, sweep.op);
+  write_dataset(group.get(), "bytes", sweep.bytes, "bytes");
+  write_dataset(group.get(), "count", sweep.count, "elements");
+  write_dataset(group.get(), "time_seconds", sweep.time_seconds, "seconds");
+  write_dataset(group.get(), "algbw", sweep.algbw, "GB/s");
+  write_dataset(group.get(), "busbw", sweep.busbw, "GB/s");
+  write_dataset(group.get(), "wrong", sweep.wrong, "elements");
 }
 
+// Attributes written to the file itself are the root group's.
 void write_contents(hid_t file, const CommBenchRecord& record) {
-  Handle root = checked(H5Gopen2(file, "/", H5P_DEFAULT), H5Gclose, "cannot open the root group");
-  for (const auto& [name, value] : record.string_attributes)
-    write_string_attribute(root.get(), name, value, "/");
-  for (const auto& [name, value] : record.integer_attributes)
-    write_int64_attribute(root.get(), name, value, "/");
-  for (const auto& [name, value] : record.real_attributes)
-    write_double_attribute(root.get(), name, value, "/");
-  write_string_attribute(root.get(), "kind", "bench_comm", "/");
-  root.close();
+  for (const auto& [name, value] : record.string_attributes) write_attribute(file, name, value);
+  for (const auto& [name, value] : record.integer_attributes) write_attribute(file, name, value);
+  for (const auto& [name, value] : record.real_attributes) write_attribute(file, name, value);
+  write_attribute(file, "kind", "bench_comm");
   for (const CommBenchSweep& sweep : record.sweeps) write_sweep(file, sweep);
 }
 

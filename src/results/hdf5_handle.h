@@ -17,16 +17,11 @@ class Handle {
   Handle(hid_t id, Closer closer) : id_(id), closer_(closer) {}
   Handle(Handle&& other) noexcept
       : id_(std::exchange(other.id_, H5I_INVALID_HID)), closer_(other.closer_) {}
-  Handle& operator=(Handle&& other) noexcept {
-    if (this != &other) {
-      close();
-      id_ = std::exchange(other.id_, H5I_INVALID_HID);
-      closer_ = other.closer_;
-    }
+  Handle& operator=(Handle&& other) noexcept {  // `other` closes what this held
+    std::swap(id_, other.id_);
+    std::swap(closer_, other.closer_);
     return *this;
   }
-  Handle(const Handle&) = delete;
-  Handle& operator=(const Handle&) = delete;
   ~Handle() { close(); }
 
   hid_t get() const { return id_; }

@@ -1,6 +1,8 @@
 // read_results_hdf5: loads a result file back into a RunRecord and checks it against the schema
 // (results/README.md), naming the file and the first field that is absent or mis-shaped.
 #include <filesystem>
+#include <functional>
+#include <numeric>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -41,9 +43,13 @@ class ResultFileReader {
     open_file();
     RunRecord record;
     read_root_attributes(record);
-    read_timing(record);
+    for (const std::string& phase : link_names("/timing"))
+      record.timing[phase] = read_table("/timing/" + phase, result_schema::kSecondsUnits);
     read_comm(record);
-    read_train(record);
+    record.loss = read_vector<double>("/train/loss");
+    record.test_accuracy = read_vector<double>("/train/test_accuracy");
+    // Files written before mixed precision have no loss scale.
+    if (exists("/train/loss_scale")) record.loss_scale = read_vector<double>("/train/loss_scale");
     record.peak_bytes = read_vector<int64_t>("/memory/peak_bytes");
     if (exists("/memory/estimated_bytes"))  // older files: none
       record.estimated_bytes = read_vector<int64_t>("/memory/estimated_bytes");
@@ -70,7 +76,6 @@ class ResultFileReader {
 
   // Opens an object by absolute path, requiring it to be of the given kind.
   Handle open_object(const std::string& where, H5I_type_t kind) const {
-    if (where == "/") return checked_root();
     // H5Lexists fails rather than answering false when an intermediate group is missing.
     if (H5Lexists(file_.get(), where.c_str(), H5P_DEFAULT) <= 0) {
       H5Eclear2(H5E_DEFAULT);
@@ -82,12 +87,6 @@ class ResultFileReader {
     if (H5Iget_type(id) != kind)
       fail(where + " is not a " + (kind == H5I_GROUP ? "group" : "dataset"));
     return object;
-  }
-
-  Handle checked_root() const {
-    const hid_t id = H5Gopen2(file_.get(), "/", H5P_DEFAULT);
-    if (id < 0) fail("cannot open the root group" + hdf5::error_detail());
-    return Handle(id, H5Gclose);
   }
 
   std::vector<std::string> link_names(const std::string& where) const {
@@ -102,51 +101,48 @@ class ResultFileReader {
 
   // --- attributes
 
-  Handle open_attribute(hid_t object, const std::string& name, const std::string& where) const {
+  // An open scalar attribute, its type, and how messages name it.
+  struct Attribute {
+    Handle id, type;
+    std::string what;  // "root attribute N" or "attribute N of W"
+  };
+
+  Attribute open_attribute(hid_t object, const std::string& name, const std::string& where) const {
+    const std::string what =
+        where == "/" ? "root attribute " + name : "attribute " + name + " of " + where;
     const htri_t exists = H5Aexists(object, name.c_str());
     if (exists < 0) fail("cannot read attributes of " + where + hdf5::error_detail());
-    if (exists == 0) fail("missing " + describe_attribute(name, where));
+    if (exists == 0) fail("missing " + what);
     const hid_t id = H5Aopen(object, name.c_str(), H5P_DEFAULT);
-    if (id < 0) fail("cannot open " + describe_attribute(name, where) + hdf5::error_detail());
-    Handle attribute(id, H5Aclose);
+    if (id < 0) fail("cannot open " + what + hdf5::error_detail());
+    Attribute attribute{Handle(id, H5Aclose), Handle(H5Aget_type(id), H5Tclose), what};
     Handle space(H5Aget_space(id), H5Sclose);
     if (space.get() < 0 || H5Sget_simple_extent_type(space.get()) != H5S_SCALAR)
-      fail(describe_attribute(name, where) + " is not a scalar");
+      fail(what + " is not a scalar");
     return attribute;
-  }
-
-  static std::string describe_attribute(const std::string& name, const std::string& where) {
-    return where == "/" ? "root attribute " + name : "attribute " + name + " of " + where;
-  }
-
-  H5T_class_t attribute_class(hid_t attribute) const {
-    Handle type(H5Aget_type(attribute), H5Tclose);
-    return type.get() < 0 ? H5T_NO_CLASS : H5Tget_class(type.get());
   }
 
   // Variable-length (as h5py writes) or fixed-length strings.
   std::string read_string_attribute(hid_t object, const std::string& name,
                                     const std::string& where) const {
-    Handle attribute = open_attribute(object, name, where);
-    const std::string what = describe_attribute(name, where);
-    Handle file_type(H5Aget_type(attribute.get()), H5Tclose);
-    if (file_type.get() < 0 || H5Tget_class(file_type.get()) != H5T_STRING)
-      fail(what + " is not a string");
-    if (H5Tis_variable_str(file_type.get()) > 0) {
+    const Attribute attribute = open_attribute(object, name, where);
+    const hid_t file_type = attribute.type.get();  // H5Tget_class gives H5T_NO_CLASS if invalid
+    if (H5Tget_class(file_type) != H5T_STRING) fail(attribute.what + " is not a string");
+    if (H5Tis_variable_str(file_type) > 0) {
       Handle memory_type(H5Tcopy(H5T_C_S1), H5Tclose);
       H5Tset_size(memory_type.get(), H5T_VARIABLE);
-      H5Tset_cset(memory_type.get(), H5Tget_cset(file_type.get()));
+      H5Tset_cset(memory_type.get(), H5Tget_cset(file_type));
       char* text = nullptr;
-      if (H5Aread(attribute.get(), memory_type.get(), &text) < 0)
-        fail("cannot read " + what + hdf5::error_detail());
+      if (H5Aread(attribute.id.get(), memory_type.get(), &text) < 0)
+        fail("cannot read " + attribute.what + hdf5::error_detail());
       std::string value = text != nullptr ? text : "";
       H5free_memory(text);
       return value;
     }
-    std::string value(H5Tget_size(file_type.get()), '\0');
-    if (H5Aread(attribute.get(), file_type.get(), value.data()) < 0)
-      fail("cannot read " + what + hdf5::error_detail());
-    if (H5Tget_strpad(file_type.get()) == H5T_STR_SPACEPAD)
+    std::string value(H5Tget_size(file_type), '\0');
+    if (H5Aread(attribute.id.get(), file_type, value.data()) < 0)
+      fail("cannot read " + attribute.what + hdf5::error_detail());
+    if (H5Tget_strpad(file_type) == H5T_STR_SPACEPAD)
       value.erase(value.find_last_not_of(' ') + 1);
     else
       value.resize(value.find('\0') == std::string::npos ? value.size() : value.find('\0'));
@@ -155,40 +151,37 @@ class ResultFileReader {
 
   template <class T>
   T read_number_attribute(hid_t object, const std::string& name, const std::string& where) const {
-    Handle attribute = open_attribute(object, name, where);
-    const std::string what = describe_attribute(name, where);
-    if (attribute_class(attribute.get()) != Number<T>::type_class)
-      fail(what + " is not " + Number<T>::name);
+    const Attribute attribute = open_attribute(object, name, where);
+    if (H5Tget_class(attribute.type.get()) != Number<T>::type_class)
+      fail(attribute.what + " is not " + Number<T>::name);
     T value{};
-    if (H5Aread(attribute.get(), Number<T>::memory_type(), &value) < 0)
-      fail("cannot read " + what + hdf5::error_detail());
+    if (H5Aread(attribute.id.get(), Number<T>::memory_type(), &value) < 0)
+      fail("cannot read " + attribute.what + hdf5::error_detail());
     return value;
   }
 
+  // The file's own attributes are its root group's.
   void read_root_attributes(RunRecord& record) const {
-    Handle root = open_object("/", H5I_GROUP);
+    const hid_t root = file_.get();
     std::vector<std::string> names;
     hsize_t index = 0;
-    if (H5Aiterate2(root.get(), H5_INDEX_NAME, H5_ITER_INC, &index, append_name<H5A_info_t>,
-                    &names) < 0)
+    if (H5Aiterate2(root, H5_INDEX_NAME, H5_ITER_INC, &index, append_name<H5A_info_t>, &names) < 0)
       fail("cannot list the root attributes" + hdf5::error_detail());
 
     const std::string version_name(result_schema::kVersionAttribute);
     bool has_version = false;
     for (const std::string& name : names) {
-      Handle attribute = open_attribute(root.get(), name, "/");
-      const H5T_class_t type_class = attribute_class(attribute.get());
-      attribute.close();
+      const H5T_class_t type_class = H5Tget_class(open_attribute(root, name, "/").type.get());
       if (name == version_name) {
-        const auto version = read_number_attribute<int64_t>(root.get(), name, "/");
+        const auto version = read_number_attribute<int64_t>(root, name, "/");
         if (version != result_schema::kVersion)
           fail("schema_version is " + std::to_string(version) + ", this reader knows " +
                std::to_string(result_schema::kVersion));
         has_version = true;
       } else if (type_class == H5T_STRING) {
-        record.string_attributes[name] = read_string_attribute(root.get(), name, "/");
+        record.string_attributes[name] = read_string_attribute(root, name, "/");
       } else if (type_class == H5T_INTEGER) {
-        record.integer_attributes[name] = read_number_attribute<int64_t>(root.get(), name, "/");
+        record.integer_attributes[name] = read_number_attribute<int64_t>(root, name, "/");
       } else {
         fail("root attribute " + name + " is neither a string nor an integer");
       }
@@ -218,11 +211,9 @@ class ResultFileReader {
       fail(where + " is not " + std::to_string(rank) + "-dimensional");
     dims.assign(static_cast<size_t>(rank), 0);
     H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
-    hsize_t elements = 1;
-    for (hsize_t d : dims) elements *= d;
-    std::vector<T> values(elements);
-    if (elements > 0 &&
-        H5Dread(dataset.get(), Number<T>::memory_type(), H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) < 0)
+    std::vector<T> values(std::accumulate(dims.begin(), dims.end(), hsize_t{1}, std::multiplies()));
+    if (!values.empty() && H5Dread(dataset.get(), Number<T>::memory_type(), H5S_ALL, H5S_ALL,
+                                   H5P_DEFAULT, values.data()) < 0)
       fail("cannot read " + where + hdf5::error_detail());
     return values;
   }
@@ -242,11 +233,6 @@ class ResultFileReader {
     return table;
   }
 
-  void read_timing(RunRecord& record) const {
-    for (const std::string& phase : link_names("/timing"))
-      record.timing[phase] = read_table("/timing/" + phase, result_schema::kSecondsUnits);
-  }
-
   void read_comm(RunRecord& record) const {
     for (const std::string& kind : link_names("/comm")) {
       const std::string where = "/comm/" + kind;
@@ -257,13 +243,6 @@ class ResultFileReader {
       comm.time_seconds = read_table(where + "/time", result_schema::kSecondsUnits);
       comm.bytes = read_table(where + "/bytes", result_schema::kBytesUnits);
     }
-  }
-
-  void read_train(RunRecord& record) const {
-    record.loss = read_vector<double>("/train/loss");
-    record.test_accuracy = read_vector<double>("/train/test_accuracy");
-    // Files written before mixed precision have no loss scale.
-    if (exists("/train/loss_scale")) record.loss_scale = read_vector<double>("/train/loss_scale");
   }
 
   void read_verification(Verification& verification) const {

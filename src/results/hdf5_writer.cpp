@@ -3,7 +3,6 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "src/results/hdf5_write.h"
 #include "src/results/run_record.h"
@@ -15,66 +14,56 @@ namespace {
 using namespace hdf5;  // this file writes through the HDF5 helpers only
 
 void write_table(hid_t parent, const std::string& name, const IterationRankTable& table,
-                 std::string_view units, const std::string& where) {
-  const std::vector<hsize_t> dims = {static_cast<hsize_t>(table.iterations),
-                                     static_cast<hsize_t>(table.ranks)};
-  hdf5::write_dataset(parent, name, dims, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, table.values.data(),
-                      where, units);
+                 std::string_view units) {
+  write_dataset(parent, name, table.values, units,
+                {static_cast<hsize_t>(table.iterations), static_cast<hsize_t>(table.ranks)});
 }
 
+// Attributes written to the file itself are the root group's.
 void write_root_attributes(hid_t file, const RunRecord& record) {
-  Handle root = checked(H5Gopen2(file, "/", H5P_DEFAULT), H5Gclose, "cannot open the root group");
-  for (const auto& [name, value] : record.string_attributes)
-    write_string_attribute(root.get(), name, value, "/");
-  for (const auto& [name, value] : record.integer_attributes)
-    write_int64_attribute(root.get(), name, value, "/");
-  write_int64_attribute(root.get(), std::string(result_schema::kVersionAttribute),
-                        result_schema::kVersion, "/");
+  for (const auto& [name, value] : record.string_attributes) write_attribute(file, name, value);
+  for (const auto& [name, value] : record.integer_attributes) write_attribute(file, name, value);
+  write_attribute(file, std::string(result_schema::kVersionAttribute), result_schema::kVersion);
 }
 
 void write_timing(hid_t file, const RunRecord& record) {
-  Handle group = create_group(file, "timing", "/timing");
+  Handle group = create_group(file, "timing");
   for (const auto& [phase, table] : record.timing)
-    write_table(group.get(), phase, table, result_schema::kSecondsUnits, "/timing/" + phase);
+    write_table(group.get(), phase, table, result_schema::kSecondsUnits);
 }
 
 void write_comm(hid_t file, const RunRecord& record) {
-  Handle group = create_group(file, "comm", "/comm");
+  Handle group = create_group(file, "comm");
   for (const auto& [kind, comm] : record.comm) {
-    const std::string where = "/comm/" + kind;
-    Handle kind_group = create_group(group.get(), kind, where);
-    write_string_attribute(kind_group.get(), "kind", comm.kind, where);
-    write_int64_attribute(kind_group.get(), "group_size", comm.group_size, where);
-    write_table(kind_group.get(), "time", comm.time_seconds, result_schema::kSecondsUnits,
-                where + "/time");
-    write_table(kind_group.get(), "bytes", comm.bytes, result_schema::kBytesUnits,
-                where + "/bytes");
+    Handle kind_group = create_group(group.get(), kind);
+    write_attribute(kind_group.get(), "kind", comm.kind);
+    write_attribute(kind_group.get(), "group_size", comm.group_size);
+    write_table(kind_group.get(), "time", comm.time_seconds, result_schema::kSecondsUnits);
+    write_table(kind_group.get(), "bytes", comm.bytes, result_schema::kBytesUnits);
   }
 }
 
 void write_train(hid_t file, const RunRecord& record) {
-  Handle group = create_group(file, "train", "/train");
-  write_vector(group.get(), "loss", record.loss, "/train/loss");
-  write_vector(group.get(), "test_accuracy", record.test_accuracy, "/train/test_accuracy");
-  write_vector(group.get(), "loss_scale", record.loss_scale, "/train/loss_scale");
+  Handle group = create_group(file, "train");
+  write_dataset(group.get(), "loss", record.loss);
+  write_dataset(group.get(), "test_accuracy", record.test_accuracy);
+  write_dataset(group.get(), "loss_scale", record.loss_scale);
 }
 
 void write_memory(hid_t file, const RunRecord& record) {
-  Handle group = create_group(file, "memory", "/memory");
-  write_vector(group.get(), "peak_bytes", record.peak_bytes, "/memory/peak_bytes");
+  Handle group = create_group(file, "memory");
+  write_dataset(group.get(), "peak_bytes", record.peak_bytes);
   if (!record.estimated_bytes.empty())
-    write_vector(group.get(), "estimated_bytes", record.estimated_bytes, "/memory/estimated_bytes");
+    write_dataset(group.get(), "estimated_bytes", record.estimated_bytes);
 }
 
 void write_verification(hid_t file, const Verification& verification) {
-  Handle group = create_group(file, "verification", "/verification");
-  write_string_attribute(group.get(), "verdict", verification.verdict, "/verification");
-  write_double_attribute(group.get(), "max_relative_error", verification.max_relative_error,
-                         "/verification");
-  write_double_attribute(group.get(), "tolerance", verification.tolerance, "/verification");
-  write_string_attribute(group.get(), "worst_at", verification.worst_at, "/verification");
-  write_double_attribute(group.get(), "serial_fp32_error", verification.serial_fp32_error,
-                         "/verification");
+  Handle group = create_group(file, "verification");
+  write_attribute(group.get(), "verdict", verification.verdict);
+  write_attribute(group.get(), "max_relative_error", verification.max_relative_error);
+  write_attribute(group.get(), "tolerance", verification.tolerance);
+  write_attribute(group.get(), "worst_at", verification.worst_at);
+  write_attribute(group.get(), "serial_fp32_error", verification.serial_fp32_error);
 }
 
 }  // namespace

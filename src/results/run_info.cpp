@@ -80,16 +80,13 @@ std::string host_names(MPI_Comm comm) {
                 MPI_CHAR, comm);
 
   std::vector<std::string> distinct;
+  std::string joined;
   for (int r = 0; r < ranks; ++r) {
     const char* begin = all.data() + static_cast<size_t>(r) * MPI_MAX_PROCESSOR_NAME;
     const std::string host(begin, strnlen(begin, MPI_MAX_PROCESSOR_NAME));
-    if (std::find(distinct.begin(), distinct.end(), host) == distinct.end())
-      distinct.push_back(host);
-  }
-  std::string joined;
-  for (const std::string& host : distinct) {
-    if (!joined.empty()) joined += ',';
-    joined += host;
+    if (std::find(distinct.begin(), distinct.end(), host) != distinct.end()) continue;
+    joined += (distinct.empty() ? "" : ",") + host;
+    distinct.push_back(host);
   }
   return joined;
 }

@@ -13,7 +13,6 @@ namespace mlps {
 
 // recompute (activation checkpointing) runs inside backward: its time is part of backward's too.
 enum class Phase { forward, backward, optimizer, data, recompute, count };
-const char* to_string(Phase phase);
 std::vector<std::string> phase_names();  // "step" first, then every Phase
 
 class PhaseTimer {
