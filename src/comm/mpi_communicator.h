@@ -29,7 +29,6 @@ class MpiCommunicator : public Communicator {
 
   const char* backend() const override { return "mpi"; }
 
-
  private:
   class Request;
   friend class Request;
