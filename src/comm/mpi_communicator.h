@@ -8,8 +8,6 @@
 // adds in float and rounds back, and unpacks in wait().
 #include <mpi.h>
 
-#include <vector>
-
 #include "src/comm/communicator.h"
 #include "src/device.h"
 
