@@ -46,26 +46,20 @@ struct SharedGpus {
 
 // The first such node in world rank order, the same on every rank. Collective over world.
 std::optional<SharedGpus> find_shared_gpus(const RankPlacement& placement, MPI_Comm world) {
-  int world_rank = 0;
-  int world_size = 1;
-  MPI_Comm_rank(world, &world_rank);
-  MPI_Comm_size(world, &world_size);
-  MPI_Comm node = MPI_COMM_NULL;
-  MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL, &node);
-  int node_size = 1;
-  MPI_Comm_size(node, &node_size);
+  MPI_Comm node = MPI_COMM_NULL;  // this node's placement.local_size ranks
+  MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, placement.world_rank, MPI_INFO_NULL, &node);
   std::string uuid = bound_gpu_uuid(placement);
   uuid.resize(kUuidChars, '-');
-  std::vector<char> all(static_cast<size_t>(kUuidChars) * node_size);
+  std::vector<char> all(static_cast<size_t>(kUuidChars) * placement.local_size);
   MPI_Allgather(uuid.data(), kUuidChars, MPI_CHAR, all.data(), kUuidChars, MPI_CHAR, node);
   MPI_Comm_free(&node);
   std::set<std::string> distinct;
-  for (int r = 0; r < node_size; ++r)
+  for (int r = 0; r < placement.local_size; ++r)
     distinct.emplace(all.data() + static_cast<size_t>(r) * kUuidChars, kUuidChars);
 
-  SharedGpus mine{node_size, static_cast<int>(distinct.size())};
+  SharedGpus mine{placement.local_size, static_cast<int>(distinct.size())};
   placement.host.copy(mine.host, sizeof mine.host - 1);
-  std::vector<SharedGpus> nodes(static_cast<size_t>(world_size));
+  std::vector<SharedGpus> nodes(static_cast<size_t>(placement.world_size));
   MPI_Allgather(&mine, sizeof mine, MPI_BYTE, nodes.data(), sizeof mine, MPI_BYTE, world);
   for (const SharedGpus& n : nodes)
     if (n.gpus < n.ranks) return n;

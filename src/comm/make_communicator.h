@@ -16,7 +16,7 @@ const char* to_string(CommBackend backend);
 // auto: NCCL on the cuda backend when built with NCCL and every rank has a GPU of its own
 // (local_size <= GPUs on the node), MPI otherwise. An explicit nccl on the cpu backend, without
 // NCCL in the build, or with ranks sharing a GPU is an InputError that says which. Collective
-// over world (ranks agree on one answer).
+// over world (ranks agree on one answer); placement is discover_placement(world)'s.
 CommBackend resolve_comm_backend(const std::string& requested, DeviceKind device,
                                  const RankPlacement& placement, MPI_Comm world);
 

@@ -1,10 +1,8 @@
 #include "src/comm/mpi_communicator.h"
 
-#include <algorithm>
 #include <climits>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>

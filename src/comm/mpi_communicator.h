@@ -8,8 +8,6 @@
 // adds in float and rounds back, and unpacks in wait().
 #include <mpi.h>
 
-#include <vector>
-
 #include "src/comm/communicator.h"
 #include "src/device.h"
 
@@ -28,7 +26,6 @@ class MpiCommunicator : public Communicator {
   MpiCommunicator& operator=(const MpiCommunicator&) = delete;
 
   const char* backend() const override { return "mpi"; }
-
 
  private:
   class Request;

@@ -72,15 +72,13 @@ NcclCommunicator::Wire::~Wire() {
   if (data && cudaFreeAsync(data, cuda::detail::stream()) != cudaSuccess) (void)cudaGetLastError();
 }
 
-std::unique_ptr<NcclCommunicator::Wire> NcclCommunicator::stage_wire(int64_t count) const {
-  auto wire = std::make_unique<Wire>();
-  wire->format = wire_format();
+NcclCommunicator::Wire::Wire(int64_t count, StorageFormat format, const Staging& staging)
+    : format(format), staging(staging) {
   // Stream-ordered on the kernel stream: the pack kernels that follow, the NCCL call (ordered
   // after the kernel stream by its start event) and the free after the unpack all see it.
-  MLPS_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&wire->data),
+  MLPS_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&data),
                                   static_cast<size_t>(count) * sizeof(uint16_t),
                                   cuda::detail::stream()));
-  return wire;
 }
 
 class NcclCommunicator::Request : public CommRequest {
@@ -125,9 +123,10 @@ class NcclCommunicator::Request : public CommRequest {
     resumed->record(kernels);
     owner.log().finished(call_);  // as far as the host knows: the GPU may still run it
     if (wire_) {  // back to float on the kernel stream, after the operation
-      if (wire_->unpack_dst)
-        cuda::unpack_16bit(wire_->unpack_dst, wire_->data + wire_->unpack_offset,
-                           wire_->unpack_count, wire_->format);
+      const Staging& s = wire_->staging;
+      if (s.out)
+        cuda::unpack_16bit(static_cast<float*>(s.out), wire_->data + s.out_at, s.out_count,
+                           wire_->format);
       wire_.reset();  // freed in stream order, after the unpack
     }
     owner.log().defer([launch = launch_, reached, resumed, kind = kind_, bytes = bytes_,
@@ -225,12 +224,12 @@ PendingComm NcclCommunicator::post(const CommOperation& c) {
     // Through a 16-bit device buffer (staging()); NCCL's reduce-scatter leaves its part at the
     // slot.
     const int64_t slot = c.count * rank_;
-    wire = stage_wire(c.count * (c.per_rank_parts() ? size_ : 1));
+    wire = std::make_unique<Wire>(c.count * (c.per_rank_parts() ? size_ : 1), wire_format(),
+                                  staging(c, slot));
     uint16_t* w = wire->data;
-    const Staging s = staging(c, slot);
+    const Staging& s = wire->staging;
     if (s.in)
       cuda::pack_16bit(w + s.in_at, static_cast<const float*>(s.in), s.in_count, wire->format);
-    if (s.out) wire->unpack_to(static_cast<float*>(s.out), s.out_at, s.out_count);
     type = nccl_type(wire->format);
     send = c.op == CommOp::all_gather ? w + slot : w;
     recv = c.op == CommOp::reduce_scatter ? w + slot : w;

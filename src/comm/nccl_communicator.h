@@ -30,30 +30,22 @@ class NcclCommunicator : public Communicator {
 
   const char* backend() const override { return "nccl"; }
 
-
  private:
   class Request;
   friend class Request;
   PendingComm post(const CommOperation& operation) override;
   struct Launch;  // the events of one launch on the stream
-  // The 16-bit device buffer of one operation on a 16-bit wire and what wait() unpacks from it.
+  // The 16-bit device buffer of one operation on a 16-bit wire (count values, allocated in
+  // stream order) and its staging, whose output wait() unpacks (none: a send).
   struct Wire {
-    uint16_t* data = nullptr;
-    StorageFormat format = StorageFormat::bf16;
-    float* unpack_dst = nullptr;  // null: nothing comes back (a send)
-    int64_t unpack_offset = 0;    // in wire elements
-    int64_t unpack_count = 0;
-    void unpack_to(float* dst, int64_t offset, int64_t count) {
-      unpack_dst = dst;
-      unpack_offset = offset;
-      unpack_count = count;
-    }
-    Wire() = default;
+    Wire(int64_t count, StorageFormat format, const Staging& staging);
     ~Wire();  // frees data in stream order; never throws
     Wire(const Wire&) = delete;
     Wire& operator=(const Wire&) = delete;
+    uint16_t* data = nullptr;
+    StorageFormat format;
+    Staging staging;
   };
-  std::unique_ptr<Wire> stage_wire(int64_t count) const;
 
   // Launches calls (several: as one NCCL group) on the stream after the kernel stream's work.
   std::shared_ptr<Launch> launch(const std::vector<std::function<ncclResult_t()>>& calls,

@@ -15,19 +15,6 @@
 #endif
 
 namespace mlps {
-namespace {
-
-// The task count Slurm gave this launch: srun sets the step's; inside a batch script without
-// srun only the allocation's is there.
-int slurm_task_count() {
-  for (const char* name : {"SLURM_STEP_NUM_TASKS", "SLURM_NTASKS", "SLURM_NPROCS"}) {
-    const char* value = std::getenv(name);
-    if (value && *value) return std::atoi(value);
-  }
-  return 0;
-}
-
-}  // namespace
 
 RankPlacement discover_placement(MPI_Comm world) {
   RankPlacement placement;
@@ -47,7 +34,16 @@ RankPlacement discover_placement(MPI_Comm world) {
 }
 
 void check_launch_matches_slurm(int world_size) {
-  const int tasks = slurm_task_count();
+  // The task count Slurm gave this launch: srun sets the step's; inside a batch script without
+  // srun only the allocation's is there.
+  int tasks = 0;
+  for (const char* name : {"SLURM_STEP_NUM_TASKS", "SLURM_NTASKS", "SLURM_NPROCS"}) {
+    const char* value = std::getenv(name);
+    if (value && *value) {
+      tasks = std::atoi(value);
+      break;
+    }
+  }
   if (tasks > 1 && world_size == 1)
     throw InputError("Slurm started " + std::to_string(tasks) +
                      " tasks but MPI sees 1 rank per process: srun is launching singletons; use "

@@ -1,6 +1,6 @@
 #include "src/data/dataset.h"
 
-#include "src/data/idx_dataset.h"
+#include "src/data/idx_reader.h"
 #include "src/data/synthetic_dataset.h"
 #include "src/errors.h"
 

@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <stdexcept>
 
+#include "src/data/image_resize.h"
 #include "src/errors.h"
 
 namespace mlps {
@@ -123,6 +125,44 @@ std::string find_file(const std::filesystem::path& dir, const std::string& base)
   throw InputError("missing data file " + base + " (or " + base + ".gz) in " + dir.string());
 }
 
+class IdxDataset : public Dataset {
+ public:
+  explicit IdxDataset(const std::string& dir)
+      : dir_(dir), train_(read_idx_split(dir, Split::train)),
+        test_(read_idx_split(dir, Split::test)) {}
+
+  int64_t size(Split split) const override { return data(split).images.count; }
+
+  int32_t load(Split split, int64_t index, int image_size, float* pixels) const override {
+    const IdxSplit& d = data(split);
+    if (index < 0 || index >= d.images.count) {
+      throw std::out_of_range("IDX sample " + std::to_string(index) + " is outside 0.." +
+                              std::to_string(d.images.count - 1));
+    }
+    if (image_size <= 0) throw std::invalid_argument("image size must be positive");
+    const int rows = d.images.rows;
+    const int cols = d.images.cols;
+    const size_t area = static_cast<size_t>(rows) * static_cast<size_t>(cols);
+    const uint8_t* bytes = d.images.pixels.data() + static_cast<size_t>(index) * area;
+    const bool native = rows == image_size && cols == image_size;
+    // Scale straight into the output when no resize is needed.
+    std::vector<float> scaled(native ? 0 : area);
+    float* target = native ? pixels : scaled.data();
+    for (size_t i = 0; i < area; ++i) target[i] = static_cast<float>(bytes[i]) / 255.0f;
+    if (!native) resize_bilinear(scaled.data(), rows, cols, pixels, image_size, image_size);
+    return d.labels[static_cast<size_t>(index)];
+  }
+
+  std::string describe() const override { return "idx:" + dir_; }
+
+ private:
+  const IdxSplit& data(Split split) const { return split == Split::train ? train_ : test_; }
+
+  std::string dir_;
+  IdxSplit train_;
+  IdxSplit test_;
+};
+
 }  // namespace
 
 IdxImages read_idx_images(const std::string& path) {
@@ -183,6 +223,10 @@ IdxSplit read_idx_split(const std::string& dir, Split split) {
     throw InputError("data file " + files.images + " holds no images (its " +
                      (split == Split::train ? "training" : "test") + " split is empty)");
   return data;
+}
+
+std::unique_ptr<Dataset> open_idx_dataset(const std::string& dir) {
+  return std::make_unique<IdxDataset>(dir);
 }
 
 }  // namespace mlps

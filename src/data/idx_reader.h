@@ -1,8 +1,9 @@
 #pragma once
 // Reader for MNIST-format IDX files (http://yann.lecun.com/exdb/mnist/), raw or gzip-compressed
-// (zlib reads both transparently). Every malformed file becomes one InputError line naming the
-// file and what is wrong with it.
+// (zlib reads both transparently), and the Dataset over a directory of them. Every malformed file
+// becomes one InputError line naming the file and what is wrong with it.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -37,5 +38,9 @@ struct IdxSplit {
   std::vector<uint8_t> labels;
 };
 IdxSplit read_idx_split(const std::string& dir, Split split);
+
+// A Dataset over an MNIST-layout IDX directory (such as /usr/share/datasets/fashion-mnist): reads
+// both splits into memory as bytes once; load() scales to [0, 1] and resizes.
+std::unique_ptr<Dataset> open_idx_dataset(const std::string& dir);
 
 }  // namespace mlps

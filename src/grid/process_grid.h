@@ -44,7 +44,6 @@ class ProcessGrid {
   ProcessGrid& operator=(const ProcessGrid&) = delete;
 
   int coordinate(const std::string& axis) const { return coordinates_[index(axis)]; }
-  int size(const std::string& axis) const { return axes_[index(axis)].size; }
   MPI_Comm world() const { return world_; }
   // The ranks that differ only in `axis`, ranked by their coordinate on it.
   MPI_Comm group(const std::string& axis) const { return groups_[index(axis)]; }

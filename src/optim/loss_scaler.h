@@ -22,7 +22,19 @@ class LossScaler {
   double scale() const { return scale_; }
   // Records one step's outcome and returns whether its update must be applied (false: skip).
   // Every rank must pass the same found_nonfinite (reduce it over all ranks first).
-  bool update(bool found_nonfinite);
+  bool update(bool found_nonfinite) {
+    if (found_nonfinite) {
+      scale_ *= config_.backoff_factor;
+      clean_in_a_row_ = 0;
+      ++skipped_;
+      return false;
+    }
+    if (++clean_in_a_row_ == config_.growth_interval) {
+      scale_ *= config_.growth_factor;
+      clean_in_a_row_ = 0;
+    }
+    return true;
+  }
   int64_t skipped_steps() const { return skipped_; }
 
  private:

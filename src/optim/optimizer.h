@@ -10,7 +10,6 @@
 #include <mpi.h>
 
 #include <optional>
-#include <string>
 #include <vector>
 
 #include "src/buffer.h"
