@@ -23,19 +23,15 @@ inline constexpr double kFp32ToleranceFactor = 100.0;
 // fp64 runs differ from serial fp64 only in the order of sums.
 inline constexpr double kFp64Tolerance = 1e-10;
 
-// Relative errors |loss − ref| / |ref| per iteration and ‖w − w_ref‖₂ / ‖w_ref‖₂ per tensor,
-// each against its tolerance; the result names the item nearest to (or past) its tolerance.
-// Rank 0 only.
-Verification verify_against_serial(const Options& options, const Dataset& dataset,
-                                   const TrainingSchedule& schedule,
-                                   const std::vector<double>& losses,
-                                   const std::vector<NamedTensor>& parameters);
-
-// --verify with --inference: the mean loss of each batch (test rows [start, start + batch))
-// against serial forward passes with the same initial weights, in fp64 (1e-10) and, for other
-// precisions, within the factor × serial's own error in that precision of the same batch.
-Verification verify_inference_against_serial(const Options& options, const Dataset& dataset,
-                                             const std::vector<int64_t>& batch_starts,
-                                             const std::vector<double>& losses);
+// Rank 0, after the run: prints what it recomputes, sets record.verification from the
+// comparison and prints the verdict. Relative errors |loss − ref| / |ref| per iteration and
+// ‖w − w_ref‖₂ / ‖w_ref‖₂ per final tensor (`parameters`), each against its tolerance; the
+// verdict names the item nearest to (or past) its tolerance. With options.inference: the mean
+// loss of each batch (test rows [start, start + batch) for each of batch_starts) against serial
+// forward passes with the same initial weights, in fp64 (1e-10) and, for other precisions,
+// within the factor × serial's own error in that precision of the same batch.
+void verify_run(const Options& options, const Dataset& dataset, const TrainingSchedule& schedule,
+                const std::vector<int64_t>& batch_starts,
+                const std::vector<NamedTensor>& parameters, RunRecord& record);
 
 }  // namespace mlps
