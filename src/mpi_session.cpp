@@ -16,12 +16,10 @@ namespace {
 char stop_prefix[256] = "mlpscale";
 
 const char* signal_name(int signal) {
-  switch (signal) {
-    case SIGINT: return "SIGINT";
-    case SIGTERM: return "SIGTERM";
-    case SIGHUP: return "SIGHUP";
-  }
-  return "a signal";
+  return signal == SIGINT    ? "SIGINT"
+         : signal == SIGTERM ? "SIGTERM"
+         : signal == SIGHUP  ? "SIGHUP"
+                             : "a signal";
 }
 
 // Async-signal-safe: one line, then the conventional status 128 + signal. Results are

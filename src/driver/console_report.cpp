@@ -46,20 +46,6 @@ void print_settings_header(const RunContext& context, const Options& o,
   std::fflush(stdout);
 }
 
-void print_progress(int64_t iteration, const TrainingSchedule& schedule, double loss,
-                    double step_seconds) {
-  std::printf("iter %lld/%lld  epoch %lld  loss %.6f  step %.3f ms\n", (long long)iteration + 1,
-              (long long)schedule.iterations, (long long)schedule.epoch_of(iteration) + 1, loss,
-              step_seconds * 1e3);
-  std::fflush(stdout);
-}
-
-void print_evaluation(int64_t epoch, double accuracy, int64_t samples) {
-  std::printf("epoch %lld  test accuracy %.4f (%lld samples)\n", (long long)epoch + 1, accuracy,
-              (long long)samples);
-  std::fflush(stdout);
-}
-
 void print_summary(const RunRecord& record, int64_t iterations, int64_t warmup,
                    int64_t global_batch, double flops_per_sample, bool inference) {
   const StepSummary s =

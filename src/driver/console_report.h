@@ -14,11 +14,6 @@ void print_settings_header(const RunContext& context, const Options& options,
                            const TrainingSchedule& schedule, const Trainer& trainer,
                            const Dataset& dataset, const std::string& out_path);
 
-void print_progress(int64_t iteration, const TrainingSchedule& schedule, double loss,
-                    double step_seconds);
-
-void print_evaluation(int64_t epoch, double accuracy, int64_t samples);
-
 // The summary of a run of `iterations` steps (or, inference, batches) of global_batch samples.
 void print_summary(const RunRecord& record, int64_t iterations, int64_t warmup,
                    int64_t global_batch, double flops_per_sample, bool inference);

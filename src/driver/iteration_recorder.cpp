@@ -8,13 +8,9 @@ namespace mlps {
 
 namespace {
 
-struct CommColumn {
-  CommKind kind = CommKind::all_reduce;
-  int group_size = 1;
-};
-
-// Every rank's collective names (with kind and group size), merged and known to all ranks.
-std::map<std::string, CommColumn> union_of_comm_names(
+// Every rank's collective names with their kind and largest group size (the totals' other
+// fields unused), merged and known to all ranks.
+std::map<std::string, CommTotals> union_of_comm_names(
     const RunContext& context, const std::vector<std::map<std::string, CommTotals>>& iterations) {
   std::ostringstream mine;
   for (const auto& totals : iterations)
@@ -28,12 +24,12 @@ std::map<std::string, CommColumn> union_of_comm_names(
   std::string all(static_cast<size_t>(offsets.back() + lengths.back()), '\0');
   MPI_Allgatherv(text.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(),
                  MPI_CHAR, context.comm);
-  std::map<std::string, CommColumn> columns;
+  std::map<std::string, CommTotals> columns;
   std::istringstream in(all);
   std::string name;
   int kind = 0, group_size = 0;
   while (in >> name >> kind >> group_size) {
-    CommColumn& c = columns[name];
+    CommTotals& c = columns[name];
     c.kind = static_cast<CommKind>(kind);
     c.group_size = std::max(c.group_size, group_size);
   }

@@ -32,7 +32,8 @@ void check_output_path(const RunContext& context, const std::string& path) {
     if (!parent.empty()) fs::create_directories(parent, error);
     const std::string probe = path + ".probe." + std::to_string(getpid());
     if (error) {
-      problem = "--out " + path + ": cannot create " + parent.string() + " (" + error.message() + ")";
+      problem = "--out " + path + ": cannot create " + parent.string() + " (" + error.message() +
+                ")";
     } else if (fs::is_directory(path, error)) {
       problem = "--out " + path + " is a directory: name the result file (e.g. " +
                 (fs::path(path) / "run.h5").string() + ")";
@@ -50,23 +51,21 @@ void check_output_path(const RunContext& context, const std::string& path) {
 
 namespace {
 
-// results/<scheme>-<UTC time>-<pid>.h5 (rank 0's clock and pid).
-std::string default_result_path(const std::string& scheme) {
-  char stamp[32];
-  const std::time_t now = std::time(nullptr);
-  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", std::gmtime(&now));
-  return "results/" + scheme + "-" + stamp + "-" + std::to_string(getpid()) + ".h5";
-}
-
 // --eval-samples, or the whole test split (never more).
 int64_t test_samples(const Options& o, const Dataset& dataset) {
   const int64_t all = dataset.size(Split::test);
   return o.eval_samples > 0 ? std::min(o.eval_samples, all) : all;
 }
 
-// --out or default_result_path, checked on every rank.
+// --out, or results/<scheme>-<UTC time>-<pid>.h5 (rank 0's clock and pid); checked on every rank.
 std::string result_path(const RunContext& context, const Options& o, const Trainer& trainer) {
-  const std::string path = o.out.empty() ? default_result_path(trainer.scheme()) : o.out;
+  std::string path = o.out;
+  if (path.empty()) {
+    char stamp[32];
+    const std::time_t now = std::time(nullptr);
+    std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", std::gmtime(&now));
+    path = "results/" + trainer.scheme() + "-" + stamp + "-" + std::to_string(getpid()) + ".h5";
+  }
   check_output_path(context, path);
   return path;
 }
@@ -199,7 +198,8 @@ int run_inference(const RunContext& context, const Options& o, const TrainingSch
     const std::vector<double> seconds = recorder.end_iteration(timer, trainer);
     record.loss.push_back(e.loss_sum / static_cast<double>(o.batch));
     correct += e.correct;
-    if (context.is_root() && o.print_every > 0 && ((b + 1) % o.print_every == 0 || b + 1 == batches))
+    if (context.is_root() && o.print_every > 0 &&
+        ((b + 1) % o.print_every == 0 || b + 1 == batches))
       std::printf("batch %lld/%lld  loss %.6f  latency %.3f ms\n", (long long)b + 1,
                   (long long)batches, record.loss.back(), seconds[0] * 1e3);
   }
@@ -261,13 +261,18 @@ int run_training(const RunContext& context, const Options& o, const TrainingSche
     record.loss.push_back(loss);
     if (context.is_root() && o.print_every > 0 &&
         ((it + 1) % o.print_every == 0 || it + 1 == schedule.iterations || !std::isfinite(loss)))
-      print_progress(it, schedule, loss, seconds[0]);
+      std::printf("iter %lld/%lld  epoch %lld  loss %.6f  step %.3f ms\n", (long long)it + 1,
+                  (long long)schedule.iterations, (long long)schedule.epoch_of(it) + 1, loss,
+                  seconds[0] * 1e3);
     if (schedule.ends_epoch(it)) {
       const double accuracy = evaluate(o, trainer, dataset, eval_samples);
       watchdog->progress();
       record.test_accuracy.push_back(accuracy);
-      if (context.is_root()) print_evaluation(schedule.epoch_of(it), accuracy, eval_samples);
+      if (context.is_root())
+        std::printf("epoch %lld  test accuracy %.4f (%lld samples)\n",
+                    (long long)schedule.epoch_of(it) + 1, accuracy, (long long)eval_samples);
     }
+    if (context.is_root()) std::fflush(stdout);
   }
 
   watchdog.reset();

@@ -19,8 +19,7 @@ double relative_error(const std::vector<double>& a, const std::vector<double>& r
     diff += (a[i] - ref[i]) * (a[i] - ref[i]);
     norm += ref[i] * ref[i];
   }
-  if (norm == 0) return std::sqrt(diff);
-  return std::sqrt(diff / norm);
+  return std::sqrt(norm == 0 ? diff : diff / norm);
 }
 
 // The serial model's losses (and, after training, final weights), on the CPU in T.
