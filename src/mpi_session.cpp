@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <exception>
 
 #include "src/errors.h"
@@ -26,11 +27,8 @@ const char* signal_name(int signal) {
 // published only when complete (publish_file), so there is nothing to clean up.
 void on_stop_signal(int signal) {
   const char* parts[] = {stop_prefix, ": stopped by ", signal_name(signal), "\n"};
-  for (const char* part : parts) {
-    size_t length = 0;
-    while (part[length] != '\0') ++length;
-    if (::write(STDERR_FILENO, part, length) < 0) break;
-  }
+  for (const char* part : parts)
+    if (::write(STDERR_FILENO, part, std::strlen(part)) < 0) break;  // strlen is signal-safe
   _exit(128 + signal);
 }
 
