@@ -1,8 +1,8 @@
 #pragma once
-// Counter-based random numbers (weights, synthetic data, shuffles): every value is a pure function of a key and
-// a counter (splitmix64's mixer), so any rank can make any sample or permutation entry alone,
-// in any order, with the same bits on every platform and compiler (no std distributions, whose
-// outputs are implementation-defined).
+// Counter-based random numbers (weights, synthetic data, shuffles): every value is a pure
+// function of a key and a counter (splitmix64's mixer), so any rank can make any sample or
+// permutation entry alone, in any order, with the same bits on every platform and compiler (no
+// std distributions, whose outputs are implementation-defined).
 #include <cstdint>
 
 namespace mlps {

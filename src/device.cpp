@@ -4,8 +4,6 @@
 
 namespace mlps {
 
-const char* to_string(DeviceKind kind) { return kind == DeviceKind::cuda ? "cuda" : "cpu"; }
-
 #ifdef MLPSCALE_WITH_CUDA
 constexpr bool kBuiltWithCuda = true;
 #else
@@ -23,19 +21,6 @@ DeviceKind resolve_device(const std::string& requested) {
     return DeviceKind::cuda;
   }
   throw InputError("--device must be auto, cpu or cuda, not '" + requested + "'");
-}
-
-void* Device::allocate(size_t bytes) {
-  void* p = MLPS_ON_BACKEND(device_alloc, bytes);
-  current_bytes_ += bytes;
-  if (current_bytes_ > peak_bytes_) peak_bytes_ = current_bytes_;
-  return p;
-}
-
-void Device::release(void* p, size_t bytes) {
-  if (!p) return;
-  MLPS_ON_BACKEND(device_free, p);
-  current_bytes_ -= bytes;
 }
 
 }  // namespace mlps

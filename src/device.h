@@ -18,7 +18,7 @@ namespace mlps {
 
 enum class DeviceKind { cpu, cuda };
 
-const char* to_string(DeviceKind kind);
+inline const char* to_string(DeviceKind kind) { return kind == DeviceKind::cuda ? "cuda" : "cpu"; }
 
 // Resolves --device auto|cpu|cuda: auto is cuda when built with CUDA and a GPU is visible,
 // else cpu. Throws InputError when cuda is asked for and cannot be had, saying why.
@@ -79,8 +79,17 @@ class Device {
     MLPS_ON_BACKEND(add_nonfinite_count, total, x, n);
   }
 
-  void* allocate(size_t bytes);
-  void release(void* p, size_t bytes);
+  void* allocate(size_t bytes) {
+    void* p = MLPS_ON_BACKEND(device_alloc, bytes);
+    current_bytes_ += bytes;
+    if (current_bytes_ > peak_bytes_) peak_bytes_ = current_bytes_;
+    return p;
+  }
+  void release(void* p, size_t bytes) {
+    if (!p) return;
+    MLPS_ON_BACKEND(device_free, p);
+    current_bytes_ -= bytes;
+  }
   size_t current_bytes() const { return current_bytes_; }
   size_t peak_bytes() const { return peak_bytes_; }
 

@@ -11,8 +11,8 @@ std::string scalar_to_input(const std::string& key, const nlohmann::json& value)
   if (value.is_string()) return value.get<std::string>();
   if (value.is_boolean()) return value.get<bool>() ? "true" : "false";
   if (value.is_number()) return value.dump();
-  throw CLI::ConversionError("config file: key '" + key + "' must be a string, number or boolean, not " +
-                             std::string(value.type_name()));
+  throw CLI::ConversionError("config file: key '" + key +
+                             "' must be a string, number or boolean, not " + value.type_name());
 }
 
 // Typed JSON for a value string: numbers and booleans as such, everything else a string.
@@ -50,13 +50,9 @@ std::vector<CLI::ConfigItem> JsonConfig::from_config(std::istream& input) const 
   }
   if (!doc.is_object()) throw CLI::ConversionError("config file: must hold one JSON object");
   std::vector<CLI::ConfigItem> items;
-  for (const auto& [key, value] : doc.items()) {
-    CLI::ConfigItem item;
-    item.name = key;
-    // Every option takes one value (lists are written as strings, e.g. "2,2").
-    item.inputs.push_back(scalar_to_input(key, value));
-    items.push_back(std::move(item));
-  }
+  // Every option takes one value (lists are written as strings, e.g. "2,2").
+  for (const auto& [key, value] : doc.items())
+    items.push_back({{}, key, {scalar_to_input(key, value)}});
   return items;
 }
 

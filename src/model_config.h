@@ -48,7 +48,9 @@ struct GemmShape {
   bool trans_a = false;
   bool trans_b = false;
   int64_t m = 0, n = 0, k = 0;
-  double flops() const { return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k); }
+  double flops() const {
+    return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  }
 };
 
 // Every GEMM of one training step at `batch` rows: forward Y = X·Wᵀ, backward dX = dY·W

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <exception>
 
 #include "src/errors.h"
@@ -16,23 +17,18 @@ namespace {
 char stop_prefix[256] = "mlpscale";
 
 const char* signal_name(int signal) {
-  switch (signal) {
-    case SIGINT: return "SIGINT";
-    case SIGTERM: return "SIGTERM";
-    case SIGHUP: return "SIGHUP";
-  }
-  return "a signal";
+  return signal == SIGINT    ? "SIGINT"
+         : signal == SIGTERM ? "SIGTERM"
+         : signal == SIGHUP  ? "SIGHUP"
+                             : "a signal";
 }
 
 // Async-signal-safe: one line, then the conventional status 128 + signal. Results are
 // published only when complete (publish_file), so there is nothing to clean up.
 void on_stop_signal(int signal) {
   const char* parts[] = {stop_prefix, ": stopped by ", signal_name(signal), "\n"};
-  for (const char* part : parts) {
-    size_t length = 0;
-    while (part[length] != '\0') ++length;
-    if (::write(STDERR_FILENO, part, length) < 0) break;
-  }
+  for (const char* part : parts)
+    if (::write(STDERR_FILENO, part, std::strlen(part)) < 0) break;  // strlen is signal-safe
   _exit(128 + signal);
 }
 

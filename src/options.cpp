@@ -10,21 +10,9 @@
 
 namespace mlps {
 
-namespace {
-
-// Upper bound of the size and count options: far beyond any real run.
-constexpr long long kLargestCount = 1LL << 40;
-
-}  // namespace
-
 const char* to_string(Precision precision) {
-  switch (precision) {
-    case Precision::fp64: return "fp64";
-    case Precision::bf16: return "bf16";
-    case Precision::fp16: return "fp16";
-    case Precision::fp32: break;
-  }
-  return "fp32";
+  constexpr const char* kNames[] = {"fp32", "fp64", "bf16", "fp16"};  // in the enum's order
+  return kNames[static_cast<int>(precision)];
 }
 
 StorageFormat storage_format(Precision precision) {
@@ -45,6 +33,7 @@ OptionParser::OptionParser(const std::string& program, const std::string& descri
                  "(e.g. {\"hidden\": 256}); the command line overrides it");
   app.allow_config_extras(false);
 
+  constexpr long long kLargestCount = 1LL << 40;  // of sizes and counts: beyond any real run
   const auto positive = integer_between(1, kLargestCount);
   const auto non_negative = integer_between(0, kLargestCount);
   app.add_option("--layers", o.model.layers, "number of MLP blocks")->check(non_negative);
@@ -87,7 +76,8 @@ OptionParser::OptionParser(const std::string& program, const std::string& descri
   app.add_option("--print-every", o.print_every, "progress line every N iterations (0: none)")
       ->check(non_negative);
   app.add_option("--eval-samples", o.eval_samples, "test samples evaluated at the end of each "
-                 "epoch, and those --inference cycles through (0: the whole test split)")->check(non_negative);
+                 "epoch, and those --inference cycles through (0: the whole test split)")
+      ->check(non_negative);
   // The environment sets the default, so a whole sweep or job script can have one.
   if (const char* env = std::getenv("MLPSCALE_TIMEOUT"); env && *env) {
     std::string text = env;
@@ -139,10 +129,8 @@ void OptionParser::validate() {
   Options& o = options_;
   o.model.block = block_ == "plain" ? BlockKind::plain : BlockKind::residual_mlp;
   o.optimizer.kind = optimizer_ == "sgd" ? OptimizerKind::sgd : OptimizerKind::adam;
-  o.precision = precision_ == "fp64"   ? Precision::fp64
-                : precision_ == "bf16" ? Precision::bf16
-                : precision_ == "fp16" ? Precision::fp16
-                                       : Precision::fp32;
+  for (const Precision p : {Precision::fp32, Precision::fp64, Precision::bf16, Precision::fp16})
+    if (precision_ == to_string(p)) o.precision = p;
   if (o.fp32_grad_comm && storage_format(o.precision) == StorageFormat::full)
     throw InputError("--fp32-grad-comm needs --precision bf16 or fp16 (with " +
                      std::string(to_string(o.precision)) + " gradients already travel in " +
@@ -158,6 +146,5 @@ void OptionParser::validate() {
     throw InputError("--data must be 'synthetic' or 'idx:DIR', not '" + o.data + "'");
   check_sizes_countable(o.model, o.batch);
 }
-
 
 }  // namespace mlps

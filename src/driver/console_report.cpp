@@ -4,20 +4,23 @@
 
 #include "src/comm/comm_log.h"
 #include "src/human_bytes.h"
-#include "src/memory/memory_need.h"
 #include "src/timing/step_statistics.h"
 
 namespace mlps {
 
 void print_settings_header(const RunContext& context, const Options& o,
-                           const TrainingSchedule& schedule, const std::string& scheme,
-                           const std::string& grid, const std::string& device,
-                           const std::string& data, int64_t parameters,
-                           const std::string& out_path) {
+                           const TrainingSchedule& schedule, const Trainer& trainer,
+                           const Dataset& dataset, const std::string& out_path) {
   const ModelConfig& m = o.model;
   std::printf("mlpscale %s\n", context.program.c_str());
-  std::printf("  scheme      %s, grid %s, %d rank%s\n", scheme.c_str(), grid.c_str(), context.size,
-              context.size == 1 ? "" : "s");
+  std::printf("  scheme      %s, grid %s, %d rank%s\n", trainer.scheme().c_str(),
+              trainer.grid().c_str(), context.size, context.size == 1 ? "" : "s");
+  std::string device = to_string(trainer.device().kind());
+  if (trainer.device().kind() == DeviceKind::cpu) {
+    const int threads = cpu::thread_count();
+    device += " (" + std::to_string(threads) + (threads == 1 ? " thread" : " threads") +
+              " per rank)";
+  }
   const bool mixed = storage_format(o.precision) != StorageFormat::full;
   std::printf("  device      %s, precision %s%s%s\n", device.c_str(), to_string(o.precision),
               mixed ? (o.fp32_grad_comm ? " (weight gradients on the wire in fp32)"
@@ -28,9 +31,10 @@ void print_settings_header(const RunContext& context, const Options& o,
               "%lld parameters\n",
               (long long)m.image_size, (long long)m.image_size, (long long)m.hidden,
               (long long)m.layers, m.block == BlockKind::plain ? "plain" : "mlp",
-              (long long)m.ffn_hidden(), (long long)parameters);
-  std::printf("  data        %s, %lld training samples, global batch %lld\n", data.c_str(),
-              (long long)schedule.train_samples, (long long)schedule.global_batch);
+              (long long)m.ffn_hidden(), (long long)trainer.parameter_count());
+  std::printf("  data        %s, %lld training samples, global batch %lld\n",
+              dataset.describe().c_str(), (long long)schedule.train_samples,
+              (long long)schedule.global_batch);
   std::printf("  training    %lld iterations (%lld per epoch), %lld warm-up, %s lr %g, seed %llu\n",
               (long long)schedule.iterations, (long long)schedule.batches_per_epoch,
               (long long)o.warmup, o.optimizer.kind == OptimizerKind::adam ? "adam" : "sgd",
@@ -39,20 +43,6 @@ void print_settings_header(const RunContext& context, const Options& o,
     std::printf("  memory      about %s per rank at the peak (the largest rank's accounting)\n",
                 human_bytes(context.largest_estimated_bytes).c_str());
   std::printf("  output      %s%s\n", out_path.c_str(), o.verify ? " (with --verify)" : "");
-  std::fflush(stdout);
-}
-
-void print_progress(int64_t iteration, const TrainingSchedule& schedule, double loss,
-                    double step_seconds) {
-  std::printf("iter %lld/%lld  epoch %lld  loss %.6f  step %.3f ms\n", (long long)iteration + 1,
-              (long long)schedule.iterations, (long long)schedule.epoch_of(iteration) + 1, loss,
-              step_seconds * 1e3);
-  std::fflush(stdout);
-}
-
-void print_evaluation(int64_t epoch, double accuracy, int64_t samples) {
-  std::printf("epoch %lld  test accuracy %.4f (%lld samples)\n", (long long)epoch + 1, accuracy,
-              (long long)samples);
   std::fflush(stdout);
 }
 

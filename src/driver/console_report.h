@@ -2,22 +2,17 @@
 // What rank 0 prints: the settings header, progress lines and the closing summary table.
 #include <string>
 
+#include "src/data/dataset.h"
 #include "src/driver/run_context.h"
 #include "src/driver/training_schedule.h"
 #include "src/results/run_record.h"
+#include "src/schemes/trainer.h"
 
 namespace mlps {
 
 void print_settings_header(const RunContext& context, const Options& options,
-                           const TrainingSchedule& schedule, const std::string& scheme,
-                           const std::string& grid, const std::string& device,
-                           const std::string& data, int64_t parameters,
-                           const std::string& out_path);
-
-void print_progress(int64_t iteration, const TrainingSchedule& schedule, double loss,
-                    double step_seconds);
-
-void print_evaluation(int64_t epoch, double accuracy, int64_t samples);
+                           const TrainingSchedule& schedule, const Trainer& trainer,
+                           const Dataset& dataset, const std::string& out_path);
 
 // The summary of a run of `iterations` steps (or, inference, batches) of global_batch samples.
 void print_summary(const RunRecord& record, int64_t iterations, int64_t warmup,

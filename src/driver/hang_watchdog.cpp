@@ -11,24 +11,14 @@ namespace mlps {
 HangWatchdog::HangWatchdog(double limit_seconds, std::string who, const CommLog* log)
     : limit_(limit_seconds), who_(std::move(who)), log_(log),
       last_progress_(CommLog::steady_seconds()) {
-  if (limit_ > 0) thread_ = std::thread([this] { watch(); });
+  if (limit_ > 0) thread_ = std::jthread([this](std::stop_token stop) { watch(stop); });
 }
 
-HangWatchdog::~HangWatchdog() {
-  if (!thread_.joinable()) return;
-  {
-    const std::lock_guard lock(mutex_);
-    stop_ = true;
-  }
-  wake_.notify_all();
-  thread_.join();
-}
-
-void HangWatchdog::watch() {
+void HangWatchdog::watch(std::stop_token stop) {
   std::unique_lock lock(mutex_);
   // A few checks per limit, at most 4 a second.
   const auto period = std::chrono::duration<double>(limit_ / 4 < 0.25 ? limit_ / 4 : 0.25);
-  while (!wake_.wait_for(lock, period, [this] { return stop_; })) {
+  while (!wake_.wait_for(lock, stop, period, [&stop] { return stop.stop_requested(); })) {
     const double silent = CommLog::steady_seconds() - last_progress_;
     if (silent > limit_) report_and_exit(silent);
   }
@@ -48,7 +38,8 @@ void HangWatchdog::report_and_exit(double silent_seconds) const {
     const bool done = call.finished >= 0;
     std::snprintf(line, sizeof(line), "  %-14s on %-8s %14.0f B  %s %.3f s\n",
                   to_string(call.kind), call.group.c_str(), call.bytes,
-                  done ? "done, took" : "IN FLIGHT for", (done ? call.finished : now) - call.posted);
+                  done ? "done, took" : "IN FLIGHT for",
+                  (done ? call.finished : now) - call.posted);
     report += line;
   }
   report += who_ + ": ending the job (exit status 124)\n";

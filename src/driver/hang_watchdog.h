@@ -4,6 +4,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <stop_token>
 #include <string>
 #include <thread>
 
@@ -15,19 +16,16 @@ namespace mlps {
 // `limit_seconds`, it prints, in one block on stderr, the rank's last communication calls
 // (kind, group, bytes, done or how long in flight) and exits the process with status 124 (the
 // launcher then ends the other ranks). `limit_seconds` <= 0 starts nothing. The limit must exceed
-// the longest step or evaluation batch.
+// the longest step or evaluation batch. Destroying it stops the thread.
 class HangWatchdog {
  public:
   HangWatchdog(double limit_seconds, std::string who, const CommLog* log);
-  ~HangWatchdog();  // stops the thread
-  HangWatchdog(const HangWatchdog&) = delete;
-  HangWatchdog& operator=(const HangWatchdog&) = delete;
 
   // A step or evaluation batch has completed.
   void progress() { last_progress_ = CommLog::steady_seconds(); }
 
  private:
-  void watch();
+  void watch(std::stop_token stop);
   [[noreturn]] void report_and_exit(double silent_seconds) const;
 
   double limit_;
@@ -35,9 +33,8 @@ class HangWatchdog {
   const CommLog* log_;
   std::atomic<double> last_progress_;
   std::mutex mutex_;
-  std::condition_variable wake_;
-  bool stop_ = false;
-  std::thread thread_;
+  std::condition_variable_any wake_;
+  std::jthread thread_;  // last: stopped and joined before the rest goes
 };
 
 }  // namespace mlps

@@ -8,13 +8,9 @@ namespace mlps {
 
 namespace {
 
-struct CommColumn {
-  CommKind kind = CommKind::all_reduce;
-  int group_size = 1;
-};
-
-// Every rank's collective names (with kind and group size), merged and known to all ranks.
-std::map<std::string, CommColumn> union_of_comm_names(
+// Every rank's collective names with their kind and largest group size (the totals' other
+// fields unused), merged and known to all ranks.
+std::map<std::string, CommTotals> union_of_comm_names(
     const RunContext& context, const std::vector<std::map<std::string, CommTotals>>& iterations) {
   std::ostringstream mine;
   for (const auto& totals : iterations)
@@ -28,69 +24,71 @@ std::map<std::string, CommColumn> union_of_comm_names(
   std::string all(static_cast<size_t>(offsets.back() + lengths.back()), '\0');
   MPI_Allgatherv(text.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(),
                  MPI_CHAR, context.comm);
-  std::map<std::string, CommColumn> columns;
+  std::map<std::string, CommTotals> columns;
   std::istringstream in(all);
   std::string name;
   int kind = 0, group_size = 0;
   while (in >> name >> kind >> group_size) {
-    CommColumn& c = columns[name];
+    CommTotals& c = columns[name];
     c.kind = static_cast<CommKind>(kind);
     c.group_size = std::max(c.group_size, group_size);
   }
   return columns;
 }
 
-IterationRankTable empty_table(int64_t iterations, int ranks) {
-  return {iterations, ranks, std::vector<double>(static_cast<size_t>(iterations * ranks))};
+// One value per iteration on each rank, as rank 0's [iterations × ranks] table.
+IterationRankTable gather_table(const RunContext& context, const std::vector<double>& mine) {
+  const auto iterations = static_cast<int64_t>(mine.size());
+  std::vector<double> all(context.is_root() ? mine.size() * context.size : 0);
+  MPI_Gather(mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE, all.data(),
+             static_cast<int>(mine.size()), MPI_DOUBLE, 0, context.comm);
+  IterationRankTable table{iterations, context.size, std::vector<double>(all.size())};
+  for (int64_t r = 0; r < context.size && context.is_root(); ++r)
+    for (int64_t i = 0; i < iterations; ++i)
+      table.values[i * context.size + r] = all[r * iterations + i];
+  return table;
 }
 
 }  // namespace
 
-void IterationRecorder::add(std::vector<double> timings, std::map<std::string, CommTotals> comm) {
-  timings_.push_back(std::move(timings));
-  comm_.push_back(std::move(comm));
+IterationRecorder::IterationRecorder(const Trainer& trainer) : timing_names_(phase_names()) {
+  timing_names_.push_back("exposed_comm");
+  for (const auto& name : trainer.extra_timing_names()) timing_names_.push_back(name);
 }
 
-void IterationRecorder::gather_into(const RunContext& context, RunRecord& record) const {
-  const auto columns = union_of_comm_names(context, comm_);
-  // Local matrix [iterations × values]: the timings, then bytes and seconds of each collective.
-  const int64_t iterations = this->iterations();
-  const auto per_iteration = static_cast<int64_t>(timing_names_.size() + 2 * columns.size());
-  std::vector<double> local;
-  local.reserve(static_cast<size_t>(iterations * per_iteration));
-  for (int64_t i = 0; i < iterations; ++i) {
-    local.insert(local.end(), timings_[i].begin(), timings_[i].end());
-    for (const auto& [name, column] : columns) {
-      const auto it = comm_[i].find(name);
-      local.push_back(it == comm_[i].end() ? 0.0 : it->second.bytes);
-      local.push_back(it == comm_[i].end() ? 0.0 : it->second.seconds);
-    }
-  }
-  std::vector<double> all(context.is_root() ? local.size() * context.size : 0);
-  MPI_Gather(local.data(), static_cast<int>(local.size()), MPI_DOUBLE, all.data(),
-             static_cast<int>(local.size()), MPI_DOUBLE, 0, context.comm);
-  if (!context.is_root()) return;
-  auto value = [&](int64_t rank, int64_t iteration, int64_t column) {
-    return all[static_cast<size_t>((rank * iterations + iteration) * per_iteration + column)];
-  };
-  auto fill = [&](IterationRankTable& table, int64_t column) {
-    for (int64_t r = 0; r < context.size; ++r)
-      for (int64_t i = 0; i < iterations; ++i)
-        table.values[i * context.size + r] = value(r, i, column);
-  };
+std::vector<double> IterationRecorder::end_iteration(PhaseTimer& timer, Trainer& trainer) {
+  std::vector<double> seconds = timer.end_iteration();
+  seconds.push_back(trainer.take_blocked_comm_seconds());
+  for (double extra : trainer.take_extra_timings()) seconds.push_back(extra);
+  timings_.push_back(seconds);
+  comm_.push_back(trainer.take_comm_totals());
+  return seconds;
+}
+
+void IterationRecorder::gather_into(const RunContext& context, const Trainer& trainer,
+                                    RunRecord& record) const {
   for (size_t t = 0; t < timing_names_.size(); ++t) {
-    IterationRankTable table = empty_table(iterations, context.size);
-    fill(table, static_cast<int64_t>(t));
-    record.timing[timing_names_[t]] = std::move(table);
+    std::vector<double> mine;
+    for (const auto& timings : timings_) mine.push_back(timings[t]);
+    record.timing[timing_names_[t]] = gather_table(context, mine);
   }
-  int64_t column = static_cast<int64_t>(timing_names_.size());
-  for (const auto& [name, c] : columns) {
-    CommRecord comm{empty_table(iterations, context.size), empty_table(iterations, context.size),
-                    to_string(c.kind), c.group_size};
-    fill(comm.bytes, column++);
-    fill(comm.time_seconds, column++);
-    record.comm[name] = std::move(comm);
+  for (const auto& [name, c] : union_of_comm_names(context, comm_)) {
+    std::vector<double> bytes, seconds;
+    for (const auto& totals : comm_) {
+      const auto it = totals.find(name);
+      bytes.push_back(it == totals.end() ? 0.0 : it->second.bytes);
+      seconds.push_back(it == totals.end() ? 0.0 : it->second.seconds);
+    }
+    record.comm[name] = {gather_table(context, seconds), gather_table(context, bytes),
+                         to_string(c.kind), c.group_size};
   }
+  const auto gather = [&](int64_t mine) {
+    std::vector<int64_t> all(context.size);
+    MPI_Gather(&mine, 1, MPI_INT64_T, all.data(), 1, MPI_INT64_T, 0, context.comm);
+    return all;
+  };
+  record.peak_bytes = gather(static_cast<int64_t>(trainer.device().peak_bytes()));
+  record.estimated_bytes = gather(static_cast<int64_t>(context.estimated_bytes));
 }
 
 }  // namespace mlps

@@ -6,24 +6,25 @@
 #include <string>
 #include <vector>
 
-#include "src/comm/comm_log.h"
 #include "src/driver/run_context.h"
 #include "src/results/run_record.h"
+#include "src/schemes/trainer.h"
 
 namespace mlps {
 
 class IterationRecorder {
  public:
-  // The names of the timing values each iteration adds, the same on every rank.
-  explicit IterationRecorder(std::vector<std::string> timing_names)
-      : timing_names_(std::move(timing_names)) {}
+  // Records every phase, "exposed_comm", then the trainer's extra timings: the same on every rank.
+  explicit IterationRecorder(const Trainer& trainer);
 
-  void add(std::vector<double> timings, std::map<std::string, CommTotals> comm);
-  int64_t iterations() const { return static_cast<int64_t>(timings_.size()); }
+  // Ends the timer's iteration and records it with the trainer's blocked time, extra timings and
+  // communication totals; returns the iteration's timings (step first).
+  std::vector<double> end_iteration(PhaseTimer& timer, Trainer& trainer);
 
-  // Collective over context.comm: fills record.timing and record.comm on rank 0. A collective
-  // that only some ranks or iterations used still gets a full table (zeros elsewhere).
-  void gather_into(const RunContext& context, RunRecord& record) const;
+  // Collective over context.comm: fills record.timing, record.comm and every rank's peak and
+  // estimated bytes on rank 0. A collective that only some ranks or iterations used still gets
+  // a full table (zeros elsewhere).
+  void gather_into(const RunContext& context, const Trainer& trainer, RunRecord& record) const;
 
  private:
   std::vector<std::string> timing_names_;

@@ -39,8 +39,8 @@ struct SchemeStart {
 
 // Trains the trainer that make(T{}) builds (a unique_ptr) in the run's precision (T = double
 // for fp64, else float), then calls report(trainer) on every rank; returns the exit code.
-template <typename Make, typename Report>
-int train_in_precision(SchemeStart& s, Make make, Report report) {
+template <typename Make, typename Report = void (*)(const Trainer&)>
+int train_in_precision(SchemeStart& s, Make make, Report report = [](const Trainer&) {}) {
   const auto run = [&](auto zero) {
     const auto trainer = make(zero);
     const int status = run_training(s.context, s.options, s.schedule, *trainer, *s.dataset);
@@ -48,10 +48,6 @@ int train_in_precision(SchemeStart& s, Make make, Report report) {
     return status;
   };
   return s.options.precision == Precision::fp64 ? run(0.0) : run(0.0f);
-}
-template <typename Make>
-int train_in_precision(SchemeStart& s, Make make) {
-  return train_in_precision(s, make, [](const auto&) {});
 }
 
 struct SchemeDefinition {

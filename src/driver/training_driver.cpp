@@ -17,7 +17,6 @@
 #include "src/driver/console_report.h"
 #include "src/driver/hang_watchdog.h"
 #include "src/driver/iteration_recorder.h"
-#include "src/driver/run_attributes.h"
 #include "src/driver/verification.h"
 #include "src/errors.h"
 #include "src/results/run_info.h"
@@ -33,7 +32,8 @@ void check_output_path(const RunContext& context, const std::string& path) {
     if (!parent.empty()) fs::create_directories(parent, error);
     const std::string probe = path + ".probe." + std::to_string(getpid());
     if (error) {
-      problem = "--out " + path + ": cannot create " + parent.string() + " (" + error.message() + ")";
+      problem = "--out " + path + ": cannot create " + parent.string() + " (" + error.message() +
+                ")";
     } else if (fs::is_directory(path, error)) {
       problem = "--out " + path + " is a directory: name the result file (e.g. " +
                 (fs::path(path) / "run.h5").string() + ")";
@@ -51,73 +51,73 @@ void check_output_path(const RunContext& context, const std::string& path) {
 
 namespace {
 
-// results/<scheme>-<UTC time>-<pid>.h5 (rank 0's clock and pid).
-std::string default_result_path(const std::string& scheme) {
-  char stamp[32];
-  const std::time_t now = std::time(nullptr);
-  std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", std::gmtime(&now));
-  return "results/" + scheme + "-" + stamp + "-" + std::to_string(getpid()) + ".h5";
-}
-
 // --eval-samples, or the whole test split (never more).
 int64_t test_samples(const Options& o, const Dataset& dataset) {
   const int64_t all = dataset.size(Split::test);
   return o.eval_samples > 0 ? std::min(o.eval_samples, all) : all;
 }
 
-// --out or default_result_path, checked on every rank.
+// --out, or results/<scheme>-<UTC time>-<pid>.h5 (rank 0's clock and pid); checked on every rank.
 std::string result_path(const RunContext& context, const Options& o, const Trainer& trainer) {
-  const std::string path = o.out.empty() ? default_result_path(trainer.scheme()) : o.out;
+  std::string path = o.out;
+  if (path.empty()) {
+    char stamp[32];
+    const std::time_t now = std::time(nullptr);
+    std::strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", std::gmtime(&now));
+    path = "results/" + trainer.scheme() + "-" + stamp + "-" + std::to_string(getpid()) + ".h5";
+  }
   check_output_path(context, path);
   return path;
 }
 
-// Every phase, "exposed_comm", then the scheme's extra timings: one value each per iteration.
-std::vector<std::string> run_timing_names(const Trainer& trainer) {
-  std::vector<std::string> names = phase_names();
-  names.push_back("exposed_comm");
-  for (const auto& name : trainer.extra_timing_names()) names.push_back(name);
-  return names;
+// Starts the timer's iteration and takes batch `index` from the prefetcher in the data phase.
+HostBatch begin_iteration(PhaseTimer& timer, BatchPrefetcher& batches_ahead, int64_t index) {
+  timer.begin_iteration();
+  const ScopedPhase phase(timer, Phase::data);
+  return batches_ahead.take(index);
 }
 
-// Ends the timer's iteration and records it with the trainer's blocked time, extra timings and
-// communication totals; returns the iteration's timings (step first).
-std::vector<double> record_iteration(PhaseTimer& timer, Trainer& trainer,
-                                     IterationRecorder& recorder) {
-  std::vector<double> seconds = timer.end_iteration();
-  seconds.push_back(trainer.take_blocked_comm_seconds());
-  for (double extra : trainer.take_extra_timings()) seconds.push_back(extra);
-  recorder.add(seconds, trainer.take_comm_totals());
-  return seconds;
-}
-
-// Collective after the loop: the recorder's tables and every rank's peak and estimated bytes
-// into record on rank 0; returns the hosts of the run.
-std::string gather_run(const RunContext& context, const Trainer& trainer,
-                       const IterationRecorder& recorder, RunRecord& record) {
-  recorder.gather_into(context, record);
-  const auto gather = [&](int64_t mine) {
-    std::vector<int64_t> all(context.size);
-    MPI_Gather(&mine, 1, MPI_INT64_T, all.data(), 1, MPI_INT64_T, 0, context.comm);
-    return all;
-  };
-  record.peak_bytes = gather(static_cast<int64_t>(trainer.device().peak_bytes()));
-  record.estimated_bytes = gather(static_cast<int64_t>(context.estimated_bytes));
-  return host_names(context.comm);
-}
-
-// --verify's announcement of what it recomputes, and its verdict on what it `compared`.
-void print_verify_start(const Options& o, const std::string& what) {
-  const bool fp64 = o.precision == Precision::fp64;
-  std::printf("verify: recomputing %s serially on the CPU in fp64%s%s ...\n", what.c_str(),
-              fp64 ? "" : " and in ", fp64 ? "" : to_string(o.precision));
-  std::fflush(stdout);
-}
-
-void print_verdict(const Verification& v, const char* compared) {
-  std::printf("verify: %s  relative error %.3e at %s, tolerance there %.1e (%s; the item nearest "
-              "its tolerance)\n",
-              v.verdict.c_str(), v.max_relative_error, v.worst_at.c_str(), v.tolerance, compared);
+// Collective after the loop: the recorder's tables, every rank's bytes and the hosts into
+// record; then rank 0 fills the root attributes every result file carries (results/README.md)
+// and prints the summary of `iterations` steps (or inference batches) of `global_batch` samples.
+void gather_and_summarise(const RunContext& context, const Options& o, const Trainer& trainer,
+                          const Dataset& dataset, const IterationRecorder& recorder,
+                          RunRecord& record, int64_t iterations, int64_t global_batch,
+                          const std::string& start_time) {
+  recorder.gather_into(context, trainer, record);
+  const std::string hosts = host_names(context.comm);
+  if (!context.is_root()) return;
+  const double flops = model_flops_per_sample(o.model, o.inference);
+  auto& s = record.string_attributes;
+  s["scheme"] = trainer.scheme();
+  s["grid"] = trainer.grid();
+  s["device"] = to_string(trainer.device().kind());
+  s["comm"] = trainer.comm_backend();
+  s["precision"] = to_string(o.precision);
+  s["grad_comm"] = storage_format(o.precision) == StorageFormat::full || o.fp32_grad_comm
+                       ? (o.precision == Precision::fp64 ? "fp64" : "fp32")
+                       : to_string(o.precision);
+  s["mode"] = o.inference ? "inference" : "train";
+  s["data"] = dataset.describe();
+  s["config_json"] = o.resolved_json;
+  s["command_line"] = context.command_line;
+  s["git_commit"] = git_commit();
+  s["mpi_version"] = mpi_library_version();
+  s["nccl_version"] = nccl_version();
+  s["cuda_version"] = cuda_version();
+  s["hdf5_version"] = hdf5_library_version();
+  s["hosts"] = hosts;
+  s["start_time"] = start_time;
+  auto& n = record.integer_attributes;
+  n["world_size"] = context.size;
+  n["warmup_iterations"] = o.warmup;
+  n["iterations"] = iterations;
+  n["parameters"] = trainer.parameter_count();
+  n["global_batch"] = global_batch;
+  n["checkpoint_activations"] = o.model.checkpoint_activations ? 1 : 0;
+  n["flops_per_sample"] = std::llround(flops);
+  n["cpu_threads"] = trainer.device().kind() == DeviceKind::cpu ? cpu::thread_count() : 0;
+  print_summary(record, iterations, o.warmup, global_batch, flops, o.inference);
 }
 
 // Rank 0 writes the result file; returns on every rank 0, or 3 when verification failed.
@@ -150,8 +150,8 @@ double evaluate(const Options& o, Trainer& trainer, const Dataset& dataset, int6
 // /train/test_accuracy the accuracy over every batch. Batch b covers test rows
 // [(b mod n)·B, (b mod n + 1)·B), n = ⌊test samples / B⌋ (a partial last batch is dropped so
 // every batch has B rows); --iters batches, or --epochs passes.
-int run_inference(const RunContext& context, const Options& o, Trainer& trainer,
-                  const Dataset& dataset) {
+int run_inference(const RunContext& context, const Options& o, const TrainingSchedule& schedule,
+                  Trainer& trainer, const Dataset& dataset) {
   const int64_t samples = test_samples(o, dataset);
   const int64_t per_pass = samples / o.batch;
   if (per_pass == 0)
@@ -176,7 +176,7 @@ int run_inference(const RunContext& context, const Options& o, Trainer& trainer,
   }
 
   PhaseTimer timer(trainer.device());
-  IterationRecorder recorder(run_timing_names(trainer));
+  IterationRecorder recorder(trainer);
   RunRecord record;
   std::vector<int64_t> batch_starts;
   int64_t correct = 0;
@@ -189,40 +189,29 @@ int run_inference(const RunContext& context, const Options& o, Trainer& trainer,
       batches);
   for (int64_t b = 0; b < batches; ++b) {
     batch_starts.push_back((b % per_pass) * o.batch);
-    timer.begin_iteration();
-    HostBatch batch;
-    {
-      ScopedPhase phase(timer, Phase::data);
-      batch = batches_ahead.take(b);
-    }
+    const HostBatch batch = begin_iteration(timer, batches_ahead, b);
     Evaluation e;
     {
       ScopedPhase phase(timer, Phase::forward);
       e = trainer.evaluate(batch, o.batch);
     }
-    const std::vector<double> seconds = record_iteration(timer, trainer, recorder);
+    const std::vector<double> seconds = recorder.end_iteration(timer, trainer);
     record.loss.push_back(e.loss_sum / static_cast<double>(o.batch));
     correct += e.correct;
-    if (context.is_root() && o.print_every > 0 && ((b + 1) % o.print_every == 0 || b + 1 == batches))
+    if (context.is_root() && o.print_every > 0 &&
+        ((b + 1) % o.print_every == 0 || b + 1 == batches))
       std::printf("batch %lld/%lld  loss %.6f  latency %.3f ms\n", (long long)b + 1,
                   (long long)batches, record.loss.back(), seconds[0] * 1e3);
   }
   record.test_accuracy.push_back(static_cast<double>(correct) /
                                  static_cast<double>(batches * o.batch));
 
-  const std::string hosts = gather_run(context, trainer, recorder, record);
+  gather_and_summarise(context, o, trainer, dataset, recorder, record, batches, o.batch,
+                       start_time);
   if (context.is_root()) {
-    const double flops = model_flops_per_sample(o.model, true);
-    fill_run_attributes(record, context, o, trainer, dataset,
-                        {"inference", batches, o.batch, flops, start_time, hosts});
-    print_summary(record, batches, o.warmup, o.batch, flops, true);
     std::printf("  accuracy    %.4f over %lld samples (initial weights)\n",
                 record.test_accuracy.back(), (long long)(batches * o.batch));
-    if (o.verify) {
-      print_verify_start(o, std::to_string(batches) + " batches' forward passes");
-      record.verification = verify_inference_against_serial(o, dataset, batch_starts, record.loss);
-      print_verdict(record.verification, "batch losses vs serial forward passes");
-    }
+    if (o.verify) verify_run(o, dataset, schedule, batch_starts, {}, record);
   }
   return finish_run(context, out_path, record);
 }
@@ -231,22 +220,14 @@ int run_inference(const RunContext& context, const Options& o, Trainer& trainer,
 
 int run_training(const RunContext& context, const Options& o, const TrainingSchedule& schedule,
                  Trainer& trainer, const Dataset& dataset) {
-  if (o.inference) return run_inference(context, o, trainer, dataset);
+  if (o.inference) return run_inference(context, o, schedule, trainer, dataset);
   const std::string out_path = result_path(context, o, trainer);
   const std::string start_time = utc_timestamp_now();
   const int64_t eval_samples = test_samples(o, dataset);
-  std::string device_name = to_string(trainer.device().kind());
-  if (trainer.device().kind() == DeviceKind::cpu) {
-    const int threads = cpu::thread_count();
-    device_name += " (" + std::to_string(threads) + (threads == 1 ? " thread" : " threads") +
-                   " per rank)";
-  }
-  if (context.is_root())
-    print_settings_header(context, o, schedule, trainer.scheme(), trainer.grid(), device_name,
-                          dataset.describe(), trainer.parameter_count(), out_path);
+  if (context.is_root()) print_settings_header(context, o, schedule, trainer, dataset, out_path);
 
   PhaseTimer timer(trainer.device());
-  IterationRecorder recorder(run_timing_names(trainer));
+  IterationRecorder recorder(trainer);
   RunRecord record;
   int64_t skipped_steps = 0;
   const BatchSlice slice = trainer.batch_slice(schedule.global_batch);
@@ -263,66 +244,50 @@ int run_training(const RunContext& context, const Options& o, const TrainingSche
       },
       schedule.iterations);
   // --timeout watches the training loop, where every rank waits on its peers.
-  std::optional<HangWatchdog> watchdog;
-  watchdog.emplace(o.timeout,
-                   context.size > 1
-                       ? context.program + " (rank " + std::to_string(context.rank) + ")"
+  std::optional<HangWatchdog> watchdog(
+      std::in_place, o.timeout,
+      context.size > 1 ? context.program + " (rank " + std::to_string(context.rank) + ")"
                        : context.program,
-                   trainer.comm_log());
+      trainer.comm_log());
   for (int64_t it = 0; it < schedule.iterations; ++it) {
-    timer.begin_iteration();
-    HostBatch batch;
-    {
-      ScopedPhase phase(timer, Phase::data);
-      batch = batches_ahead.take(it);
-    }
+    const HostBatch batch = begin_iteration(timer, batches_ahead, it);
     const double loss_scale = trainer.device().loss_scale();
     const double loss = trainer.train_step(batch, schedule.global_batch, timer);
     record.loss_scale.push_back(loss_scale);
     // fp16 loss scaling halves the scale exactly when it skips a step.
     if (trainer.device().loss_scale() < loss_scale) ++skipped_steps;
-    const std::vector<double> seconds = record_iteration(timer, trainer, recorder);
+    const std::vector<double> seconds = recorder.end_iteration(timer, trainer);
     watchdog->progress();
     record.loss.push_back(loss);
     if (context.is_root() && o.print_every > 0 &&
         ((it + 1) % o.print_every == 0 || it + 1 == schedule.iterations || !std::isfinite(loss)))
-      print_progress(it, schedule, loss, seconds[0]);
+      std::printf("iter %lld/%lld  epoch %lld  loss %.6f  step %.3f ms\n", (long long)it + 1,
+                  (long long)schedule.iterations, (long long)schedule.epoch_of(it) + 1, loss,
+                  seconds[0] * 1e3);
     if (schedule.ends_epoch(it)) {
       const double accuracy = evaluate(o, trainer, dataset, eval_samples);
       watchdog->progress();
       record.test_accuracy.push_back(accuracy);
-      if (context.is_root()) print_evaluation(schedule.epoch_of(it), accuracy, eval_samples);
+      if (context.is_root())
+        std::printf("epoch %lld  test accuracy %.4f (%lld samples)\n",
+                    (long long)schedule.epoch_of(it) + 1, accuracy, (long long)eval_samples);
     }
+    if (context.is_root()) std::fflush(stdout);
   }
 
   watchdog.reset();
-  const std::string hosts = gather_run(context, trainer, recorder, record);
+  record.integer_attributes["skipped_steps"] = skipped_steps;
+  gather_and_summarise(context, o, trainer, dataset, recorder, record, schedule.iterations,
+                       schedule.global_batch, start_time);
   std::vector<NamedTensor> parameters;
   if (o.verify) parameters = trainer.gather_parameters();
 
   if (context.is_root()) {
-    const double flops = model_flops_per_sample(o.model, false);
-    fill_run_attributes(record, context, o, trainer, dataset,
-                        {"train", schedule.iterations, schedule.global_batch, flops, start_time,
-                         hosts});
-    record.integer_attributes["skipped_steps"] = skipped_steps;
-    print_summary(record, schedule.iterations, o.warmup, schedule.global_batch, flops, false);
     if (o.precision == Precision::fp16)
       std::printf("  loss scale  %g at the end, %lld of %lld steps skipped (inf/NaN gradients)\n",
                   trainer.device().loss_scale(), (long long)skipped_steps,
                   (long long)schedule.iterations);
-    if (o.verify) {
-      print_verify_start(o, std::to_string(schedule.iterations) + " iterations");
-      record.verification = verify_against_serial(o, dataset, schedule, record.loss, parameters);
-      print_verdict(record.verification, "losses and final weights vs serial fp64");
-      if (o.precision != Precision::fp64)
-        std::printf("verify: %s tolerances are %.0f x the largest error serial %s itself shows "
-                    "against fp64 so far (at least %.0e for losses, %.0e for tensors; over the run "
-                    "%.3e)\n",
-                    to_string(o.precision), kFp32ToleranceFactor, to_string(o.precision),
-                    kFp32LossToleranceFloor, kFp32ToleranceFloor,
-                    record.verification.serial_fp32_error);
-    }
+    if (o.verify) verify_run(o, dataset, schedule, {}, parameters, record);
   }
   return finish_run(context, out_path, record);
 }

@@ -2,7 +2,9 @@
 // Which samples each iteration trains on: epoch e visits the training split in epoch_order(e),
 // global batch b of the epoch is positions [b·B, (b+1)·B); an incomplete last batch is dropped.
 #include <cstdint>
+#include <string>
 
+#include "src/errors.h"
 #include "src/options.h"
 
 namespace mlps {
@@ -14,7 +16,17 @@ struct TrainingSchedule {
   int64_t global_batch = 0;
 
   // Throws InputError when the batch does not fit the training split.
-  static TrainingSchedule make(const Options& options, int64_t train_samples);
+  static TrainingSchedule make(const Options& options, int64_t train_samples) {
+    const int64_t per_epoch = train_samples / options.batch;
+    if (per_epoch == 0)
+      throw InputError("--batch " + std::to_string(options.batch) + " exceeds the " +
+                       std::to_string(train_samples) + " training samples");
+    const int64_t iterations = options.iters > 0 ? options.iters : options.epochs * per_epoch;
+    if (options.warmup >= iterations)
+      throw InputError("--warmup " + std::to_string(options.warmup) + " leaves none of the " +
+                       std::to_string(iterations) + " iterations to time");
+    return {train_samples, per_epoch, iterations, options.batch};
+  }
   int64_t epoch_of(int64_t iteration) const { return iteration / batches_per_epoch; }
   int64_t first_position(int64_t iteration) const {
     return (iteration % batches_per_epoch) * global_batch;

@@ -1,7 +1,7 @@
 #pragma once
 // --verify: rank 0 retrains the same iterations on the same samples with the serial model in
-// fp64 on the CPU (and, for fp32 runs, in fp32 too) and compares the scheme's loss curve and
-// final weights with it.
+// fp64 on the CPU (and, below fp64, in the run's precision too) and compares the scheme's loss
+// curve and final weights with it.
 #include <vector>
 
 #include "src/data/dataset.h"
@@ -23,19 +23,14 @@ inline constexpr double kFp32ToleranceFactor = 100.0;
 // fp64 runs differ from serial fp64 only in the order of sums.
 inline constexpr double kFp64Tolerance = 1e-10;
 
-// Relative errors |loss − ref| / |ref| per iteration and ‖w − w_ref‖₂ / ‖w_ref‖₂ per tensor,
-// each against its tolerance; the result names the item nearest to (or past) its tolerance.
-// Rank 0 only.
-Verification verify_against_serial(const Options& options, const Dataset& dataset,
-                                   const TrainingSchedule& schedule,
-                                   const std::vector<double>& losses,
-                                   const std::vector<NamedTensor>& parameters);
-
-// --verify with --inference: the mean loss of each batch (test rows [start, start + batch))
-// against serial forward passes with the same initial weights, in fp64 (1e-10) and, for other
-// precisions, within the factor × serial's own error in that precision of the same batch.
-Verification verify_inference_against_serial(const Options& options, const Dataset& dataset,
-                                             const std::vector<int64_t>& batch_starts,
-                                             const std::vector<double>& losses);
+// Rank 0, after the run: prints what it recomputes, sets record.verification and prints the
+// verdict, the item nearest to (or past) its tolerance. Relative errors are |loss − ref| / |ref|
+// per iteration and ‖w − w_ref‖₂ / ‖w_ref‖₂ per final tensor (`parameters`). With
+// options.inference: each batch's mean loss (test rows [start, start + batch) for each of
+// batch_starts) against serial forward passes from the same initial weights, held in other
+// precisions to the factor × serial's own error on the same batch.
+void verify_run(const Options& options, const Dataset& dataset, const TrainingSchedule& schedule,
+                const std::vector<int64_t>& batch_starts,
+                const std::vector<NamedTensor>& parameters, RunRecord& record);
 
 }  // namespace mlps
