@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "src/errors.h"
+#include "src/grid/process_grid.h"
 
 namespace mlps {
 
@@ -30,12 +31,7 @@ int PipelinePartition::end_unit(int stage) const {
 }
 
 std::string PipelinePartition::text() const {
-  std::string out;
-  for (int64_t b : blocks_) {
-    if (!out.empty()) out += ',';
-    out += std::to_string(b);
-  }
-  return out;
+  return dims_text(std::vector<int>(blocks_.begin(), blocks_.end()));
 }
 
 std::string PipelinePartition::unit_names(int stage) const {
