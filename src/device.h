@@ -18,7 +18,9 @@ namespace mlps {
 
 enum class DeviceKind { cpu, cuda };
 
-inline const char* to_string(DeviceKind kind) { return kind == DeviceKind::cuda ? "cuda" : "cpu"; }
+inline const char* to_string(DeviceKind kind) {
+  return kind == DeviceKind::cuda ? "cuda" : "cpu";
+}
 
 // Resolves --device auto|cpu|cuda: auto is cuda when built with CUDA and a GPU is visible,
 // else cpu. Throws InputError when cuda is asked for and cannot be had, saying why.
