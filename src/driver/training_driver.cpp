@@ -153,14 +153,8 @@ double evaluate(const Options& o, Trainer& trainer, const Dataset& dataset, int6
 int run_inference(const RunContext& context, const Options& o, const TrainingSchedule& schedule,
                   Trainer& trainer, const Dataset& dataset) {
   const int64_t samples = test_samples(o, dataset);
-  const int64_t per_pass = samples / o.batch;
-  if (per_pass == 0)
-    throw InputError("--inference: --batch " + std::to_string(o.batch) + " exceeds the " +
-                     std::to_string(samples) + " test samples");
-  const int64_t batches = o.iters > 0 ? o.iters : o.epochs * per_pass;
-  if (o.warmup >= batches)
-    throw InputError("--warmup " + std::to_string(o.warmup) + " leaves none of the " +
-                     std::to_string(batches) + " inference batches to time");
+  const TrainingSchedule passes = TrainingSchedule::make(o, samples, Split::test);
+  const int64_t per_pass = passes.batches_per_epoch, batches = passes.iterations;
   const std::string out_path = result_path(context, o, trainer);
   const std::string start_time = utc_timestamp_now();
   if (context.is_root()) {

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "src/data/dataset.h"
 #include "src/errors.h"
 #include "src/options.h"
 
@@ -15,17 +16,22 @@ struct TrainingSchedule {
   int64_t iterations = 0;
   int64_t global_batch = 0;
 
-  // Throws InputError when the batch does not fit the training split.
-  static TrainingSchedule make(const Options& options, int64_t train_samples) {
-    const int64_t per_epoch = train_samples / options.batch;
+  // Throws InputError when the batch does not fit the split. Split::test: --inference's
+  // batches, each pass over the test samples an "epoch".
+  static TrainingSchedule make(const Options& options, int64_t samples,
+                               Split split = Split::train) {
+    const bool test = split == Split::test;
+    const int64_t per_epoch = samples / options.batch;
     if (per_epoch == 0)
-      throw InputError("--batch " + std::to_string(options.batch) + " exceeds the " +
-                       std::to_string(train_samples) + " training samples");
+      throw InputError(std::string(test ? "--inference: " : "") + "--batch " +
+                       std::to_string(options.batch) + " exceeds the " + std::to_string(samples) +
+                       (test ? " test samples" : " training samples"));
     const int64_t iterations = options.iters > 0 ? options.iters : options.epochs * per_epoch;
     if (options.warmup >= iterations)
       throw InputError("--warmup " + std::to_string(options.warmup) + " leaves none of the " +
-                       std::to_string(iterations) + " iterations to time");
-    return {train_samples, per_epoch, iterations, options.batch};
+                       std::to_string(iterations) +
+                       (test ? " inference batches to time" : " iterations to time"));
+    return {samples, per_epoch, iterations, options.batch};
   }
   int64_t epoch_of(int64_t iteration) const { return iteration / batches_per_epoch; }
   int64_t first_position(int64_t iteration) const {
