@@ -53,6 +53,7 @@ void print_report(const Tensor1dTrainer<T>& trainer, const Options& o, const Ten
 int main(int argc, char** argv) {
   using namespace mlps;
   int tp_given = 0, dp_given = 0, dp = 1;
+  bool sequence_parallel = false;
   std::optional<Tensor1dPlan> plan;
   SchemeDefinition scheme;
   scheme.name = "tensor1d";
@@ -63,6 +64,10 @@ int main(int argc, char** argv) {
                    "over --dp)")->check(CLI::Range(1, 1 << 20));
     app.add_option("--dp", dp_given, "data-parallel replicas (default: the ranks over --tp); "
                    "rank = replica x tp + tp rank")->check(CLI::Range(1, 1 << 20));
+    app.add_flag("--sequence-parallel", sequence_parallel, "Megatron sequence parallelism: "
+                 "LayerNorm and residual on 1/T of the rows, an all-gather and a "
+                 "reduce-scatter in place of each all-reduce (residual blocks; T must divide "
+                 "--hidden and each replica's rows; no effect at --tp 1)");
   };
   scheme.check_grid = [&](const Options& o, int ranks) {
     int tp = tp_given;
@@ -71,8 +76,10 @@ int main(int argc, char** argv) {
     if (o.batch < dp)
       throw InputError("--batch " + std::to_string(o.batch) + " leaves some of the " +
                        std::to_string(dp) + " data-parallel replicas without samples");
-    plan = make_tensor1d_plan(o.model, tp);
-    return "tp=" + std::to_string(tp) + ",dp=" + std::to_string(dp);
+    plan = make_tensor1d_plan(o.model, tp, sequence_parallel);
+    check_sequence_parallel_rows(*plan, o.batch, dp);
+    return "tp=" + std::to_string(tp) + ",dp=" + std::to_string(dp) +
+           (plan->sequence_parallel ? ",sp=1" : "");
   };
   scheme.memory = [&](const Options& o, int, int) { return tensor1d_memory(o, *plan, dp); };
   scheme.train = [&](SchemeStart& s) {

@@ -4,7 +4,8 @@ usage: check_tensor1d.py volumes FILE
            every iteration's /comm bytes on every rank equal the formulas exactly, the kinds
            present are exactly those the formulas make non-zero, group sizes are T and D
            (training, with --checkpoint-activations one more all-reduce per block whose
-           forward has one; --inference files: the forward collectives alone)
+           forward has one; --inference files: the forward collectives alone; with
+           --sequence-parallel, grid "sp=1", README's all-gathers and reduce-scatters)
        check_tensor1d.py memory FILE...   (same model, increasing T, D = 1)
            each rank's peak memory holds at least its parameters, gradients and Adam moments
            (4 x local parameters x bytes), and peak memory falls as 1/T (within 10%)
@@ -28,6 +29,7 @@ def read(path):
         comm = comm_groups(f)
         peak = f["memory/peak_bytes"][()]
         config["mode"] = f.attrs["mode"]
+        config["sequence-parallel"] = grid.get("sp") == "1"
     return config, int(grid["tp"]), int(grid["dp"]), comm, peak
 
 
@@ -53,6 +55,22 @@ def local_parameters(config, tp):
     return n
 
 
+def sequence_parallel_bytes(config, rows, embed_row, classifier_column):
+    """--sequence-parallel (fp64: every wire 8 bytes): each activation all-reduce becomes an
+    all-gather and a reduce-scatter; gradients of parameters applied to local rows are summed."""
+    h, layers, s2, _, b, _ = shape(config)
+    a = rows * h * b
+    if config["mode"] == "inference":
+        return {"allgather:tp": a * (layers + 1) + rows * CLASSES * b * classifier_column,
+                "reduce_scatter:tp": a * (layers + embed_row)}
+    k = 1 if config.get("checkpoint-activations") else 0
+    gradients = 2 * h * layers + (0 if embed_row else s2 * h + h)
+    return {"allgather:tp": a * ((2 + k) * layers + 1 + embed_row) +
+            rows * CLASSES * b * classifier_column,
+            "reduce_scatter:tp": a * ((2 + k) * layers + embed_row + classifier_column),
+            "allreduce:tp": gradients * b}
+
+
 def expected_bytes(config, tp, dp, rows):
     h, layers, s2, _, b, plain = shape(config)
     split = tp > 1
@@ -66,9 +84,11 @@ def expected_bytes(config, tp, dp, rows):
     else:  # + backward: each pair's and the classifier's column-parallel dX; + the recompute
         recompute = pairs if config.get("checkpoint-activations") else 0
         all_reduces = embed_row + 2 * pairs + classifier_column + recompute
-    if all_reduces:
+    if config.get("sequence-parallel"):
+        out = sequence_parallel_bytes(config, rows, embed_row, classifier_column)
+    elif all_reduces:
         out["allreduce:tp"] = rows * h * b * all_reduces
-    if classifier_column:
+    if classifier_column and not config.get("sequence-parallel"):
         out["allgather:tp"] = rows * CLASSES * b
     if dp > 1 and not inference:
         out["allreduce:data"] = local_parameters(config, tp) * b

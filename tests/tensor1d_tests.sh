@@ -8,7 +8,9 @@
 # (tests/check_tensor1d.py memory). --checkpoint-activations must pass --verify, record the
 # recompute's extra all-reduces exactly, give bitwise the losses of the same run without it (fp32
 # and fp64, T = 2 and T = 2 x D = 2) and lower the peak memory on every rank; --inference must
-# pass --verify against serial forward passes with the forward collectives alone. Bad grids and
+# pass --verify against serial forward passes with the forward collectives alone.
+# --sequence-parallel must pass --verify (T = 2, 3, 4, T = 2 x D = 2, checkpointing, inference),
+# record the analytic bytes and lower the peak memory at T = 2 and 4. Bad grids and
 # splits must fail on every rank with one line each, never hang (every run has a timeout).
 # Ends with "N passed, N failed".
 source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
@@ -89,6 +91,41 @@ else
   skip "peak memory" "h5py not available in .venv"
 fi
 
+# Sequence parallelism: the same checks (run_case), volumes by README's sequence-parallel
+# formulas; the short last evaluation batch (22 = 12 + 10 samples, 10 rows over T = 4) is padded.
+run_case "sequence parallel, tp 2" 2 --tp 2 --sequence-parallel
+run_case "sequence parallel, tp 3" 3 --tp 3 --sequence-parallel
+run_case "sequence parallel, tp 4, replicated classifier, padded evaluation batch" 4 --tp 4 \
+  --eval-samples 22 --sequence-parallel
+run_case "sequence parallel, tp 4, replicated embed (S² = 25)" 4 --tp 4 --image-size 5 \
+  --sequence-parallel
+run_case "sequence parallel, tp 2 x dp 2" 4 --tp 2 --dp 2 --sequence-parallel
+run_case "sequence parallel, tp 2 --checkpoint-activations" 2 --tp 2 --checkpoint-activations \
+  --sequence-parallel
+run_case "sequence parallel, tp 2 --inference" 2 --tp 2 --inference --sequence-parallel
+
+# Sequence parallelism lowers every rank's peak memory at the same T (LayerNorm inputs, block
+# outputs and activation gradients hold R/T rows).
+largest_peak='import h5py, sys; print(int(max(h5py.File(sys.argv[1])["memory/peak_bytes"][:])))'
+if ((have_h5py)); then
+  for tp in 2 4; do
+    peaks=()
+    for sp in "" --sequence-parallel; do
+      timeout 60 mpiexec -n $tp bin/tensor1d --hidden 64 --layers 4 --image-size 8 --ffn-mult 4 \
+        --batch 64 --iters 2 --warmup 1 --print-every 0 --eval-samples 64 --precision fp64 \
+        --tp $tp $sp --out "$tmp/sp-memory.h5" >"$tmp/log" 2>&1 || break
+      peaks+=("$("$python" -c "$largest_peak" "$tmp/sp-memory.h5")")
+    done
+    if ((${#peaks[@]} == 2)) && ((peaks[1] < peaks[0])); then
+      ok "sequence parallel lowers peak memory at tp $tp: ${peaks[0]} -> ${peaks[1]} bytes"
+    else
+      not_ok "sequence parallel peak memory at tp $tp" "peaks ${peaks[*]:-none}"
+    fi
+  done
+else
+  skip "sequence parallel peak memory" "h5py not available in .venv"
+fi
+
 # Bad grids and splits: non-zero exit on every rank, one line per rank naming the problem.
 # refused NAME RANKS PATTERN ARGS...: the tiny run with ARGS must be refused on every rank in
 # one line naming PATTERN (the harness's expect_refusal).
@@ -104,5 +141,11 @@ refused "--tp 2 x --dp 3 on 4 ranks" 4 "--tp 2 x --dp 3 = 6 does not match the 4
   --tp 2 --dp 3
 refused "--tp 2 on 3 ranks" 3 "--tp 2 does not divide the 3 ranks" --tp 2
 refused "--batch 3 over 4 replicas" 4 "--batch 3" --tp 1 --dp 4 --batch 3
+refused "--sequence-parallel with plain blocks" 2 "needs residual blocks" --tp 2 \
+  --block plain --sequence-parallel
+refused "--sequence-parallel, --tp 4 and width 18" 4 "does not divide the hidden width 18" \
+  --tp 4 --hidden 18 --ffn-mult 2 --sequence-parallel
+refused "--sequence-parallel, 13 rows over 2 replicas" 4 "gives replica 1 7 rows" --tp 2 \
+  --dp 2 --batch 13 --sequence-parallel
 
 finish

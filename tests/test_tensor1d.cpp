@@ -100,6 +100,40 @@ TEST(Tensor1dPlan, CheckpointingRepeatsEachBlocksForwardAllReduceAndInferenceHas
   EXPECT_EQ(pair.at("allreduce:tp"), 6.0 * 24 * 8 * (1 + 3 * 1 + 1));
 }
 
+TEST(Tensor1dPlan, SequenceParallelMovesTheSameActivationBytesOnTheWireAsItsAllReduces) {
+  // Ring bytes per rank: an all-reduce 2(T−1)/T of its size, an all-gather or a reduce-scatter
+  // (T−1)/T. With the embed row-split and the classifier column-split (T = 2 here) every
+  // activation all-reduce becomes one all-gather and one reduce-scatter, so the logged sizes of
+  // those add up to twice the all-reduces'; the logits' all-gather is common to both.
+  for (bool checkpoint : {false, true}) {
+    ModelConfig c = tiny();
+    c.checkpoint_activations = checkpoint;
+    const auto plain = tensor1d_comm_bytes(make_tensor1d_plan(c, 2), 6, 8, 1);
+    const Tensor1dPlan plan = make_tensor1d_plan(c, 2, true);
+    ASSERT_TRUE(plan.sequence_parallel);
+    const auto sp = tensor1d_comm_bytes(plan, 6, 8, 1);
+    const double logits = 6.0 * 10 * 8;
+    EXPECT_EQ(sp.at("allgather:tp") - logits + sp.at("reduce_scatter:tp"),
+              2 * plain.at("allreduce:tp"));
+    // What it adds: γ's and β's gradients, summed over tp (2·H per block).
+    EXPECT_EQ(sp.at("allreduce:tp"), 8.0 * 2 * 2 * 24);
+  }
+  // At T = 1 the flag changes nothing.
+  EXPECT_FALSE(make_tensor1d_plan(tiny(), 1, true).sequence_parallel);
+}
+
+TEST(Tensor1dPlan, SequenceParallelRefusesPlainBlocksAWidthTDoesNotDivideAndUnevenRows) {
+  EXPECT_THROW(make_tensor1d_plan(tiny(BlockKind::plain, 2), 2, true), InputError);
+  ModelConfig c = tiny();
+  c.hidden = 18;  // F = 36 divides by 4, H does not
+  EXPECT_NO_THROW(make_tensor1d_plan(c, 4));
+  EXPECT_THROW(make_tensor1d_plan(c, 4, true), InputError);
+  const Tensor1dPlan plan = make_tensor1d_plan(tiny(), 2, true);
+  EXPECT_NO_THROW(check_sequence_parallel_rows(plan, 12, 2));
+  EXPECT_THROW(check_sequence_parallel_rows(plan, 13, 2), InputError);  // 6 and 7 rows
+  EXPECT_THROW(check_sequence_parallel_rows(plan, 10, 2), InputError);  // 5 and 5
+}
+
 // A whole Linear(in → out) and its T shards, on the CPU, with values from the initialiser.
 class ShardedLinearTest : public ::testing::Test {
  protected:

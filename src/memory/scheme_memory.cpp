@@ -118,6 +118,20 @@ MemoryNeed tensor1d_memory(const Options& o, const Tensor1dPlan& plan, int dp) {
     w.logit_block = o.model.classes / plan.tp;
     w.logit_parts = plan.tp;
   }
+  if (plan.sequence_parallel) {
+    // The activations between the Linears hold R/T rows (counted as H/T wide), but the
+    // LayerNorm outputs (saved for fc1) and their gradient scratch are all-gathered, whole; and
+    // the layers share one scratch of the rows padded to a multiple of T, H wide.
+    const int64_t h = o.model.hidden, narrow = h / plan.tp;
+    const int64_t padded = (rows + plan.tp - 1) / plan.tp * plan.tp;
+    const int64_t sets = o.model.checkpoint_activations ? (o.model.layers > 0 ? 1 : 0)
+                                                        : o.model.layers;
+    w.hidden = narrow;
+    need.activations = replica_activation_bytes(o.model, padded, w, element_bytes(o.precision)) +
+                       static_cast<double>(((sets + 1) * (h - narrow) + h) * padded) *
+                           static_cast<double>(element_bytes(o.precision));
+    return need;
+  }
   need.activations = replica_activation_bytes(o.model, rows, w, element_bytes(o.precision));
   return need;
 }

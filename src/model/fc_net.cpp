@@ -151,22 +151,28 @@ void FcNet<T>::forward(NetActivations<T>& a, int64_t rows, T* row_loss) {
 }
 
 template <typename T>
-double FcNet<T>::forward(const HostBatch& batch) {
+double FcNet<T>::forward(const HostBatch& batch, int64_t padded_rows) {
   const int64_t width = embed_->in_width();
-  staged_inputs_.resize(static_cast<size_t>(batch.rows * width));
+  const int64_t rows = std::max(batch.rows, padded_rows);
+  staged_inputs_.resize(static_cast<size_t>(rows * width));
   for (int64_t r = 0; r < batch.rows; ++r)
     std::copy_n(batch.pixels.begin() + r * batch.features + input_first_, width,
                 staged_inputs_.begin() + r * width);
-  return forward(staged_inputs_.data(), batch.labels.data(), batch.rows);
+  std::fill(staged_inputs_.begin() + batch.rows * width, staged_inputs_.end(), T(0));
+  if (rows == batch.rows) return forward(staged_inputs_.data(), batch.labels.data(), rows);
+  std::vector<int32_t> labels(batch.labels.begin(), batch.labels.begin() + batch.rows);
+  labels.resize(static_cast<size_t>(rows), 0);
+  return forward(staged_inputs_.data(), labels.data(), rows, batch.rows);
 }
 
 template <typename T>
-double FcNet<T>::forward(const T* host_inputs, const int32_t* host_labels, int64_t rows) {
+double FcNet<T>::forward(const T* host_inputs, const int32_t* host_labels, int64_t rows,
+                         int64_t counted) {
   device_.to_device(own_.input.data(), host_inputs,
                     sizeof(T) * static_cast<size_t>(rows * embed_->in_width()));
   device_.to_device(own_.labels.data(), host_labels, sizeof(int32_t) * static_cast<size_t>(rows));
   forward(own_, rows, row_loss_.data());
-  std::vector<T> losses(static_cast<size_t>(rows));
+  std::vector<T> losses(static_cast<size_t>(counted < 0 ? rows : counted));
   device_.to_host(losses.data(), row_loss_.data(), sizeof(T) * losses.size());
   double sum = 0.0;
   for (T v : losses) sum += static_cast<double>(v);

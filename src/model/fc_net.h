@@ -61,10 +61,14 @@ class FcNet {
         StageUnits units);
 
   // Whole net: uploads this rank's features and the labels of `batch` and runs the forward
-  // pass; returns Σ_rows loss (the caller divides by the global batch).
-  double forward(const HostBatch& batch);
-  // The same from inputs already staged: [rows × embed in_width()] of this rank's features.
-  double forward(const T* host_inputs, const int32_t* host_labels, int64_t rows);
+  // pass; returns Σ_rows loss (the caller divides by the global batch). padded_rows: runs that
+  // many rows, the batch's followed by zero rows (of label 0) whose loss is not counted, for
+  // layers that split the rows evenly (an evaluation's short last batch; never trained on).
+  double forward(const HostBatch& batch, int64_t padded_rows = 0);
+  // The same from inputs already staged: [rows × embed in_width()] of this rank's features;
+  // the loss of the first `counted` rows (all when negative).
+  double forward(const T* host_inputs, const int32_t* host_labels, int64_t rows,
+                 int64_t counted = -1);
   // Whole net: backward of the mean loss over global_batch samples (this call's rows are part
   // of it). Gradients are added when accumulate, else overwritten.
   void backward(int64_t rows, int64_t global_batch, bool accumulate);

@@ -28,6 +28,9 @@ class LayerNorm {
  public:
   virtual ~LayerNorm() = default;
   virtual int64_t width() const = 0;
+  // Per row of its input (the width of its output unless it gathers rows, as under sequence
+  // parallelism).
+  virtual int64_t in_width() const { return width(); }
   // y = LayerNorm(x); the row statistics go to mean and rstd [rows].
   virtual void forward(const T* x, T* y, T* mean, T* rstd, int64_t rows) = 0;
   // dx from dy and the forward's x and statistics; dγ, dβ.

@@ -40,7 +40,7 @@ class MlpBlock {
   // Per row: the widths of ∂normed and ∂inner in this block's backward.
   int64_t grad_normed_width() const { return norm_ ? norm_->width() : fc1_->out_width(); }
   int64_t grad_inner_width() const { return norm_ ? fc1_->out_width() : 0; }
-  int64_t in_width() const { return fc1_->in_width(); }
+  int64_t in_width() const { return norm_ ? norm_->in_width() : fc1_->in_width(); }
   int64_t out_width() const { return (fc2_ ? fc2_ : fc1_)->out_width(); }
 
   // y = block(x), filling `saved`; x must stay untouched until backward. The same x and

@@ -1,6 +1,7 @@
 #include "src/schemes/tensor1d/tensor1d_plan.h"
 
 #include "src/errors.h"
+#include "src/schemes/trainer.h"
 
 namespace mlps {
 
@@ -12,7 +13,7 @@ const PlannedLinear* Tensor1dPlan::linear_of(const std::string& parameter_name) 
   return nullptr;
 }
 
-Tensor1dPlan make_tensor1d_plan(const ModelConfig& model, int tp) {
+Tensor1dPlan make_tensor1d_plan(const ModelConfig& model, int tp, bool sequence_parallel) {
   if (tp < 1) throw InputError("--tp " + std::to_string(tp) + " must be at least 1");
   const std::string t = "--tp " + std::to_string(tp);
   if (model.block == BlockKind::residual_mlp && model.ffn_hidden() % tp != 0)
@@ -22,11 +23,19 @@ Tensor1dPlan make_tensor1d_plan(const ModelConfig& model, int tp) {
   if (model.block == BlockKind::plain && model.hidden % tp != 0)
     throw InputError(t + " does not divide the hidden width " + std::to_string(model.hidden) +
                      " that --block plain splits");
+  const bool split = tp > 1;
+  if (sequence_parallel && split && model.block == BlockKind::plain)
+    throw InputError("--sequence-parallel needs residual blocks (--block plain has no LayerNorm "
+                     "or residual to split by rows)");
+  if (sequence_parallel && split && model.hidden % tp != 0)
+    throw InputError("--sequence-parallel: " + t + " does not divide the hidden width " +
+                     std::to_string(model.hidden) + " (each rank holds 1/T of the rows of every "
+                     "H-wide activation)");
 
   Tensor1dPlan plan;
   plan.model = model;
   plan.tp = tp;
-  const bool split = tp > 1;
+  plan.sequence_parallel = sequence_parallel && split;
   for (const LinearShape& shape : linear_shapes(model)) plan.linears.push_back({shape});
   const size_t classifier = plan.linears.size() - 1;
   if (split && model.input_features() % tp == 0) plan.linears[0].split = LinearSplit::row;
@@ -69,15 +78,72 @@ int64_t local_parameter_count(const Tensor1dPlan& plan) {
   return count;
 }
 
-std::map<std::string, double> tensor1d_comm_bytes(const Tensor1dPlan& plan, int64_t rows,
-                                                  size_t element_bytes, int dp, bool inference) {
+void check_sequence_parallel_rows(const Tensor1dPlan& plan, int64_t global_batch, int dp) {
+  if (!plan.sequence_parallel) return;
+  for (int replica = 0; replica < dp; ++replica) {
+    const int64_t rows = even_batch_slice(global_batch, replica, dp).count;
+    if (rows % plan.tp == 0) continue;
+    throw InputError("--sequence-parallel: --batch " + std::to_string(global_batch) +
+                     (dp > 1 ? " gives replica " + std::to_string(replica) + " " : " gives ") +
+                     std::to_string(rows) + " rows, which --tp " + std::to_string(plan.tp) +
+                     " does not divide");
+  }
+}
+
+namespace {
+
+// Sequence parallelism's volumes: an all-gather of the rows before each column-parallel Linear
+// and of the output gradient in each row-parallel one's backward, a reduce-scatter after each
+// row-parallel Linear and of each column-parallel one's partial dX, and the all-reduce of the
+// gradients of parameters applied to this rank's rows only.
+std::map<std::string, double> sequence_parallel_bytes(const Tensor1dPlan& plan, int64_t rows,
+                                                      double b, double grad_b, bool inference) {
+  const ModelConfig& m = plan.model;
+  const double activation = static_cast<double>(rows * m.hidden) * b;
+  const bool recompute = m.checkpoint_activations && !inference;
+  const double passes = inference ? 0 : 1;  // backward passes
+  double gathers = 0, scatters = 0, gradients = 0;  // activations; gradient elements
+  for (size_t i = 0; i < plan.linears.size(); ++i) {
+    const PlannedLinear& l = plan.linears[i];
+    const bool embed = i == 0, classifier = i + 1 == plan.linears.size();
+    if (embed && l.split == LinearSplit::replicated)
+      gradients += static_cast<double>(l.shape.in * l.shape.out + l.shape.out);
+    if (l.split == LinearSplit::row) {  // fc2 and a row-parallel embed
+      scatters += 1 + (recompute && !embed ? 1 : 0);
+      gathers += passes;
+    }
+    if (classifier || l.split == LinearSplit::column) {  // fc1 (its LayerNorm's gather)
+      gathers += 1 + (recompute && !classifier ? 1 : 0);
+      if (l.split == LinearSplit::column) scatters += passes;
+    }
+  }
+  if (m.block == BlockKind::residual_mlp) gradients += static_cast<double>(m.layers * 2 * m.hidden);
   std::map<std::string, double> bytes;
+  bytes["allgather:tp"] = gathers * activation;
+  if (plan.classifier().split == LinearSplit::column)
+    bytes["allgather:tp"] += static_cast<double>(rows * m.classes) * b;
+  bytes["reduce_scatter:tp"] = scatters * activation;
+  if (!inference && gradients > 0) bytes["allreduce:tp"] = gradients * grad_b;
+  return bytes;
+}
+
+}  // namespace
+
+std::map<std::string, double> tensor1d_comm_bytes(const Tensor1dPlan& plan, int64_t rows,
+                                                  size_t element_bytes, int dp, bool inference,
+                                                  size_t grad_element_bytes) {
   const double b = static_cast<double>(element_bytes);
+  std::map<std::string, double> bytes;
+  if (plan.sequence_parallel)
+    bytes = sequence_parallel_bytes(plan, rows, b,
+                                    static_cast<double>(grad_element_bytes ? grad_element_bytes
+                                                                           : element_bytes),
+                                    inference);
   const double activation = static_cast<double>(rows * plan.model.hidden) * b;
   const bool recompute = plan.model.checkpoint_activations && !inference;
   const size_t classifier = plan.linears.size() - 1;
   double all_reduces = 0;  // of one [rows × H] activation each
-  for (size_t i = 0; i < plan.linears.size(); ++i) {
+  for (size_t i = 0; i < plan.linears.size() && !plan.sequence_parallel; ++i) {
     const PlannedLinear& l = plan.linears[i];
     if (l.split == LinearSplit::row) {
       all_reduces += 1;  // forward: the partial outputs

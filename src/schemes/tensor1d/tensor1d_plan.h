@@ -5,6 +5,8 @@
 // Residual blocks: fc1 column, fc2 row. Plain blocks pair up: block 2k column, 2k+1 row, an
 // odd last block replicated. The embed is row-parallel when T divides S², the classifier
 // column-parallel when T divides the classes; otherwise each is replicated.
+// Sequence parallelism (Megatron-LM; README, Sequence parallelism): the activations between
+// the Linears are split by rows over the T ranks; residual blocks only, T must divide H.
 #include <cstdint>
 #include <map>
 #include <string>
@@ -24,6 +26,7 @@ struct PlannedLinear {
 struct Tensor1dPlan {
   ModelConfig model;
   int tp = 1;
+  bool sequence_parallel = false;
   std::vector<PlannedLinear> linears;  // linear_shapes() order: embed, blocks, classifier
 
   const PlannedLinear& embed() const { return linears.front(); }
@@ -35,16 +38,24 @@ struct Tensor1dPlan {
 
 // Throws InputError naming the dimension T does not divide ("--tp 3 does not divide the FFN
 // width 8192").
-Tensor1dPlan make_tensor1d_plan(const ModelConfig& model, int tp);
+Tensor1dPlan make_tensor1d_plan(const ModelConfig& model, int tp, bool sequence_parallel = false);
+
+// Sequence parallelism needs each replica's rows to split evenly over the T ranks: InputError
+// naming the batch otherwise (training and --inference batches; evaluation pads its last one).
+void check_sequence_parallel_rows(const Tensor1dPlan& plan, int64_t global_batch, int dp);
 
 // Elements of the parameters one tensor-parallel rank holds.
 int64_t local_parameter_count(const Tensor1dPlan& plan);
 
 // Bytes each collective kind moves per training iteration (with `inference`, per forward pass)
 // on a rank whose data replica trains on `rows` rows: nccl-tests sizes, keyed as the results
-// store them ("allreduce:tp", "allgather:tp", "allreduce:data"); the formulas are README's.
+// store them ("allreduce:tp", "allgather:tp", "reduce_scatter:tp", "allreduce:data"); the
+// formulas are README's. With sequence parallelism "allreduce:tp" carries only the gradients of
+// the parameters every tp rank holds but applies to its own rows (γ, β, a replicated embed), at
+// grad_element_bytes each.
 std::map<std::string, double> tensor1d_comm_bytes(const Tensor1dPlan& plan, int64_t rows,
                                                   size_t element_bytes, int dp,
-                                                  bool inference = false);
+                                                  bool inference = false,
+                                                  size_t grad_element_bytes = 0);
 
 }  // namespace mlps

@@ -5,6 +5,7 @@
 
 #include "src/model/replicated_layernorm.h"
 #include "src/schemes/named_tensors.h"
+#include "src/schemes/tensor1d/sequence_parallel_layers.h"
 
 namespace mlps {
 namespace {
@@ -76,7 +77,13 @@ Tensor1dTrainer<T>::Tensor1dTrainer(const TrainerSetup& s, const Tensor1dPlan& p
   if (plan.tp > 1) tp_comm_ = grid_.communicator("tensor", s.backend, device_, "tp", log_);
   if (dp > 1) data_comm_ = grid_.communicator("data", s.backend, device_, "data", log_,
                                                  CommRole::weight_gradients);
-  const int64_t max_rows = (s.global_batch + dp - 1) / dp;
+  int64_t max_rows = (s.global_batch + dp - 1) / dp;
+  if (plan.sequence_parallel) {
+    tp_grad_comm_ = grid_.communicator("tensor", s.backend, device_, "tp", log_,
+                                       CommRole::weight_gradients);
+    max_rows = padded(max_rows);
+    sequence_scratch_ = Buffer<T>(device_, max_rows * plan.model.hidden);
+  }
   // Only this rank's blocks are ever generated.
   values_ = Buffer<T>(device_, layout_.total());
   grads_ = Buffer<T>(device_, layout_.total());
@@ -92,12 +99,14 @@ template <typename T>
 Tensor1dTrainer<T>::~Tensor1dTrainer() {
   pending_.clear();
   tp_comm_.reset();
+  tp_grad_comm_.reset();
   data_comm_.reset();
 }
 
 template <typename T>
 std::string Tensor1dTrainer<T>::grid() const {
-  return "tp=" + std::to_string(plan_.tp) + ",dp=" + std::to_string(dp_);
+  return "tp=" + std::to_string(plan_.tp) + ",dp=" + std::to_string(dp_) +
+         (plan_.sequence_parallel ? ",sp=1" : "");
 }
 
 template <typename T>
@@ -137,7 +146,8 @@ std::map<std::string, double> Tensor1dTrainer<T>::analytic_bytes(int64_t global_
     return c && c->wire_format() != StorageFormat::full ? 2 : sizeof(T);
   };
   auto bytes = tensor1d_comm_bytes(plan_, batch_slice(global_batch).count,
-                                   element_bytes(tp_comm_.get()), dp_, inference);
+                                   element_bytes(tp_comm_.get()), dp_, inference,
+                                   element_bytes(tp_grad_comm_.get()));
   if (bytes.count("allreduce:data"))
     bytes["allreduce:data"] = static_cast<double>(mlps::local_parameter_count(plan_)) *
                               static_cast<double>(element_bytes(data_comm_.get()));
@@ -167,9 +177,16 @@ std::unique_ptr<Linear<T>> Tensor1dTrainer<T>::linear(const std::string& name, i
                                                      int64_t /*out*/) {
   for (const PlannedLinear& planned : plan_.linears) {
     if (planned.shape.name != name) continue;
-    auto layer = std::make_unique<Tensor1dLinear<T>>(device_, planned, tp_rank_, tp_comm_.get());
     const int64_t w = layout_.find(name + ".weight").offset;
     const int64_t b = layout_.find(name + ".bias").offset;
+    if (plan_.sequence_parallel) {
+      auto layer = std::make_unique<SequenceParallelLinear<T>>(
+          device_, planned, &planned == &plan_.classifier(), tp_rank_, *tp_comm_, *tp_grad_comm_,
+          sequence_scratch_.data());
+      layer->bind(values_.data() + w, grads_.data() + w, values_.data() + b, grads_.data() + b);
+      return layer;
+    }
+    auto layer = std::make_unique<Tensor1dLinear<T>>(device_, planned, tp_rank_, tp_comm_.get());
     layer->shard().bind(values_.data() + w, grads_.data() + w, values_.data() + b,
                         grads_.data() + b);
     return layer;
@@ -189,6 +206,10 @@ std::unique_ptr<LayerNorm<T>> Tensor1dTrainer<T>::layer_norm(const std::string& 
   };
   Parameter<T>& gamma = view(name + ".weight", InitKind::ones);
   Parameter<T>& beta = view(name + ".bias", InitKind::zeros);
+  if (plan_.sequence_parallel)
+    return std::make_unique<SequenceParallelLayerNorm<T>>(device_, gamma, beta, *tp_comm_,
+                                                          *tp_grad_comm_,
+                                                          sequence_scratch_.data());
   return std::make_unique<ReplicatedLayerNorm<T>>(device_, gamma, beta);
 }
 

@@ -4,6 +4,7 @@
 // Each rank generates only its own shards of the initial weights into one flat buffer in FcNet's
 // tensor order, which gradients and the optimizer state mirror. With D > 1 each unit's gradient
 // range is all-reduced over "data" as soon as its backward is done, overlapping the rest.
+// With plan.sequence_parallel the layers are sequence_parallel_layers.h's.
 #include <mpi.h>
 
 #include <map>
@@ -46,7 +47,8 @@ class Tensor1dTrainer : public ForwardBackwardTrainer<T>, private LayerSet<T>, p
   const std::string& most_divergent_tensor() const { return most_divergent_tensor_; }
 
  private:
-  // The layer set (Megatron-LM, Tensor1dPlan): every Linear a ShardedLinear with its
+  // The layer set (Megatron-LM, Tensor1dPlan; sequence parallel: SequenceParallelLinear and
+  // SequenceParallelLayerNorm): every Linear a ShardedLinear with its
   // tensor-parallel communication; LayerNorm replicated (its γ, β gradients come from
   // replicated inputs, so they need no reduction). Column-parallel: backward's partial dX is
   // all-reduced over tp while the dW GEMM runs. Row-parallel: forward's partial output is
@@ -58,7 +60,11 @@ class Tensor1dTrainer : public ForwardBackwardTrainer<T>, private LayerSet<T>, p
   LogitSplit logits() const;
   // A unit's gradients are complete: with replicas, start their all-reduce over "data".
   void after_backward(int unit) override;
-  double forward(const HostBatch& rows) override { return model_->forward(rows); }
+  // Sequence parallelism pads an evaluation's short last batch to rows the T ranks split.
+  double forward(const HostBatch& rows) override {
+    return model_->forward(rows, plan_.sequence_parallel ? padded(rows.rows) : 0);
+  }
+  int64_t padded(int64_t rows) const { return (rows + plan_.tp - 1) / plan_.tp * plan_.tp; }
   // Backward, then the wait for the replicas' gradient all-reduces.
   void backward(int64_t rows, int64_t global_batch, PhaseTimer& timer) override;
   std::vector<int32_t> predictions(int64_t rows) const override {
@@ -76,6 +82,10 @@ class Tensor1dTrainer : public ForwardBackwardTrainer<T>, private LayerSet<T>, p
   ShardLayout layout_;  // this rank's block of every tensor in the flat buffers
   std::unique_ptr<Communicator> tp_comm_;    // null when T = 1
   std::unique_ptr<Communicator> data_comm_;  // null when D = 1
+  // Sequence parallel only: γ's, β's and a replicated embed's gradient sums over tp (named
+  // "tp", on the weight-gradient wire), and the layers' shared scratch [R × H].
+  std::unique_ptr<Communicator> tp_grad_comm_;
+  Buffer<T> sequence_scratch_;
   ParameterList<T> norms_{device_, ParameterStorage::external};  // γ, β as views of values_
   std::unique_ptr<FcNet<T>> model_;
   Buffer<T> values_, grads_;
