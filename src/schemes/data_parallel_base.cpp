@@ -26,15 +26,15 @@ std::vector<GridAxis> data_axes(MPI_Comm world, int shard_group) {
 }
 
 // The weight-gradient communicator over one axis of the grid: named "world" when it spans every
-// rank (so a plain run's results keep their names), after the axis otherwise; none when it
-// would be one rank among several (a single rank's run keeps its "world" communicator).
+// rank (so a plain run's results keep their names), after the axis otherwise; none for a group
+// of one rank, which would log traffic that moves nothing, unless `even_alone`.
 std::unique_ptr<Communicator> axis_communicator(const ProcessGrid& grid, const char* axis,
                                                 const TrainerSetup& s, const Device& device,
-                                                std::shared_ptr<CommLog> log) {
+                                                std::shared_ptr<CommLog> log, bool even_alone) {
   int size = 1;
   MPI_Comm_size(grid.group(axis), &size);
   const int ranks = world_size(s.world);
-  if (size == 1 && ranks > 1) return nullptr;
+  if (size == 1 && !even_alone) return nullptr;
   return grid.communicator(axis, s.backend, device, size == ranks ? "world" : axis,
                            std::move(log), CommRole::weight_gradients);
 }
@@ -73,8 +73,9 @@ template <typename T>
 DataParallelBase<T>::DataParallelBase(const TrainerSetup& s, const DataParallelConfig& config)
     : ForwardBackwardTrainer<T>(s), config_(config), metrics_comm_(s.world),
       grid_(data_axes(s.world, config.shard_group), s.world),
-      comm_(axis_communicator(grid_, "shard", s, device_, this->log_)),
-      replica_comm_(axis_communicator(grid_, "data", s, device_, this->log_)),
+      // A run on one rank keeps plain DDP's and ZeRO's "world" communicator of one.
+      comm_(axis_communicator(grid_, "shard", s, device_, this->log_, world_size(s.world) == 1)),
+      replica_comm_(axis_communicator(grid_, "data", s, device_, this->log_, false)),
       model_(device_, s.model, checked_rows_per_rank(s.global_batch, s.world),
              ParameterStorage::external) {
   model_.set_hooks(this);

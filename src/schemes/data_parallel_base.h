@@ -63,9 +63,8 @@ class DataParallelBase : public ForwardBackwardTrainer<T>, protected UnitHooks {
   MPI_Comm metrics_comm_;
   ProcessGrid grid_;
   // Within the group (named "world" when it is all ranks; none when G = 1 < N): DDP's all-reduce,
-  // ZeRO's reduce-scatters and all-gathers. Across the groups ("world" when G = 1, "data"; none
-  // when G = N): the all-reduce of each reduce-scattered shard. Never a group of one rank on
-  // more than one: it would log traffic that moves nothing.
+  // ZeRO's reduce-scatters and all-gathers. Across the groups ("world" when G = 1, else "data";
+  // none when G = N): the all-reduce of each reduce-scattered shard.
   std::unique_ptr<Communicator> comm_, replica_comm_;
   SerialNet<T> model_;
 };
