@@ -59,7 +59,7 @@ void resolve_shard_group(DataParallelConfig& config, int ranks) {
 std::string data_grid_text(int ranks, const DataParallelConfig& config) {
   std::string text = "dp=" + std::to_string(ranks) + ",zero=" + std::to_string(config.zero);
   if (config.shard_group > 0 && config.shard_group < ranks)
-    text += ",shard_group=" + std::to_string(config.shard_group);
+    text += ",shard-group=" + std::to_string(config.shard_group);
   return text;
 }
 

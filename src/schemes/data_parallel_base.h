@@ -26,7 +26,7 @@ void check_batch_covers_ranks(int64_t global_batch, int ranks);
 // InputError unless --shard-group (if given) is a divisor of `ranks` with --zero 3; sets an
 // absent one to `ranks` (one group: plain ZeRO).
 void resolve_shard_group(DataParallelConfig& config, int ranks);
-// The grid as results and --check-grid show it: "dp=4,zero=3", ",shard_group=2" when G < N.
+// The grid as results and --check-grid show it: "dp=4,zero=3", ",shard-group=2" when G < N.
 std::string data_grid_text(int ranks, const DataParallelConfig& config);
 
 template <typename T>
