@@ -1,5 +1,6 @@
 // bin/data: data parallelism. DDP (bucketed gradient all-reduce overlapped with backward) and
-// ZeRO stages 1-3 over --dp ranks, each training on its rows of the global batch.
+// ZeRO stages 1-3 over --dp ranks, each training on its rows of the global batch; ZeRO-3 may
+// shard within groups of --shard-group ranks and replicate across the groups (hybrid sharding).
 #include <memory>
 
 #include "src/cli_validators.h"
@@ -26,6 +27,9 @@ int main(int argc, char** argv) {
                    "sharded too; 3: parameters sharded (FSDP)")->check(CLI::Range(0, 3));
     app.add_option("--bucket-mb", config.bucket_mb, "gradient bucket size in MiB (the first "
                    "bucket is 1 MiB, as in PyTorch)")->check(positive_real());
+    app.add_option("--shard-group", config.shard_group, "--zero 3 only: shard within groups of "
+                   "G consecutive ranks and replicate across the N/G groups (hybrid sharding; "
+                   "default: one group of all ranks)")->check(CLI::Range(1, 1 << 20));
     app.add_flag("--no-overlap", no_overlap, "start gradient communication only after the "
                  "whole backward pass (for comparison)");
   };
@@ -35,7 +39,8 @@ int main(int argc, char** argv) {
       throw InputError("--dp " + std::to_string(dp) + " does not match the " +
                        std::to_string(ranks) + " ranks (data parallelism uses all of them)");
     check_batch_covers_ranks(o.batch, ranks);
-    return "dp=" + std::to_string(ranks) + ",zero=" + std::to_string(config.zero);
+    resolve_shard_group(config, ranks);
+    return data_grid_text(ranks, config);
   };
   scheme.memory = [&](const Options& o, int, int ranks) { return data_memory(o, ranks, config); };
   scheme.train = [&](SchemeStart& s) {

@@ -38,7 +38,7 @@ import sys
 import h5py
 import numpy as np
 
-from result_checks import comm_groups, data_element_bytes, element_bytes, verdict
+from result_checks import comm_groups, data_element_bytes, element_bytes, verdict, zero3_units
 
 CLASSES = 10
 
@@ -254,19 +254,6 @@ def check_vs_tensor1d(path3d, path1d):
     print(f"[{G},1,1] minus the classifier difference {extra} equals tensor1d --tp {G}: " +
           ", ".join(f"{k} {int(t.ravel()[0])} B" for k, t in sorted(want.items())))
     return 0
-
-
-def zero3_units(config):
-    """bin/data --zero 3's units (embed, each block, classifier): (parameters, weight elements)."""
-    h, f = config["hidden"], config["ffn-mult"] * config["hidden"]
-    s2 = config["image-size"] ** 2
-    units = [(s2 * h + h, s2 * h)]
-    for _ in range(config["layers"]):
-        if config["block"] == "mlp":
-            units.append((2 * h + h * f + f + f * h + h, 2 * h * f))
-        else:
-            units.append((h * h + h, h * h))
-    return units + [(CLASSES * h + CLASSES, CLASSES * h)]
 
 
 def check_vs_zero3(path3d, pathdata):

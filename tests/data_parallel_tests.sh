@@ -2,8 +2,9 @@
 # MPI equivalence tests of bin/data on the CPU backend in fp64: for 1-4 ranks (oversubscribed),
 # DDP with and without overlap and ZeRO 1, 2 and 3 must match serial (--verify: losses and final
 # weights within 1e-10 relative), and each iteration's recorded bytes must equal the analytic
-# volumes (tests/check_comm_volumes.py). Bad grids must fail on every rank with one line each,
-# never hang (every run has a timeout). Ends with "N passed, N failed".
+# volumes (tests/check_comm_volumes.py); so must ZeRO-3's hybrid sharding on 4 ranks in groups of
+# 1, 2 and 4. Bad grids must fail on every rank with one line each, never hang (every run has a
+# timeout). Ends with "N passed, N failed".
 source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
 
 # 4 KiB buckets (512 doubles) so the tiny model spans several buckets.
@@ -29,6 +30,34 @@ for ranks in 1 2 3 4; do
       skip "$name volumes" "h5py not available in .venv"
     fi
   done
+done
+
+# Hybrid sharding on 4 ranks (--zero 3 --shard-group G): it must match serial, and every
+# communicator's bytes must equal the formulas on every rank (tests/check_comm_volumes.py's
+# hybrid_expected). G = 4 must record exactly plain ZeRO-3's communication, G = 1 exactly DDP's
+# (the runs above).
+for variant in "1" "2" "2 --no-overlap" "4"; do
+  read -r group extra <<<"$variant"
+  name="4 ranks, zero 3, shard group $group${extra:+ $extra}"
+  out=$tmp/hybrid-$group${extra:+-no-overlap}.h5
+  log=$tmp/log
+  # shellcheck disable=SC2086
+  run_verified "$name" 120 "$log" 4 bin/data "${tiny[@]}" --zero 3 --shard-group "$group" \
+    $extra --verify --out "$out" || continue
+  ok "$name matches serial ($(verify_figure "$log"))"
+  if ((!have_h5py)); then
+    skip "$name volumes" "h5py not available in .venv"
+    continue
+  fi
+  expect_output "$name volumes" \
+    "$python" tests/check_comm_volumes.py "$out" 3 4 "$bucket_elements" "$group"
+  same=""
+  [[ $group == 4 ]] && same=$tmp/run-4-3.h5
+  [[ $group == 1 ]] && same=$tmp/run-4-0.h5
+  if [[ -n $same && -z $extra ]]; then
+    expect_output "$name records what $(basename "$same" .h5) does" \
+      "$python" tests/check_same_comm.py "$out" "$same"
+  fi
 done
 
 # Epoch-end evaluations between training steps (ZeRO-3 gathers parameters for them) must not be
@@ -65,6 +94,9 @@ refused "--comm nccl on the cpu backend" 2 "nccl" --comm nccl --device cpu
 refused "--out in an unwritable place" 2 "--out /proc/mlpscale/x.h5" --out /proc/mlpscale/x.h5
 mkdir -p "$tmp/existing-dir"
 refused "--out naming an existing directory" 2 "is a directory" --out "$tmp/existing-dir"
+refused "--shard-group 3 on 4 ranks" 4 "--shard-group 3 does not divide" --zero 3 --shard-group 3
+refused "--shard-group without --zero 3" 4 "--shard-group 2 needs --zero 3" --zero 2 --shard-group 2
+refused "--shard-group 0" 2 "--shard-group" --zero 3 --shard-group 0
 refused "--bucket-mb nan" 2 "--bucket-mb" --bucket-mb nan
 refused "--bucket-mb inf" 2 "--bucket-mb" --bucket-mb inf
 

@@ -14,6 +14,21 @@ def data_element_bytes(config):
     return 4 if e == 2 and config.get("fp32-grad-comm") else e
 
 
+def zero3_units(config):
+    """bin/data --zero 3's units (embed, each block, classifier): (parameters, weight elements).
+    The model's 10 classes are fixed."""
+    classes = 10
+    h, f = config["hidden"], config["ffn-mult"] * config["hidden"]
+    s2 = config["image-size"] ** 2
+    units = [(s2 * h + h, s2 * h)]
+    for _ in range(config["layers"]):
+        if config["block"] == "mlp":
+            units.append((2 * h + h * f + f + f * h + h, 2 * h * f))
+        else:
+            units.append((h * h + h, h * h))
+    return units + [(classes * h + classes, classes * h)]
+
+
 def comm_bytes(f):
     """{kind: bytes table [iterations x ranks]} of an open result file's /comm."""
     return {kind: f["comm"][kind]["bytes"][()] for kind in f["comm"]}

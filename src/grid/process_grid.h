@@ -2,7 +2,8 @@
 // The one process grid of every scheme: named axes, outermost first, and one rank order for all
 // of them: rank = Σ coordinate(a)·stride(a), the last axis fastest, as picotron's
 // arange(world).view(dp, pp, tp). Each scheme names its axes ("data" always outermost):
-//   bin/data      data
+//   bin/data      data, shard                     (ZeRO-3's groups of --shard-group consecutive
+//                                                  ranks; one group of all ranks but for HSDP)
 //   bin/pipeline  data, pipe                      (a replica's stages are consecutive ranks)
 //   bin/tensor1d  data, tensor
 //   bin/tensor2d  data, rows, cols                (q × q)

@@ -34,10 +34,13 @@ MemoryNeed data_memory(const Options& o, int ranks, const DataParallelConfig& co
   need.activations = replica_activation_bytes(o.model, largest_part(o.batch, ranks),
                                               full_widths(o.model), element_bytes(o.precision));
   if (config.zero == 3) {
-    // The rank's shard of values and gradients, and per unit of the model the gathered values
-    // and the gradients being reduce-scattered: the unit computing and its neighbour (prefetch
-    // and the reduction still in flight with overlap).
-    add_parameter_state(need, shard, shard, o.optimizer, o.precision);
+    // The rank's 1/G shard of values and gradients, and per unit of the model the gathered
+    // values and the gradients being reduce-scattered: the unit computing and its neighbour
+    // (prefetch and the reduction still in flight with overlap). With G = 1 < N the shard is
+    // the whole model, computed with in place: nothing more (one rank alone runs plain ZeRO-3).
+    const int group = config.shard_group > 0 ? config.shard_group : ranks;
+    add_parameter_state(need, p / group, p / group, o.optimizer, o.precision);
+    if (group == 1 && ranks > 1) return need;
     const std::vector<int64_t> units = unit_parameter_counts(o.model);
     double peak = 0;
     for (size_t u = 0; u < units.size(); ++u) {

@@ -13,7 +13,55 @@ int64_t checked_rows_per_rank(int64_t global_batch, MPI_Comm comm) {
   return (global_batch + ranks - 1) / ranks;
 }
 
+int world_size(MPI_Comm world) {
+  int ranks = 1;
+  MPI_Comm_size(world, &ranks);
+  return ranks;
+}
+
+std::vector<GridAxis> data_axes(MPI_Comm world, int shard_group) {
+  const int ranks = world_size(world);
+  const int group = shard_group > 0 ? shard_group : ranks;
+  return {{"data", ranks / group}, {"shard", group}};
+}
+
+// The weight-gradient communicator over one axis of the grid: named "world" when it spans every
+// rank (so a plain run's results keep their names), after the axis otherwise; none for a group
+// of one rank, which would log traffic that moves nothing, unless `even_alone`.
+std::unique_ptr<Communicator> axis_communicator(const ProcessGrid& grid, const char* axis,
+                                                const TrainerSetup& s, const Device& device,
+                                                std::shared_ptr<CommLog> log, bool even_alone) {
+  int size = 1;
+  MPI_Comm_size(grid.group(axis), &size);
+  const int ranks = world_size(s.world);
+  if (size == 1 && !even_alone) return nullptr;
+  return grid.communicator(axis, s.backend, device, size == ranks ? "world" : axis,
+                           std::move(log), CommRole::weight_gradients);
+}
+
 }  // namespace
+
+void resolve_shard_group(DataParallelConfig& config, int ranks) {
+  const int group = config.shard_group;
+  if (group == 0) {
+    config.shard_group = ranks;
+    return;
+  }
+  if (config.zero != 3)
+    throw InputError("--shard-group " + std::to_string(group) + " needs --zero 3 (hybrid "
+                     "sharding of parameters, gradients and optimizer state), not --zero " +
+                     std::to_string(config.zero));
+  if (ranks % group != 0)
+    throw InputError("--shard-group " + std::to_string(group) + " does not divide the " +
+                     std::to_string(ranks) + " ranks into groups of consecutive ranks");
+}
+
+std::string data_grid_text(int ranks, const DataParallelConfig& config) {
+  std::string text = "dp=" + std::to_string(ranks) + ",zero=" + std::to_string(config.zero);
+  if (config.shard_group > 0 && config.shard_group < ranks)
+    text += ",shard-group=" + std::to_string(config.shard_group);
+  return text;
+}
 
 void check_batch_covers_ranks(int64_t global_batch, int ranks) {
   if (global_batch < ranks)
@@ -24,8 +72,10 @@ void check_batch_covers_ranks(int64_t global_batch, int ranks) {
 template <typename T>
 DataParallelBase<T>::DataParallelBase(const TrainerSetup& s, const DataParallelConfig& config)
     : ForwardBackwardTrainer<T>(s), config_(config), metrics_comm_(s.world),
-      comm_(make_communicator(s.backend, device_, s.world, "world", this->log_,
-                              CommRole::weight_gradients)),
+      grid_(data_axes(s.world, config.shard_group), s.world),
+      // A run on one rank keeps plain DDP's and ZeRO's "world" communicator of one.
+      comm_(axis_communicator(grid_, "shard", s, device_, this->log_, world_size(s.world) == 1)),
+      replica_comm_(axis_communicator(grid_, "data", s, device_, this->log_, false)),
       model_(device_, s.model, checked_rows_per_rank(s.global_batch, s.world),
              ParameterStorage::external) {
   model_.set_hooks(this);
@@ -33,12 +83,19 @@ DataParallelBase<T>::DataParallelBase(const TrainerSetup& s, const DataParallelC
 
 template <typename T>
 std::string DataParallelBase<T>::grid() const {
-  return "dp=" + std::to_string(comm_->size()) + ",zero=" + std::to_string(config_.zero);
+  return data_grid_text(world_size(grid_.world()), config_);
+}
+
+template <typename T>
+std::string DataParallelBase<T>::comm_backend() const {
+  return (comm_ ? comm_ : replica_comm_)->backend();
 }
 
 template <typename T>
 BatchSlice DataParallelBase<T>::batch_slice(int64_t global_rows) const {
-  return even_batch_slice(global_rows, comm_->rank(), comm_->size());
+  int rank = 0;
+  MPI_Comm_rank(grid_.world(), &rank);
+  return even_batch_slice(global_rows, rank, world_size(grid_.world()));
 }
 
 template <typename T>

@@ -1,11 +1,14 @@
 #pragma once
-// What every data-parallel scheme shares: ranks train on rows [r·G/N, (r+1)·G/N) of the global
-// batch, on their own copy (or shard) of the model, and combine losses and accuracy counts.
+// What every data-parallel scheme shares: ranks train on rows [r·B/N, (r+1)·B/N) of the global
+// batch B, on their own copy (or shard) of the model, and combine losses and accuracy counts.
+// The ranks form the ProcessGrid (data, shard): groups of G consecutive ranks share one copy of
+// the sharded state, and the N/G groups replicate it (G = N but for ZeRO-3 with --shard-group).
 #include <mpi.h>
 
 #include <memory>
 
 #include "src/comm/make_communicator.h"
+#include "src/grid/process_grid.h"
 #include "src/model/serial_net.h"
 #include "src/schemes/scheme_trainer.h"
 
@@ -15,10 +18,16 @@ struct DataParallelConfig {
   int zero = 0;
   double bucket_mb = 25;
   bool overlap = true;
+  int shard_group = 0;  // G, ranks sharing one sharded copy of the model (0: all of them)
 };
 
 // InputError unless each of `ranks` data-parallel ranks gets at least one row.
 void check_batch_covers_ranks(int64_t global_batch, int ranks);
+// InputError unless --shard-group (if given) is a divisor of `ranks` with --zero 3; sets an
+// absent one to `ranks` (one group: plain ZeRO).
+void resolve_shard_group(DataParallelConfig& config, int ranks);
+// The grid as results and --check-grid show it: "dp=4,zero=3", ",shard-group=2" when G < N.
+std::string data_grid_text(int ranks, const DataParallelConfig& config);
 
 template <typename T>
 class DataParallelBase : public ForwardBackwardTrainer<T>, protected UnitHooks {
@@ -26,7 +35,7 @@ class DataParallelBase : public ForwardBackwardTrainer<T>, protected UnitHooks {
   std::string scheme() const override { return "data"; }
   std::string grid() const override;
   BatchSlice batch_slice(int64_t global_rows) const override;
-  std::string comm_backend() const override { return comm_->backend(); }
+  std::string comm_backend() const override;
 
  protected:
   // Throws InputError when the batch leaves a rank without samples.
@@ -46,9 +55,17 @@ class DataParallelBase : public ForwardBackwardTrainer<T>, protected UnitHooks {
   using Params = std::vector<Parameter<T>*>;
   const Params& unit_parameters(int unit) const { return model_.unit_parameters(unit); }
 
+  // This rank's coordinate in its group and G (1 without a group communicator).
+  int shard_rank() const { return comm_ ? comm_->rank() : 0; }
+  int shard_ranks() const { return comm_ ? comm_->size() : 1; }
+
   DataParallelConfig config_;
   MPI_Comm metrics_comm_;
-  std::unique_ptr<Communicator> comm_;
+  ProcessGrid grid_;
+  // Within the group (named "world" when it is all ranks; none when G = 1 < N): DDP's all-reduce,
+  // ZeRO's reduce-scatters and all-gathers. Across the groups ("world" when G = 1, else "data";
+  // none when G = N): the all-reduce of each reduce-scattered shard.
+  std::unique_ptr<Communicator> comm_, replica_comm_;
   SerialNet<T> model_;
 };
 

@@ -7,8 +7,8 @@ namespace mlps {
 template <typename T>
 FullyShardedTrainer<T>::FullyShardedTrainer(const TrainerSetup& s, const DataParallelConfig& config)
     : DataParallelBase<T>(s, config) {
-  const int ranks = this->comm_->size();
-  const int rank = this->comm_->rank();
+  const int ranks = this->shard_ranks();
+  const int rank = this->shard_rank();
   int64_t shard = 0;
   for (int u = 0; u < this->model_.unit_count(); ++u) {
     UnitLayout layout;
@@ -46,26 +46,30 @@ FullyShardedTrainer<T>::FullyShardedTrainer(const TrainerSetup& s, const DataPar
 
 template <typename T>
 void FullyShardedTrainer<T>::start_gather(int unit) {
-  if (unit < 0 || unit >= static_cast<int>(units_.size()) || gathered_.count(unit)) return;
-  const UnitLayout& layout = units_[unit];
-  Gathered g{Buffer<T>(this->device_, layout.count), nullptr};
-  g.pending = this->comm_->all_gather_async(shard_values_.data() + layout.shard_offset,
-                                            g.values.data(), layout.count / this->comm_->size(),
-                                            data_type_of<T>());
+  if (!this->comm_ || unit < 0 || unit >= static_cast<int>(units_.size()) ||
+      gathered_.count(unit))
+    return;
+  Gathered g{Buffer<T>(this->device_, units_[unit].count), nullptr};
+  g.pending = this->comm_->all_gather_async(unit_shard(shard_values_, unit), g.values.data(),
+                                            shard_count(unit), data_type_of<T>());
   gathered_.emplace(unit, std::move(g));
 }
 
 template <typename T>
 void FullyShardedTrainer<T>::use_gathered(int unit) {
   const Params& params = this->unit_parameters(unit);
-  start_gather(unit);
-  Gathered& g = gathered_.at(unit);
-  if (g.pending) {
-    g.pending->wait();
-    g.pending.reset();
+  T* values = unit_shard(shard_values_, unit);  // G = 1: the whole unit, in place
+  if (this->comm_) {
+    start_gather(unit);
+    Gathered& g = gathered_.at(unit);
+    if (g.pending) {
+      g.pending->wait();
+      g.pending.reset();
+    }
+    values = g.values.data();
   }
   for (size_t i = 0; i < params.size(); ++i)
-    params[i]->value = Buffer<T>::view(this->device_, g.values.data() + units_[unit].offsets[i],
+    params[i]->value = Buffer<T>::view(this->device_, values + units_[unit].offsets[i],
                                        params[i]->size());
 }
 
@@ -84,26 +88,33 @@ void FullyShardedTrainer<T>::before_forward(int unit) {
 template <typename T>
 void FullyShardedTrainer<T>::before_backward(int unit) {
   const Params& params = this->unit_parameters(unit);
+  // Advances the shards' all-reduces in flight (MPICH: only inside MPI calls), as DDP does.
+  if (this->replica_comm_) this->replica_comm_->progress();
   use_gathered(unit);
   if (this->config_.overlap) start_gather(unit - 1);  // backward runs units in reverse
-  Reducing r{Buffer<T>(this->device_, units_[unit].count), nullptr};
-  r.grads.zero();  // the padding is reduced too
+  T* grads = unit_shard(shard_grads_, unit);  // G = 1: the whole unit, in place
+  if (this->comm_) {
+    Reducing r{unit, Buffer<T>(this->device_, units_[unit].count), nullptr};
+    r.grads.zero();  // the padding is reduced too
+    grads = r.grads.data();
+    reducing_.push_back(std::move(r));
+  }
   for (size_t i = 0; i < params.size(); ++i)
-    params[i]->grad = Buffer<T>::view(this->device_, r.grads.data() + units_[unit].offsets[i],
+    params[i]->grad = Buffer<T>::view(this->device_, grads + units_[unit].offsets[i],
                                       params[i]->size());
-  reducing_.push_back(std::move(r));
 }
 
 template <typename T>
 void FullyShardedTrainer<T>::after_backward(int unit) {
   release(unit);
   for (Parameter<T>* p : this->unit_parameters(unit)) p->grad = Buffer<T>();
-  const UnitLayout& layout = units_[unit];
+  if (!this->comm_) {  // G = 1: nothing to reduce within the group
+    replicate(unit);
+    return;
+  }
   Reducing& r = reducing_.back();
-  r.pending = this->comm_->reduce_scatter_async(r.grads.data(),
-                                                shard_grads_.data() + layout.shard_offset,
-                                                layout.count / this->comm_->size(),
-                                                data_type_of<T>());
+  r.pending = this->comm_->reduce_scatter_async(r.grads.data(), unit_shard(shard_grads_, unit),
+                                                shard_count(unit), data_type_of<T>());
   // With overlap the previous unit's reduction had this unit's backward to finish; keeping at
   // most this one in flight bounds the gradient memory to two units.
   finish_reductions(this->config_.overlap ? 1 : 0);
@@ -113,8 +124,29 @@ template <typename T>
 void FullyShardedTrainer<T>::finish_reductions(size_t keep) {
   while (reducing_.size() > keep) {
     reducing_.front().pending->wait();
+    replicate(reducing_.front().unit);
     reducing_.erase(reducing_.begin());
   }
+}
+
+template <typename T>
+void FullyShardedTrainer<T>::replicate(int unit) {
+  if (!this->replica_comm_) return;
+  T* shard = unit_shard(shard_grads_, unit);
+  replicating_.push_back(this->replica_comm_->all_reduce_async(shard, shard, shard_count(unit),
+                                                               data_type_of<T>()));
+  // The shard's storage is the optimizer's, so an all-reduce in flight holds no extra memory;
+  // without overlap each one completes before backward goes on.
+  if (this->config_.overlap) return;
+  replicating_.back()->wait();
+  replicating_.pop_back();
+}
+
+template <typename T>
+void FullyShardedTrainer<T>::finish_gradient_sync() {
+  finish_reductions(0);
+  for (PendingComm& p : replicating_) p->wait();
+  replicating_.clear();
 }
 
 template <typename T>
@@ -122,11 +154,12 @@ std::vector<NamedTensor> FullyShardedTrainer<T>::gather_parameters() {
   std::vector<NamedTensor> tensors;
   for (int u = 0; u < this->model_.unit_count(); ++u) {
     use_gathered(u);
-    if (this->comm_->rank() == 0) append_named_tensors<T>(this->unit_parameters(u), tensors);
+    if (this->grid_.coordinate("data") == 0 && this->shard_rank() == 0)
+      append_named_tensors<T>(this->unit_parameters(u), tensors);
     release(u);
   }
-  this->comm_->log().take_totals();  // verification traffic is not part of any iteration
-  this->comm_->log().take_blocked_seconds();
+  this->log_->take_totals();  // verification traffic is not part of any iteration
+  this->log_->take_blocked_seconds();
   return tensors;
 }
 

@@ -1,8 +1,11 @@
 #pragma once
-// ZeRO-3 / FSDP: each rank stores 1/N of every unit's parameters (flattened, padded to a
-// multiple of N), gradients and optimizer state. A unit is all-gathered before its forward and
-// again before its backward (the next unit's gather prefetched) and freed after use; its
-// gradients are reduce-scattered into the shard as soon as its backward is done.
+// ZeRO-3 / FSDP: each rank stores 1/G of every unit's parameters (flattened, padded to a
+// multiple of G), gradients and optimizer state, G the ranks of its group (all N by default).
+// A unit is all-gathered in the group before its forward and again before its backward (the
+// next unit's gather prefetched) and freed after use; its gradients are reduce-scattered into
+// the shard as soon as its backward is done. Hybrid sharding (G < N): each reduced shard is
+// then all-reduced across the N/G groups, which hold the same shard. With G = 1 a rank holds
+// whole units: they are used in place, and their gradients only all-reduced, as DDP's.
 #include <map>
 
 #include "src/schemes/data_parallel_base.h"
@@ -19,8 +22,8 @@ class FullyShardedTrainer : public DataParallelBase<T> {
  private:
   using Params = typename DataParallelBase<T>::Params;
   struct UnitLayout {
-    int64_t count = 0;         // padded to a multiple of the ranks
-    int64_t shard_offset = 0;  // of this rank's 1/N in the shard buffers
+    int64_t count = 0;         // padded to a multiple of G
+    int64_t shard_offset = 0;  // of this rank's 1/G in the shard buffers
     std::vector<int64_t> offsets;  // each parameter's offset in the unit
   };
   struct Gathered {
@@ -28,6 +31,7 @@ class FullyShardedTrainer : public DataParallelBase<T> {
     PendingComm pending;  // the all-gather filling values, until waited
   };
   struct Reducing {
+    int unit = 0;
     Buffer<T> grads;
     PendingComm pending;
   };
@@ -37,17 +41,23 @@ class FullyShardedTrainer : public DataParallelBase<T> {
   void before_backward(int unit) override;
   void after_backward(int unit) override;
 
-  void finish_gradient_sync() override { finish_reductions(0); }
+  void finish_gradient_sync() override;
   void start_gather(int unit);
   // Waits for the unit's gather (starting it if needed) and points its parameters at it.
   void use_gathered(int unit);
   void release(int unit);
+  // Waits for all but the newest `keep` reduce-scatters, then starts their shards' all-reduces.
   void finish_reductions(size_t keep);
+  // Starts the all-reduce of the unit's reduced shard across the groups (none: nothing).
+  void replicate(int unit);
+  T* unit_shard(Buffer<T>& shard, int unit) { return shard.data() + units_[unit].shard_offset; }
+  int64_t shard_count(int unit) const { return units_[unit].count / this->shard_ranks(); }
 
   std::vector<UnitLayout> units_;
   Buffer<T> shard_values_, shard_grads_;
   std::map<int, Gathered> gathered_;
   std::vector<Reducing> reducing_;
+  std::vector<PendingComm> replicating_;  // the shards' all-reduces, waited after backward
 };
 
 }  // namespace mlps
