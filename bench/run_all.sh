@@ -34,20 +34,22 @@ run_data results/bench/data-ddp-no-overlap.h5 --no-overlap
 for zero in 1 2 3; do
   run_data "results/bench/data-zero$zero.h5" --zero "$zero"
 done
+run_data results/bench/data-zero3-shard-group2.h5 --zero 3 --shard-group 2
 .venv/bin/python analysis/run_table.py results/bench/data-ddp-overlap.h5 \
-  results/bench/data-ddp-no-overlap.h5 results/bench/data-zero{1,2,3}.h5
+  results/bench/data-ddp-no-overlap.h5 results/bench/data-zero{1,2,3}.h5 \
+  results/bench/data-zero3-shard-group2.h5
 
 # Megatron tensor parallelism on 4 ranks: T = 4, T = 2 x D = 2 and pure data parallelism
 # (T = 1 x D = 4): communication volumes and peak memory per rank.
 echo
-echo "== bin/tensor1d on 4 ranks: --tp 4, --tp 2 --dp 2, --tp 1 --dp 4"
+echo "== bin/tensor1d on 4 ranks: --tp 4 (and --sequence-parallel), --tp 2 --dp 2, --tp 1 --dp 4"
 t1d_shape=(--hidden 512 --layers 4 --image-size 32 --batch 64 --iters 12 --warmup 2 --print-every 0)
-for grid in "4 1" "2 2" "1 4"; do
-  read -r tp dp <<<"$grid"
-  OPENBLAS_NUM_THREADS=1 mpiexec -n 4 bin/tensor1d "${t1d_shape[@]}" --tp "$tp" --dp "$dp" \
-    --out "results/bench/tensor1d-tp$tp-dp$dp.h5" >/dev/null
+for grid in "4 1" "2 2" "1 4" "4 1 --sequence-parallel"; do
+  read -r tp dp sp <<<"$grid"
+  OPENBLAS_NUM_THREADS=1 mpiexec -n 4 bin/tensor1d "${t1d_shape[@]}" --tp "$tp" --dp "$dp" $sp \
+    --out "results/bench/tensor1d-tp$tp-dp$dp${sp:+-sp}.h5" >/dev/null
 done
-.venv/bin/python analysis/run_table.py results/bench/tensor1d-tp{4-dp1,2-dp2,1-dp4}.h5
+.venv/bin/python analysis/run_table.py results/bench/tensor1d-tp{4-dp1,4-dp1-sp,2-dp2,1-dp4}.h5
 
 # 2D SUMMA tensor parallelism on 4 ranks: q = 2 against q = 1 x dp = 4 (data parallelism
 # through the same code): communication volumes and peak memory per rank.
