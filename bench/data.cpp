@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "src/cli_validators.h"
+#include "src/comm/comm_volume_report.h"
 #include "src/driver/scheme_main.h"
 #include "src/driver/training_driver.h"
 #include "src/errors.h"
@@ -44,11 +45,19 @@ int main(int argc, char** argv) {
   };
   scheme.memory = [&](const Options& o, int, int ranks) { return data_memory(o, ranks, config); };
   scheme.train = [&](SchemeStart& s) {
-    return train_in_precision(s, [&](auto zero) -> std::unique_ptr<Trainer> {
-      using T = decltype(zero);
-      if (config.zero == 3) return std::make_unique<FullyShardedTrainer<T>>(s.setup(), config);
-      return std::make_unique<DataParallelTrainer<T>>(s.setup(), config);
-    });
+    return train_in_precision(
+        s,
+        [&](auto zero) -> std::unique_ptr<DataParallelBase<decltype(zero)>> {
+          using T = decltype(zero);
+          if (config.zero == 3) return std::make_unique<FullyShardedTrainer<T>>(s.setup(), config);
+          return std::make_unique<DataParallelTrainer<T>>(s.setup(), config);
+        },
+        [&](const auto& trainer) {
+          // Every rank moves the same bytes: rank 0's table stands for all.
+          if (s.context.is_root())
+            print_comm_volumes(stdout, "rank 0", trainer.analytic_bytes(s.options.inference),
+                               trainer.measured_bytes());
+        });
   };
   return scheme_main(argc, argv, scheme);
 }

@@ -29,6 +29,16 @@ int64_t parameter_count(const ModelConfig& c) {
   return count;
 }
 
+std::vector<int64_t> parameter_tensor_sizes(const ModelConfig& c) {
+  std::vector<int64_t> sizes;
+  for (const LinearShape& s : linear_shapes(c)) {
+    const bool first_of_block = s.name.ends_with(".fc1");
+    if (first_of_block) sizes.insert(sizes.end(), {c.hidden, c.hidden});  // LayerNorm γ, β
+    sizes.insert(sizes.end(), {s.out * s.in, s.out});
+  }
+  return sizes;
+}
+
 double model_flops_per_sample(const ModelConfig& c, bool inference) {
   const double parameters = static_cast<double>(parameter_count(c));
   if (inference) return 2.0 * parameters;

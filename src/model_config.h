@@ -34,6 +34,9 @@ struct LinearShape {
 
 std::vector<LinearShape> linear_shapes(const ModelConfig& config);
 int64_t parameter_count(const ModelConfig& config);
+// Elements of each parameter tensor in FcNet's creation order: per Linear its weight then its
+// bias, a residual block's LayerNorm γ and β before its fc1.
+std::vector<int64_t> parameter_tensor_sizes(const ModelConfig& config);
 // Throws InputError when the model or a batch of `batch` rows has a tensor (or a total) of
 // more than 2^60 elements: no machine holds it, and int64 byte counts would overflow.
 void check_sizes_countable(const ModelConfig& config, int64_t batch);

@@ -2,8 +2,8 @@
 # MPI equivalence tests of bin/data on the CPU backend in fp64: for 1-4 ranks (oversubscribed),
 # DDP with and without overlap and ZeRO 1, 2 and 3 must match serial (--verify: losses and final
 # weights within 1e-10 relative), and each iteration's recorded bytes must equal the analytic
-# volumes (tests/check_comm_volumes.py); so must ZeRO-3's hybrid sharding on 4 ranks in groups of
-# 1, 2 and 4. Bad grids must fail on every rank with one line each, never hang (every run has a
+# volumes (tests/check_comm_volumes.py, and rank 0's closing table of the C++ ones); so must
+# ZeRO-3's hybrid sharding on 4 ranks in groups of 1, 2 and 4. Bad grids must fail on every rank with one line each, never hang (every run has a
 # timeout). Ends with "N passed, N failed".
 source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
 
@@ -12,6 +12,16 @@ bucket_mb=0.00390625
 bucket_elements=512
 tiny=(--hidden 24 --layers 2 --image-size 6 --ffn-mult 2 --batch 12 --iters 4 --warmup 1
       --print-every 0 --eval-samples 24 --precision fp64 --bucket-mb $bucket_mb)
+
+# expect_volume_table NAME LOG: rank 0's closing table (src/schemes/data_parallel_volumes.h)
+# found every collective's measured bytes equal to the analytic ones.
+expect_volume_table() {
+  if grep -q "DIFFERENT" "$2" || ! grep -q " equal$" "$2"; then
+    not_ok "$1 printed volumes" "$(grep -A6 'communication per iteration' "$2" | tr '\n' '|')"
+  else
+    ok "$1: printed analytic volumes equal the measured ones"
+  fi
+}
 
 for ranks in 1 2 3 4; do
   for variant in "0" "0 --no-overlap" "1" "2" "3" "3 --no-overlap"; do
@@ -23,6 +33,7 @@ for ranks in 1 2 3 4; do
     run_verified "$name" 120 "$log" "$ranks" bin/data "${tiny[@]}" --zero "$zero" $extra \
       --verify --out "$out" || continue
     ok "$name matches serial ($(verify_figure "$log"))"
+    expect_volume_table "$name" "$log"
     if ((have_h5py)); then
       expect_output "$name volumes" \
         "$python" tests/check_comm_volumes.py "$out" "$zero" "$ranks" "$bucket_elements"
@@ -45,6 +56,7 @@ for variant in "1" "2" "2 --no-overlap" "4"; do
   run_verified "$name" 120 "$log" 4 bin/data "${tiny[@]}" --zero 3 --shard-group "$group" \
     $extra --verify --out "$out" || continue
   ok "$name matches serial ($(verify_figure "$log"))"
+  expect_volume_table "$name" "$log"
   if ((!have_h5py)); then
     skip "$name volumes" "h5py not available in .venv"
     continue

@@ -27,6 +27,18 @@ TEST(ModelShape, ParameterCountMatchesTheBuiltModel) {
   }
 }
 
+TEST(ModelShape, ParameterTensorSizesAreTheBuiltModelsInCreationOrder) {
+  Device device(DeviceKind::cpu);
+  for (BlockKind block : {BlockKind::residual_mlp, BlockKind::plain}) {
+    const ModelConfig config = model_shape(5, 12, 3, 3, block);
+    SerialNet<float> model(device, config, 2);
+    std::vector<int64_t> built;
+    for (size_t i = 0; i < model.parameters().size(); ++i)
+      built.push_back(model.parameters()[i].size());
+    EXPECT_EQ(parameter_tensor_sizes(config), built);
+  }
+}
+
 TEST(ModelShape, TrainingStepGemmFlopsAreSixTimesTheWeightCountPerSample) {
   const ModelConfig config = model_shape(4, 8, 2);
   const int64_t batch = 3;

@@ -1,6 +1,7 @@
 #include "src/schemes/data_parallel_base.h"
 
 #include "src/errors.h"
+#include "src/schemes/data_parallel_volumes.h"
 
 namespace mlps {
 
@@ -89,6 +90,15 @@ std::string DataParallelBase<T>::grid() const {
 template <typename T>
 std::string DataParallelBase<T>::comm_backend() const {
   return (comm_ ? comm_ : replica_comm_)->backend();
+}
+
+template <typename T>
+std::map<std::string, double> DataParallelBase<T>::analytic_bytes(bool inference) const {
+  // Both communicators carry weight gradients: one wire format.
+  const Communicator& any = comm_ ? *comm_ : *replica_comm_;
+  const size_t wire = any.wire_format() != StorageFormat::full ? 2 : sizeof(T);
+  return data_comm_bytes(this->model_.config(), config_, world_size(grid_.world()), sizeof(T),
+                         wire, inference);
 }
 
 template <typename T>

@@ -5,7 +5,9 @@
 // the sharded state, and the N/G groups replicate it (G = N but for ZeRO-3 with --shard-group).
 #include <mpi.h>
 
+#include <map>
 #include <memory>
+#include <string>
 
 #include "src/comm/make_communicator.h"
 #include "src/grid/process_grid.h"
@@ -36,6 +38,8 @@ class DataParallelBase : public ForwardBackwardTrainer<T>, protected UnitHooks {
   std::string grid() const override;
   BatchSlice batch_slice(int64_t global_rows) const override;
   std::string comm_backend() const override;
+  // data_comm_bytes for this run: per training iteration, or with `inference` per forward pass.
+  std::map<std::string, double> analytic_bytes(bool inference) const;
 
  protected:
   // Throws InputError when the batch leaves a rank without samples.

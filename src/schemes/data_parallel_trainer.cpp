@@ -12,15 +12,9 @@ DataParallelTrainer<T>::DataParallelTrainer(const TrainerSetup& s, const DataPar
   // Gradients become ready unit by unit from the classifier back to the embedding, all of a
   // unit's at once, so reverse creation order is the order they are ready in.
   std::vector<int64_t> counts;
-  std::vector<int> order;
   for (size_t i = 0; i < params.size(); ++i) counts.push_back(params[i].size());
-  for (size_t i = params.size(); i-- > 0;) order.push_back(static_cast<int>(i));
-  const double elements_per_mib = 1024.0 * 1024.0 / sizeof(T);
-  // PyTorch's first bucket is 1 MiB; smaller --bucket-mb values shrink it too.
-  const auto bucket = std::max<int64_t>(1, static_cast<int64_t>(config.bucket_mb * elements_per_mib));
   bucketer_ = std::make_unique<GradientBucketer>(
-      counts, order, std::min(bucket, static_cast<int64_t>(elements_per_mib)), bucket,
-      config.zero >= 1 ? ranks : 1);
+      ddp_buckets(counts, config.bucket_mb, sizeof(T), config.zero >= 1 ? ranks : 1));
 
   Device& dev = this->device_;
   values_ = Buffer<T>(dev, bucketer_->total_elements());

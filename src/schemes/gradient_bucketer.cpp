@@ -1,5 +1,6 @@
 #include "src/schemes/gradient_bucketer.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace mlps {
@@ -52,6 +53,17 @@ std::vector<int> GradientBucketer::mark_ready(int index) {
   if (--pending_[bucket] < 0) throw std::logic_error("GradientBucketer: gradient marked twice");
   if (pending_[bucket] > 0) return {};
   return {bucket};
+}
+
+GradientBucketer ddp_buckets(const std::vector<int64_t>& tensor_counts, double bucket_mb,
+                             size_t element_bytes, int pad_multiple) {
+  std::vector<int> order;
+  for (size_t i = tensor_counts.size(); i-- > 0;) order.push_back(static_cast<int>(i));
+  const double elements_per_mib = 1024.0 * 1024.0 / static_cast<double>(element_bytes);
+  const auto bucket = std::max<int64_t>(1, static_cast<int64_t>(bucket_mb * elements_per_mib));
+  return GradientBucketer(tensor_counts, order,
+                          std::min(bucket, static_cast<int64_t>(elements_per_mib)), bucket,
+                          pad_multiple);
 }
 
 }  // namespace mlps

@@ -5,6 +5,7 @@
 // are laid out contiguously in that order in one flat buffer, each bucket padded to a multiple
 // of pad_multiple (the data-parallel degree when buckets are reduce-scattered), so a bucket is
 // one contiguous collective.
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -48,5 +49,11 @@ class GradientBucketer {
   int64_t total_ = 0;
   int pad_multiple_ = 1;
 };
+
+// DDP's buckets (ZeRO-1/2's, padded to pad_multiple) of tensors in creation order, whose
+// gradients become ready in reverse: the first bucket 1 MiB as PyTorch's (or bucket_mb if
+// smaller), the others bucket_mb, in elements of element_bytes.
+GradientBucketer ddp_buckets(const std::vector<int64_t>& tensor_counts, double bucket_mb,
+                             size_t element_bytes, int pad_multiple);
 
 }  // namespace mlps

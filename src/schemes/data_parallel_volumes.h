@@ -1,0 +1,21 @@
+#pragma once
+// bin/data's communication volumes (README, Data parallelism), from the configuration alone:
+// what each rank moves per training iteration, or with `inference` per forward pass, in
+// nccl-tests sizes, keyed as the results store them ("allreduce", "allgather:shard", ...).
+#include <cstddef>
+#include <map>
+#include <string>
+
+#include "src/model_config.h"
+#include "src/schemes/data_parallel_base.h"
+
+namespace mlps {
+
+// config.shard_group resolved (resolve_shard_group). storage_bytes: an element of the model's
+// buffers (it sizes the gradient buckets); wire_bytes: an element as the collectives send it.
+std::map<std::string, double> data_comm_bytes(const ModelConfig& model,
+                                              const DataParallelConfig& config, int ranks,
+                                              size_t storage_bytes, size_t wire_bytes,
+                                              bool inference = false);
+
+}  // namespace mlps

@@ -1,0 +1,58 @@
+// bin/data's analytic volumes (src/schemes/data_parallel_volumes.h) against hand counts on a
+// small model; data_parallel_tests.sh checks them against every run's measured bytes.
+#include <gtest/gtest.h>
+
+#include "src/schemes/data_parallel_volumes.h"
+#include "tests/model_shapes.h"
+
+namespace mlps {
+namespace {
+
+DataParallelConfig stage(int zero, int group = 0) {
+  DataParallelConfig config;
+  config.zero = zero;
+  config.shard_group = group;
+  config.bucket_mb = 1;
+  return config;
+}
+
+// S 4, H 6, one residual block of F 12: units embed 16·6 + 6, block 2·6 + 72 + 12 + 72 + 6,
+// classifier 6·10 + 10.
+const ModelConfig model = model_shape(4, 6, 1, 2);
+constexpr double embed = 102, block = 174, classifier = 70;
+constexpr double all = embed + block + classifier;
+
+TEST(DataParallelVolumes, DdpAllReducesEveryGradientOnceAndNothingInInference) {
+  const auto bytes = data_comm_bytes(model, stage(0), 4, 8, 8);
+  EXPECT_EQ(bytes, (std::map<std::string, double>{{"allreduce", 8 * all}}));
+  EXPECT_TRUE(data_comm_bytes(model, stage(0), 4, 8, 8, true).empty());
+}
+
+TEST(DataParallelVolumes, ZeroOneAndTwoMoveTheBucketPaddedToTheRanksBothWays) {
+  // 1 MiB buckets hold the whole model: one bucket of 346 elements, padded to 348 for 4 ranks.
+  for (int zero : {1, 2}) {
+    const auto bytes = data_comm_bytes(model, stage(zero), 4, 8, 2);
+    EXPECT_EQ(bytes.at("reduce_scatter"), 2 * 348.0);
+    EXPECT_EQ(bytes.at("allgather"), 2 * 348.0);
+  }
+}
+
+TEST(DataParallelVolumes, ZeroThreeGathersEachPaddedUnitTwiceAndHybridShardingAddsTheShard) {
+  // Units padded to 4: 104, 176, 72.
+  const auto plain = data_comm_bytes(model, stage(3, 4), 4, 8, 8);
+  EXPECT_EQ(plain, (std::map<std::string, double>{{"allgather", 8 * 2 * 352.0},
+                                                  {"reduce_scatter", 8 * 352.0}}));
+  EXPECT_EQ(data_comm_bytes(model, stage(3, 4), 4, 8, 8, true),
+            (std::map<std::string, double>{{"allgather", 8 * 352.0}}));
+  // G = 2: units padded to 2 (no change), the shard's half all-reduced across the 2 groups.
+  const auto hybrid = data_comm_bytes(model, stage(3, 2), 4, 8, 8);
+  EXPECT_EQ(hybrid, (std::map<std::string, double>{{"allgather:shard", 8 * 2 * all},
+                                                   {"reduce_scatter:shard", 8 * all},
+                                                   {"allreduce:data", 8 * all / 2}}));
+  // G = 1: DDP's volume, on the communicator of all ranks.
+  EXPECT_EQ(data_comm_bytes(model, stage(3, 1), 4, 8, 8),
+            data_comm_bytes(model, stage(0), 4, 8, 8));
+}
+
+}  // namespace
+}  // namespace mlps
