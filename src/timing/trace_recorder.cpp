@@ -19,7 +19,7 @@ using nlohmann::json;
 long long nanos(double seconds, double origin) { return std::llround((seconds - origin) * 1e9); }
 
 json metadata(const char* name, int rank, int thread, const json& args) {
-  return {{"name", name}, {"ph", "M"}, {"pid", rank}, {"tid", thread}, {"args", args}};
+  return {{"name", name}, {"ph", "M"}, {"ts", 0}, {"pid", rank}, {"tid", thread}, {"args", args}};
 }
 
 // Thread of each event: 0 for phases; for communication the first thread from 1 whose last call
