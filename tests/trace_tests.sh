@@ -2,7 +2,8 @@
 # --trace: a 4-rank pipeline run's timeline must be valid trace-event JSON with a track per rank,
 # forward and backward phases and sends and receives on every rank, each step overlapping on
 # every rank (tests/check_trace.py); a data-parallel run's all-reduces must carry their kind,
-# group and bytes; analysis/timeline_plot.py must draw the pipeline trace; an unwritable
+# group and bytes; analysis/timeline_plot.py must draw the pipeline trace and make_plots.py put
+# it on its page, and `make plots RESULTS=DIR` must render DIR; an unwritable
 # --trace path must be refused on every rank in one line before training, and a run without
 # --trace must leave no trace. Ends with "N passed, N failed".
 # PIPELINE=path and DATA=path run other builds of the executables.
@@ -40,6 +41,26 @@ if run_traced "pipeline --trace" 4 "$tmp/pipeline.trace.json" "$pipeline" "${tin
   else
     not_ok "timeline_plot.py" "$(head -c 600 "$tmp/plot.log")"
   fi
+  # make_plots.py: a timeline per trace found in the folder, on the page; other JSON passed over.
+  mkdir -p "$tmp/results/bench"
+  cp "$tmp/pipeline.trace.json" "$tmp/results/bench/pipeline-1f1b.trace.json"
+  echo '{"hidden": 8}' >"$tmp/results/config.json"
+  status=0
+  "$python" analysis/make_plots.py "$tmp/results" >"$tmp/plot.log" 2>&1 || status=$?
+  png=$tmp/results/plots/timeline-bench-pipeline-1f1b.png
+  if ((status == 0)) && [[ -s $png ]] && ! grep -q config "$tmp/plot.log" &&
+      grep -qF "](timeline-bench-pipeline-1f1b.png)" "$tmp/results/plots/index.md"; then
+    ok "make_plots.py renders the folder's trace as a timeline on the page"
+  else
+    not_ok "make_plots.py timelines" "exit status $status: $(head -c 600 "$tmp/plot.log")"
+  fi
+fi
+
+plots_command=$(make -n --no-print-directory plots RESULTS="$tmp/elsewhere" 2>/dev/null | tail -n 1)
+if [[ $plots_command == *"make_plots.py \"$tmp/elsewhere\""* ]]; then
+  ok "make plots RESULTS=DIR renders DIR"
+else
+  not_ok "make plots RESULTS=DIR" "runs: $plots_command"
 fi
 
 if run_traced "data --trace" 2 "$tmp/data.trace.json" "$data" "${tiny[@]}"; then
