@@ -85,7 +85,7 @@ help:
 	@echo "make deps       install missing system and Python packages (Debian/Ubuntu as root), else list them"
 	@echo "make test       deps, build, run the unit and command-line tests (and the emulated GPU's, with HIP_CPU_HOME)"
 	@echo "make bench      deps, build, run the kernel, floor, collective and data-parallel benchmarks, then plots"
-	@echo "make plots      render every result file under results/ into results/plots (PNG + index.md)"
+	@echo "make plots      render the result and --trace files under results/ (or RESULTS=DIR) into plots/ there"
 	@echo "make clean      remove build/ and bin/"
 
 deps:
@@ -97,9 +97,11 @@ test: deps
 bench: deps
 	@$(MAKE) --no-print-directory run-bench
 
-# Every plot of every result file under results/, and results/plots/index.md showing them.
+# Every plot of every result and trace file under $(RESULTS), and $(RESULTS)/plots/index.md
+# showing them.
+RESULTS ?= results
 plots: deps
-	@.venv/bin/python analysis/make_plots.py results
+	@.venv/bin/python analysis/make_plots.py "$(RESULTS)"
 
 # When HIP_CPU_HOME names a HIP-CPU checkout, `make test` also builds and runs the emulated GPU.
 run-tests: all

@@ -2,8 +2,10 @@
 
 usage: .venv/bin/python analysis/make_plots.py [PATH ...] [--out DIR] [--strict]
 
-PATH is a folder (searched recursively for *.h5; default `results`) or a single file. Training
-runs and bin/bench_comm files are told apart by the root attribute `kind`. Files that are not
+PATH is a folder (searched recursively for *.h5 and *.json; default `results`) or a single file.
+Training runs and bin/bench_comm files are told apart by the root attribute `kind`; each --trace
+file (JSON with a traceEvents list; other JSON files are passed over) gets a timeline figure
+(analysis/timeline_plot.py). Files that are not
 complete mlpscale results are reported on stderr, one line each ("FILE: missing /timing/step"),
 and listed on the page as skipped. Exit status: 0 when at least one file was plotted (1 with
 --strict if any was skipped), 1 when none could be, 2 for a bad command line.
@@ -20,9 +22,11 @@ import busbw_plots  # noqa: E402
 import loss_plots  # noqa: E402
 import scaling_plots  # noqa: E402
 import summary_page  # noqa: E402
+import timeline_plot  # noqa: E402
+from plot_style import save, slug, unique_name  # noqa: E402
 from result_files import CommBench, ResultFileError, find_result_files, load_result  # noqa: E402
 
-PLOT_PREFIXES = ("scaling-", "breakdown-", "loss-", "busbw-")
+PLOT_PREFIXES = ("scaling-", "breakdown-", "loss-", "busbw-", "timeline-")
 SCALING_NOTE = ("Runs of one scheme and grid shape family (e.g. `data dp=N,zero=0`) at several rank "
                 "counts form a series. A series with a fixed global batch is strong scaling; one with "
                 "a fixed per-rank batch (global batch / ranks) and a growing global batch is weak "
@@ -33,6 +37,10 @@ BREAKDOWN_NOTE = ("Median over measured iterations of the mean over ranks. Phase
                   "compute, exposed (blocked) communication, pipeline bubble and data; the right panel "
                   "shows each collective's start-to-completion time, which overlaps compute when the "
                   "scheme overlaps communication.")
+TIMELINE_NOTE = ("The last two steps of each --trace file: one row per rank, its phases above and "
+                 "its communication below (a thin line while a call is in flight, a full bar while "
+                 "the rank is blocked waiting on it); empty space is idle time, such as a "
+                 "pipeline's bubbles.")
 LOSS_NOTE = ("Runs that train the same model from the same seed with the same global batch; "
              "every scheme should reproduce the serial curve (lower panel: relative difference).")
 
@@ -46,17 +54,43 @@ def parse_args(argv):
 
 
 def collect(paths):
-    """[(file, name shown on the page)]; raises SystemExit(2) for a path that does not exist."""
-    found = []
+    """([(result file, name shown on the page)], [(JSON file, name)]); raises SystemExit(2) for a
+    path that does not exist."""
+    found, json_files = [], []
     for path in paths:
         if os.path.isdir(path):
             found += [(f, os.path.relpath(f, path)) for f in find_result_files(path)]
+            for root, dirs, names in os.walk(path):
+                dirs.sort()
+                for f in (os.path.join(root, n) for n in sorted(names) if n.endswith(".json")):
+                    json_files.append((f, os.path.relpath(f, path)))
         elif os.path.exists(path):
-            found.append((path, path))
+            (json_files if path.endswith(".json") else found).append((path, path))
         else:
             print(f"{path}: no such file or folder", file=sys.stderr)
             raise SystemExit(2)
-    return found
+    return found, json_files
+
+
+def render_timelines(json_files, out_dir, skipped):
+    """A timeline per trace among json_files; returns [(title, file name)]. A *.trace.json file
+    that is no trace is reported and skipped; other JSON files are passed over."""
+    written, used = [], set()
+    for path, name in json_files:
+        try:
+            events, other = timeline_plot.load_trace(path)
+            fig = timeline_plot.draw(events, other, steps=2)
+        except timeline_plot.TraceError as e:
+            if path.endswith(".trace.json"):
+                problem = str(e) if str(e).startswith(path) else f"{path}: {e}"
+                print(problem, file=sys.stderr)
+                skipped.append((name, problem))
+            continue
+        stem = name[:-len(".trace.json")] if name.endswith(".trace.json") else name[:-5]
+        png = save(fig, out_dir, unique_name(slug(f"timeline-{stem}"), used))
+        written.append((f"Timeline of {name}: {other.get('scheme', '?')} {other.get('grid', '')}",
+                        png))
+    return written
 
 
 def default_out(paths):
@@ -66,7 +100,7 @@ def default_out(paths):
 
 def main(argv):
     args = parse_args(argv)
-    files = collect(args.paths)
+    files, json_files = collect(args.paths)
     out_dir = args.out or default_out(args.paths)
     runs, benches, skipped = [], [], []
     for path, name in files:
@@ -78,7 +112,7 @@ def main(argv):
             continue
         result.name = name
         (benches if isinstance(result, CommBench) else runs).append(result)
-    if not files:
+    if not files and not json_files:
         print(f"{', '.join(args.paths)}: no *.h5 result files", file=sys.stderr)
         return 1
 
@@ -94,13 +128,14 @@ def main(argv):
         ("Step breakdown", breakdown_plots.render(training, out_dir), BREAKDOWN_NOTE),
         ("Training loss", loss_plots.render(training, out_dir), LOSS_NOTE),
         ("Collective bandwidth", busbw_plots.render(benches, out_dir), None),
+        ("Timelines", render_timelines(json_files, out_dir, skipped), TIMELINE_NOTE),
     ]
     page = os.path.join(out_dir, "index.md")
     summary_page.write(page, ", ".join(args.paths), runs, benches, skipped, sections)
     figures = sum(len(figs) for _, figs, _ in sections)
     print(f"{page}: {figures} figures, {len(runs)} training runs, {len(benches)} collective "
           f"benchmarks, {len(skipped)} skipped")
-    if not runs and not benches:
+    if not runs and not benches and not sections[-1][1]:
         return 1
     return 1 if args.strict and skipped else 0
 

@@ -73,6 +73,11 @@ OptionParser::OptionParser(const std::string& program, const std::string& descri
   app.add_flag("--inference", o.inference, "forward passes only, no optimizer, over the test "
                "split (--iters batches, or --epochs passes): latency per batch and samples/s");
   app.add_option("--out", o.out, "HDF5 result file (default results/<scheme>-<UTC time>.h5)");
+  app.add_option("--trace", o.trace, "also write every rank's timeline (phases, steps, each "
+                 "collective and send/recv with its group and bytes) to this Chrome trace-event "
+                 "JSON file, for Perfetto, chrome://tracing or analysis/timeline_plot.py; held in "
+                 "memory until the end, about 100 bytes per event (a step has a few events per "
+                 "phase and one per communication call)");
   app.add_option("--print-every", o.print_every, "progress line every N iterations (0: none)")
       ->check(non_negative);
   app.add_option("--eval-samples", o.eval_samples, "test samples evaluated at the end of each "

@@ -34,6 +34,7 @@ struct Options {
   bool fp32_grad_comm = false;  // bf16/fp16: gradients communicated in fp32 instead of 16 bits
   bool inference = false;       // forward only over the test split: latency and samples/s
   std::string out;  // empty: results/<scheme>-<time>.h5
+  std::string trace;  // empty: no timeline; else its trace-event JSON file (trace_recorder.h)
   int64_t print_every = 20;
   int64_t eval_samples = 0;  // 0: the whole test split
   bool verify = false;

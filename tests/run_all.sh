@@ -2,11 +2,11 @@
 # Runs every test suite after the build (`make test` calls it): the GoogleTest binary, the MPI
 # GoogleTest binary under mpiexec with 1, 2, 3 and 4 ranks (each a suite; oversubscribed cores
 # are fine), then the script suites of SCRIPT_SUITES below (each executable's command line and
-# equivalence with serial, volumes, mixed precision, memory, analysis, the sweep driver, Slurm);
-# then, when HIP_CPU_HOME names a HIP-CPU checkout, the same GoogleTest suites and every
-# scheme's --device cuda in the emulated-GPU build. Each suite's output stays visible; the last
-# line sums them as "N passed, N failed". Exits non-zero if any test failed or a suite ended
-# without its summary. Extra arguments go to bin/unit_tests (e.g. --gtest_filter=Adam*).
+# equivalence with serial, volumes, mixed precision, timelines, memory, analysis, the sweep
+# driver, Slurm); then, when HIP_CPU_HOME names a HIP-CPU checkout, the same GoogleTest suites
+# and every scheme's --device cuda in the emulated-GPU build. Each suite's output stays visible;
+# the last line sums them as "N passed, N failed". Exits non-zero if any test failed or a suite
+# ended without its summary. Extra arguments go to bin/unit_tests (e.g. --gtest_filter=Adam*).
 set -u -o pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 
@@ -15,7 +15,7 @@ MPI_TESTS=bin/mpi_tests
 MPI_WORLD_SIZES=(1 2 3 4)
 SCRIPT_SUITES=(tests/cli_tests.sh tests/data_parallel_tests.sh tests/cli_bench_comm.sh
                tests/pipeline_tests.sh tests/tensor1d_tests.sh tests/tensor2d_tests.sh
-               tests/tensor3d_tests.sh tests/mixed_precision_tests.sh
+               tests/tensor3d_tests.sh tests/mixed_precision_tests.sh tests/trace_tests.sh
                tests/memory_tests.sh tests/analysis_tests.sh
                tests/sweep_tests.sh tests/slurm_tests.sh)
 passed=0

@@ -42,6 +42,26 @@ struct CommCall {
   double finished = -1;  // < 0: still in flight
 };
 
+// One completed call for a timeline (--trace), in seconds of CommLog::steady_seconds(): start
+// when it was posted, end when its wait returned (on the GPU: the operation's own start and end),
+// blocked the part of it this rank spent waiting.
+struct CommEvent {
+  const char* name = "";  // "allreduce", "allgather", "reduce_scatter", "broadcast", "send", "recv"
+  std::string group;      // the communicator's name, e.g. "data", "pipe"
+  double bytes = 0;       // as the totals count them
+  int peer = -1;          // send/recv: the other rank, broadcast: the root (ranks of the group)
+  double start = 0, end = 0, blocked = 0;
+};
+
+// Where a log hands each completed call when a timeline is recorded.
+class CommEventSink {
+ public:
+  virtual void comm_event(const CommEvent& event) = 0;
+
+ protected:
+  ~CommEventSink() = default;
+};
+
 class CommLog {
  public:
   // The rank's recent calls (the last kRecentCalls), for the report of a rank that stops making
@@ -62,6 +82,10 @@ class CommLog {
   std::map<std::string, CommTotals> take_totals();
   double take_blocked_seconds();
 
+  // Null (the default): no timeline, and communicators skip building events.
+  void set_event_sink(CommEventSink* sink) { event_sink_ = sink; }
+  CommEventSink* event_sink() const { return event_sink_; }
+
  private:
   void settle_deferred();
   std::map<std::string, CommTotals> totals_;
@@ -70,6 +94,7 @@ class CommLog {
   mutable std::mutex calls_mutex_;
   std::deque<std::pair<int64_t, CommCall>> calls_;
   int64_t next_call_ = 0;
+  CommEventSink* event_sink_ = nullptr;  // not owned
 };
 
 }  // namespace mlps

@@ -7,6 +7,19 @@ namespace mlps {
 
 size_t size_of(DataType type) { return type == DataType::f64 ? sizeof(double) : sizeof(float); }
 
+const char* to_string(CommOp op) {
+  switch (op) {
+    case CommOp::send: return "send";
+    case CommOp::recv: return "recv";
+    default: return to_string(Communicator::kind_of(op));
+  }
+}
+
+CommEvent Communicator::event_of(const CommOperation& c) const {
+  const bool has_peer = c.op == CommOp::send || c.op == CommOp::recv || c.op == CommOp::broadcast;
+  return {to_string(c.op), name_, logged_bytes(c), has_peer ? c.peer : -1};
+}
+
 CommKind Communicator::kind_of(CommOp op) {
   switch (op) {
     case CommOp::all_reduce: return CommKind::all_reduce;

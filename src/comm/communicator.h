@@ -41,6 +41,7 @@ using PendingComm = std::unique_ptr<CommRequest>;
 // public call's: each rank's part for all-gather's send and reduce-scatter's recv, else the
 // whole buffer.
 enum class CommOp { all_reduce, all_gather, reduce_scatter, broadcast, send, recv };
+const char* to_string(CommOp op);  // CommKind's names, with "send" and "recv" apart
 struct CommOperation {
   CommOp op = CommOp::all_reduce;
   const void* send = nullptr;  // broadcast, recv: null
@@ -126,11 +127,14 @@ class Communicator {
   std::vector<CommRequest*> live_;
   void complete_live();
   // The log's kind and bytes of a call (nccl-tests' sizes, in the bytes actually sent).
+  friend const char* to_string(CommOp op);
   static CommKind kind_of(CommOp op);
   double logged_bytes(const CommOperation& call) const {
     return static_cast<double>(call.count * (call.per_rank_parts() ? size() : 1)) *
            static_cast<double>(wire_size_of(call.type));
   }
+  // The timeline's record of a call (for CommLog::event_sink()), its times left to fill.
+  CommEvent event_of(const CommOperation& call) const;
 
   // A call through one staging buffer that holds every rank's parts: this rank's input goes in
   // at element in_at, the result comes back from out_at (in or out null: none). A reduce-scatter's

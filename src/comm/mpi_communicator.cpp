@@ -3,6 +3,7 @@
 #include <climits>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -55,9 +56,12 @@ using detail::ranges_overlap;
 // 16-bit wire, the conversion back to float) that wait() does after MPI completes.
 class MpiCommunicator::Request : public CommRequest {
  public:
-  Request(MpiCommunicator& owner, CommKind kind, double bytes)
-      : owner_(&owner), kind_(kind), bytes_(bytes), start_seconds_(MPI_Wtime()),
-        call_(owner.log().posted(kind, owner.name(), bytes)) {
+  // Times on CommLog::steady_seconds(), the clock of the phases and of the timeline.
+  Request(MpiCommunicator& owner, const CommOperation& call)
+      : owner_(&owner), kind_(kind_of(call.op)), bytes_(owner.logged_bytes(call)),
+        start_seconds_(CommLog::steady_seconds()),
+        call_(owner.log().posted(kind_, owner.name(), bytes_)) {
+    if (owner.log().event_sink()) traced_ = owner.event_of(call);
     owner.live_.push_back(this);
   }
   // A request dropped without wait() still has MPI working on its buffers: complete it.
@@ -105,7 +109,7 @@ class MpiCommunicator::Request : public CommRequest {
     MpiCommunicator& owner = *owner_;
     owner_ = nullptr;
     std::erase(owner.live_, this);
-    const double wait_start = MPI_Wtime();
+    const double wait_start = CommLog::steady_seconds();
     owner.progress();
     check(MPI_Wait(&request_, MPI_STATUS_IGNORE), "MPI_Wait");
     owner.log().finished(call_);
@@ -116,9 +120,15 @@ class MpiCommunicator::Request : public CommRequest {
     else if (s.out && s.out_count > 0)
       owner.device_.to_device(s.out, from, static_cast<size_t>(s.out_count) * element_size_);
     host_.reset();
-    const double end = MPI_Wtime();
+    const double end = CommLog::steady_seconds();
     owner.log().add_blocked(end - wait_start);
     owner.log().record(kind_, owner.name(), owner.size(), bytes_, end - start_seconds_);
+    if (CommEventSink* sink = owner.log().event_sink(); sink && traced_) {
+      traced_->start = start_seconds_;
+      traced_->end = end;
+      traced_->blocked = end - wait_start;
+      sink->comm_event(*traced_);
+    }
   }
 
   MpiCommunicator* owner_;  // null once completed
@@ -126,6 +136,7 @@ class MpiCommunicator::Request : public CommRequest {
   double bytes_;
   double start_seconds_;
   int64_t call_;  // in the log's recent calls
+  std::optional<CommEvent> traced_;  // with a timeline only
   MPI_Request request_ = MPI_REQUEST_NULL;
   std::unique_ptr<std::byte[]> host_;  // the stage, when the call goes through host memory
   size_t element_size_ = 0;
@@ -225,7 +236,7 @@ void MpiCommunicator::start_mpi(const CommOperation& c, const void* send, void* 
 
 PendingComm MpiCommunicator::post(const CommOperation& c) {
   progress();
-  auto request = std::make_unique<Request>(*this, kind_of(c.op), logged_bytes(c));
+  auto request = std::make_unique<Request>(*this, c);
   const bool wire = on_16bit_wire(c.type);
   const MPI_Datatype type = wire ? MPI_UINT16_T : mpi_type(c.type);
   const MPI_Op sum = wire ? sum_op(wire_format()) : MPI_SUM;

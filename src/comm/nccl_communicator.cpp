@@ -3,6 +3,7 @@
 #include "src/comm/nccl_communicator.h"
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -83,9 +84,10 @@ NcclCommunicator::Wire::Wire(int64_t count, StorageFormat format, const Staging&
 
 class NcclCommunicator::Request : public CommRequest {
  public:
-  Request(NcclCommunicator& owner, CommKind kind, double bytes, std::unique_ptr<Wire> wire)
-      : owner_(&owner), kind_(kind), bytes_(bytes), wire_(std::move(wire)),
-        call_(owner.log().posted(kind, owner.name(), bytes)) {
+  Request(NcclCommunicator& owner, const CommOperation& call, std::unique_ptr<Wire> wire)
+      : owner_(&owner), kind_(kind_of(call.op)), bytes_(owner.logged_bytes(call)),
+        wire_(std::move(wire)), call_(owner.log().posted(kind_, owner.name(), bytes_)) {
+    if (owner.log().event_sink()) traced_ = owner.event_of(call);
     owner.live_.push_back(this);
   }
   ~Request() override {
@@ -130,12 +132,26 @@ class NcclCommunicator::Request : public CommRequest {
       wire_.reset();  // freed in stream order, after the unpack
     }
     owner.log().defer([launch = launch_, reached, resumed, kind = kind_, bytes = bytes_,
-                       group = owner.name(), size = owner.size()](CommLog& log) {
+                       group = owner.name(), size = owner.size(),
+                       traced = std::move(traced_)](CommLog& log) mutable {
       launch->done.wait_on_host();
       resumed->wait_on_host();
       const double share = launch->bytes > 0 ? bytes / launch->bytes : 1.0;
+      const double blocked = std::max(0.0, elapsed_seconds(*reached, launch->done));
       log.record(kind, group, size, bytes, elapsed_seconds(launch->start, launch->done) * share);
-      log.add_blocked(std::max(0.0, elapsed_seconds(*reached, launch->done)));
+      log.add_blocked(blocked);
+      if (CommEventSink* sink = log.event_sink(); sink && traced) {
+        // GPU times onto the host clock: settled after the step's synchronisation, the GPU
+        // passes an event recorded now at once.
+        const GpuEvent now;
+        now.record(cuda::detail::stream());
+        now.wait_on_host();
+        const double host_now = CommLog::steady_seconds();
+        traced->start = host_now - elapsed_seconds(launch->start, now);
+        traced->end = host_now - elapsed_seconds(launch->done, now);
+        traced->blocked = blocked;
+        sink->comm_event(*traced);
+      }
     });
   }
 
@@ -145,6 +161,7 @@ class NcclCommunicator::Request : public CommRequest {
   double bytes_;
   std::unique_ptr<Wire> wire_;  // the 16-bit staging of a 16-bit wire, else null
   int64_t call_;                // in the log's recent calls
+  std::optional<CommEvent> traced_;  // with a timeline only
   std::shared_ptr<Launch> launch_;  // null while a send/receive is held back
 };
 
@@ -259,7 +276,7 @@ PendingComm NcclCommunicator::post(const CommOperation& c) {
   const double bytes = logged_bytes(c);
   const bool point_to_point = c.op == CommOp::send || c.op == CommOp::recv;
   if (!point_to_point) flush_point_to_point();  // issue order is the posting order
-  auto request = std::make_unique<Request>(*this, kind_of(c.op), bytes, std::move(wire));
+  auto request = std::make_unique<Request>(*this, c, std::move(wire));
   if (!point_to_point) {
     request->set_launch(launch({std::move(call)}, bytes));
     return request;

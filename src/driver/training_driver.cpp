@@ -17,13 +17,15 @@
 #include "src/driver/console_report.h"
 #include "src/driver/hang_watchdog.h"
 #include "src/driver/iteration_recorder.h"
+#include "src/driver/run_timeline.h"
 #include "src/driver/verification.h"
 #include "src/errors.h"
 #include "src/results/run_info.h"
 
 namespace mlps {
 
-void check_output_path(const RunContext& context, const std::string& path) {
+void check_output_path(const RunContext& context, const std::string& path,
+                       const std::string& flag, const std::string& example) {
   std::string problem;
   if (context.is_root()) {
     namespace fs = std::filesystem;
@@ -32,13 +34,13 @@ void check_output_path(const RunContext& context, const std::string& path) {
     if (!parent.empty()) fs::create_directories(parent, error);
     const std::string probe = path + ".probe." + std::to_string(getpid());
     if (error) {
-      problem = "--out " + path + ": cannot create " + parent.string() + " (" + error.message() +
-                ")";
+      problem = flag + " " + path + ": cannot create " + parent.string() + " (" +
+                error.message() + ")";
     } else if (fs::is_directory(path, error)) {
-      problem = "--out " + path + " is a directory: name the result file (e.g. " +
-                (fs::path(path) / "run.h5").string() + ")";
+      problem = flag + " " + path + " is a directory: name the file (e.g. " +
+                (fs::path(path) / example).string() + ")";
     } else if (!std::ofstream(probe)) {
-      problem = "--out " + path + ": cannot write in " + (parent.empty() ? "." : parent.string());
+      problem = flag + " " + path + ": cannot write in " + (parent.empty() ? "." : parent.string());
     }
     fs::remove(probe, error);
   }
@@ -156,6 +158,8 @@ int run_inference(const RunContext& context, const Options& o, const TrainingSch
   const TrainingSchedule passes = TrainingSchedule::make(o, samples, Split::test);
   const int64_t per_pass = passes.batches_per_epoch, batches = passes.iterations;
   const std::string out_path = result_path(context, o, trainer);
+  PhaseTimer timer(trainer.device());
+  RunTimeline timeline(context, o, timer, trainer);
   const std::string start_time = utc_timestamp_now();
   if (context.is_root()) {
     std::printf("mlpscale %s --inference\n  scheme      %s, grid %s, %d rank%s, device %s, "
@@ -169,7 +173,6 @@ int run_inference(const RunContext& context, const Options& o, const TrainingSch
     std::fflush(stdout);
   }
 
-  PhaseTimer timer(trainer.device());
   IterationRecorder recorder(trainer);
   RunRecord record;
   std::vector<int64_t> batch_starts;
@@ -202,6 +205,7 @@ int run_inference(const RunContext& context, const Options& o, const TrainingSch
 
   gather_and_summarise(context, o, trainer, dataset, recorder, record, batches, o.batch,
                        start_time);
+  timeline.write(context, o, trainer);
   if (context.is_root()) {
     std::printf("  accuracy    %.4f over %lld samples (initial weights)\n",
                 record.test_accuracy.back(), (long long)(batches * o.batch));
@@ -216,11 +220,12 @@ int run_training(const RunContext& context, const Options& o, const TrainingSche
                  Trainer& trainer, const Dataset& dataset) {
   if (o.inference) return run_inference(context, o, schedule, trainer, dataset);
   const std::string out_path = result_path(context, o, trainer);
+  PhaseTimer timer(trainer.device());
+  RunTimeline timeline(context, o, timer, trainer);
   const std::string start_time = utc_timestamp_now();
   const int64_t eval_samples = test_samples(o, dataset);
   if (context.is_root()) print_settings_header(context, o, schedule, trainer, dataset, out_path);
 
-  PhaseTimer timer(trainer.device());
   IterationRecorder recorder(trainer);
   RunRecord record;
   int64_t skipped_steps = 0;
@@ -259,7 +264,9 @@ int run_training(const RunContext& context, const Options& o, const TrainingSche
                   (long long)schedule.iterations, (long long)schedule.epoch_of(it) + 1, loss,
                   seconds[0] * 1e3);
     if (schedule.ends_epoch(it)) {
+      const double evaluation_start = TraceRecorder::now();
       const double accuracy = evaluate(o, trainer, dataset, eval_samples);
+      timeline.evaluation(evaluation_start);
       watchdog->progress();
       record.test_accuracy.push_back(accuracy);
       if (context.is_root())
@@ -273,6 +280,7 @@ int run_training(const RunContext& context, const Options& o, const TrainingSche
   record.integer_attributes["skipped_steps"] = skipped_steps;
   gather_and_summarise(context, o, trainer, dataset, recorder, record, schedule.iterations,
                        schedule.global_batch, start_time);
+  timeline.write(context, o, trainer);
   std::vector<NamedTensor> parameters;
   if (o.verify) parameters = trainer.gather_parameters();
 

@@ -9,9 +9,11 @@
 
 namespace mlps {
 
-// Rank 0 creates the result file's directory and checks it can write there; every rank throws
-// the same InputError when it cannot.
-void check_output_path(const RunContext& context, const std::string& path);
+// Rank 0 creates the directory of the file `flag` names and checks it can write there; every
+// rank throws the same InputError when it cannot. `example`: a file name the message suggests
+// when path is a folder.
+void check_output_path(const RunContext& context, const std::string& path,
+                       const std::string& flag = "--out", const std::string& example = "run.h5");
 
 // Runs the training (or, with options.inference, the inference batches); returns the process
 // exit code (0, or 3 when --verify fails), the same on every rank. The schedule is made (and so

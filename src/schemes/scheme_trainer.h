@@ -47,6 +47,7 @@ class SchemeTrainer : public Trainer {
   }
   double take_blocked_comm_seconds() override { return log_->take_blocked_seconds(); }
   const CommLog* comm_log() const override { return log_.get(); }
+  void set_comm_event_sink(CommEventSink* sink) override { log_->set_event_sink(sink); }
   // Bytes per collective kind over the training iterations so far (smallest and largest).
   const std::map<std::string, ByteRange>& measured_bytes() const { return measured_; }
 

@@ -64,6 +64,8 @@ class Trainer {
   virtual std::map<std::string, CommTotals> take_comm_totals() { return {}; }
   // The rank's communication log (its recent calls, for --timeout's report); null without one.
   virtual const CommLog* comm_log() const { return nullptr; }
+  // Hands every communication call, once complete, to `sink` (a timeline; null: none).
+  virtual void set_comm_event_sink(CommEventSink* /*sink*/) {}
   // Timings a scheme adds to /timing (e.g. a pipeline's "bubble"): the same names on every
   // rank, and per iteration one value per name, in seconds.
   virtual std::vector<std::string> extra_timing_names() const { return {}; }

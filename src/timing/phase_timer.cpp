@@ -1,14 +1,28 @@
 #include "src/timing/phase_timer.h"
 
+#include "src/timing/trace_recorder.h"
+
 namespace mlps {
 
 namespace {
 constexpr int kPhases = static_cast<int>(Phase::count);
+
+// The trace clock's reading of a host time point (both are steady_clock).
+double seconds_of(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(t.time_since_epoch()).count();
+}
+}  // namespace
+
+const char* to_string(Phase phase) {
+  static_assert(kPhases == 5, "one name per Phase, in its order");
+  constexpr const char* kNames[] = {"forward", "backward", "optimizer", "data", "recompute"};
+  return kNames[static_cast<int>(phase)];
 }
 
 std::vector<std::string> phase_names() {
-  static_assert(kPhases == 5, "one name per Phase, in its order");
-  return {"step", "forward", "backward", "optimizer", "data", "recompute"};
+  std::vector<std::string> names{"step"};
+  for (int p = 0; p < kPhases; ++p) names.push_back(to_string(static_cast<Phase>(p)));
+  return names;
 }
 
 PhaseTimer::PhaseTimer(const Device& device)
@@ -68,21 +82,38 @@ void PhaseTimer::stop(Phase phase) {
     return;
   }
 #endif
-  const std::chrono::duration<double> d = Clock::now() - host_start_[static_cast<int>(phase)];
-  host_seconds_[static_cast<int>(phase)] += d.count();
+  const Clock::time_point now = Clock::now(), start = host_start_[static_cast<int>(phase)];
+  host_seconds_[static_cast<int>(phase)] += std::chrono::duration<double>(now - start).count();
+  if (trace_) trace_->span(to_string(phase), seconds_of(start), seconds_of(now));
 }
 
 std::vector<double> PhaseTimer::end_iteration() {
   device_.synchronize();
-  const std::chrono::duration<double> step = Clock::now() - iteration_start_;
+  const Clock::time_point end = Clock::now();
+  const std::chrono::duration<double> step = end - iteration_start_;
 #ifdef MLPSCALE_WITH_CUDA
+  // The trace places GPU events on the host clock: the idle device passes `now` at once, so
+  // the host's reading once it has is the event's time (to a few microseconds).
+  void* now = trace_ && !events_.empty() ? take_event() : nullptr;
+  double host_now = 0;
+  if (now) {
+    cuda::event_record(now);
+    cuda::event_elapsed_seconds(now, now);  // waits for it
+    host_now = CommLog::steady_seconds();
+  }
   for (auto& e : events_) {
     host_seconds_[static_cast<int>(e.phase)] += cuda::event_elapsed_seconds(e.start, e.stop);
+    if (now)
+      trace_->span(to_string(e.phase),
+                   host_now - cuda::event_elapsed_seconds(e.start, now),
+                   host_now - cuda::event_elapsed_seconds(e.stop, now));
     spare_events_.push_back(e.start);
     spare_events_.push_back(e.stop);
   }
   events_.clear();
+  if (now) spare_events_.push_back(now);
 #endif
+  if (trace_) trace_->step(seconds_of(iteration_start_), seconds_of(end));
   std::vector<double> seconds{step.count()};
   seconds.insert(seconds.end(), host_seconds_.begin(), host_seconds_.end());
   return seconds;

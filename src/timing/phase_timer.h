@@ -11,9 +11,12 @@
 
 namespace mlps {
 
+class TraceRecorder;
+
 // recompute (activation checkpointing) runs inside backward: its time is part of backward's too.
 enum class Phase { forward, backward, optimizer, data, recompute, count };
 std::vector<std::string> phase_names();  // "step" first, then every Phase
+const char* to_string(Phase phase);      // "forward", ...
 
 class PhaseTimer {
  public:
@@ -28,6 +31,8 @@ class PhaseTimer {
   // Waits for the device, then returns seconds per name of phase_names() ("step" is the whole
   // iteration's host-clock time).
   std::vector<double> end_iteration();
+  // Also records every phase and each iteration as a whole into `trace` (null: none).
+  void set_trace(TraceRecorder* trace) { trace_ = trace; }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -38,6 +43,7 @@ class PhaseTimer {
   std::vector<double> host_seconds_;
   std::vector<EventPair> events_;  // CUDA: recorded this iteration
   std::vector<void*> spare_events_;
+  TraceRecorder* trace_ = nullptr;  // not owned
   void* take_event();
   bool on_device_events(Phase phase) const;
 };
