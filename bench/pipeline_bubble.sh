@@ -3,7 +3,8 @@
 # for M = 1, 2, 4, 8 micro-batches under GPipe and 1F1B. Prints, per M, the measured bubble
 # fraction of each schedule (mean over stages of bubble / (step - data), median over the timed
 # iterations) beside the ideal (P-1)/(M+P-1), and the peak activation memory of each stage under
-# GPipe (M micro-batches held) and 1F1B (min(P-s, M)). Result files go to results/bench/.
+# GPipe (M micro-batches held) and 1F1B (min(P-s, M)). Result files go to results/bench/, with a
+# --trace timeline of each schedule at M = 8.
 # On a machine with fewer cores than ranks the stages time-share cores and MPI's waits spin, so
 # the measured bubble there mixes the schedule's idle time with that contention.
 # Usage: bench/pipeline_bubble.sh [extra bin/pipeline options, e.g. --hidden 2048]; PIPELINE=path
@@ -36,8 +37,12 @@ printf '%-4s %10s %10s %10s   %-30s %-30s\n' "M" "GPipe" "1F1B" "ideal" \
 for m in 1 2 4 8; do
   declare -A bubble=() peaks=()
   for schedule in gpipe 1f1b; do
+    # A timeline per schedule at M = 8 (make plots draws it).
+    trace=()
+    [[ $m == 8 ]] && trace=(--trace "results/bench/pipeline-$schedule-m$m.trace.json")
     OPENBLAS_NUM_THREADS=1 mpiexec -n "$ranks" "$pipeline" "${shape[@]}" --micro-batches "$m" \
-      --schedule "$schedule" --out "results/bench/pipeline-$schedule-m$m.h5" "$@" >"$log"
+      --schedule "$schedule" --out "results/bench/pipeline-$schedule-m$m.h5" "${trace[@]}" "$@" \
+      >"$log"
     read -r bubble[$schedule] peaks[$schedule] < <(summarise "$log")
   done
   ideal=$(awk -v p="$ranks" -v m="$m" 'BEGIN { printf "%.1f%%", 100 * (p - 1) / (m + p - 1) }')

@@ -126,7 +126,7 @@ MemoryNeed tensor1d_memory(const Options& o, const Tensor1dPlan& plan, int dp) {
     // LayerNorm outputs (saved for fc1) and their gradient scratch are all-gathered, whole; and
     // the layers share one scratch of the rows padded to a multiple of T, H wide.
     const int64_t h = o.model.hidden, narrow = h / plan.tp;
-    const int64_t padded = (rows + plan.tp - 1) / plan.tp * plan.tp;
+    const int64_t padded = pass_rows(plan, rows);
     const int64_t sets = o.model.checkpoint_activations ? (o.model.layers > 0 ? 1 : 0)
                                                         : o.model.layers;
     w.hidden = narrow;

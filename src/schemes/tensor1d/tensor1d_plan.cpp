@@ -90,6 +90,10 @@ void check_sequence_parallel_rows(const Tensor1dPlan& plan, int64_t global_batch
   }
 }
 
+int64_t pass_rows(const Tensor1dPlan& plan, int64_t rows) {
+  return plan.sequence_parallel ? (rows + plan.tp - 1) / plan.tp * plan.tp : rows;
+}
+
 namespace {
 
 // Sequence parallelism's volumes: an all-gather of the rows before each column-parallel Linear

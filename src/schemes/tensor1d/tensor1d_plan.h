@@ -43,6 +43,9 @@ Tensor1dPlan make_tensor1d_plan(const ModelConfig& model, int tp, bool sequence_
 // Sequence parallelism needs each replica's rows to split evenly over the T ranks: InputError
 // naming the batch otherwise (training and --inference batches; evaluation pads its last one).
 void check_sequence_parallel_rows(const Tensor1dPlan& plan, int64_t global_batch, int dp);
+// The rows a replica's pass of `rows` runs on: under sequence parallelism rounded up to a
+// multiple of T (the padding of an evaluation's short last batch), else `rows`.
+int64_t pass_rows(const Tensor1dPlan& plan, int64_t rows);
 
 // Elements of the parameters one tensor-parallel rank holds.
 int64_t local_parameter_count(const Tensor1dPlan& plan);

@@ -77,11 +77,10 @@ Tensor1dTrainer<T>::Tensor1dTrainer(const TrainerSetup& s, const Tensor1dPlan& p
   if (plan.tp > 1) tp_comm_ = grid_.communicator("tensor", s.backend, device_, "tp", log_);
   if (dp > 1) data_comm_ = grid_.communicator("data", s.backend, device_, "data", log_,
                                                  CommRole::weight_gradients);
-  int64_t max_rows = (s.global_batch + dp - 1) / dp;
+  const int64_t max_rows = pass_rows(plan, (s.global_batch + dp - 1) / dp);
   if (plan.sequence_parallel) {
     tp_grad_comm_ = grid_.communicator("tensor", s.backend, device_, "tp", log_,
                                        CommRole::weight_gradients);
-    max_rows = padded(max_rows);
     sequence_scratch_ = Buffer<T>(device_, max_rows * plan.model.hidden);
   }
   // Only this rank's blocks are ever generated.

@@ -62,9 +62,8 @@ class Tensor1dTrainer : public ForwardBackwardTrainer<T>, private LayerSet<T>, p
   void after_backward(int unit) override;
   // Sequence parallelism pads an evaluation's short last batch to rows the T ranks split.
   double forward(const HostBatch& rows) override {
-    return model_->forward(rows, plan_.sequence_parallel ? padded(rows.rows) : 0);
+    return model_->forward(rows, pass_rows(plan_, rows.rows));
   }
-  int64_t padded(int64_t rows) const { return (rows + plan_.tp - 1) / plan_.tp * plan_.tp; }
   // Backward, then the wait for the replicas' gradient all-reduces.
   void backward(int64_t rows, int64_t global_batch, PhaseTimer& timer) override;
   std::vector<int32_t> predictions(int64_t rows) const override {
