@@ -1,4 +1,5 @@
-// bin/pipeline: pipeline (inter-layer) parallelism, GPipe or 1F1B over micro-batches, optionally
+// bin/pipeline: pipeline (inter-layer) parallelism, GPipe, 1F1B, interleaved 1F1B, ZB-H1 or
+// ZB-V over micro-batches, optionally
 // × data parallelism (--pp P × --dp D = ranks, rank = d·P + s).
 #include <optional>
 
@@ -17,7 +18,8 @@ int main(int argc, char** argv) {
   scheme.description = "Pipeline (inter-layer) parallelism: each of --pp stages holds a "
                        "contiguous run of the model's units (embed and the first blocks on stage "
                        "0, the last blocks and the classifier on the last stage); micro-batches "
-                       "flow through them under the GPipe or 1F1B schedule; --dp pipeline "
+                       "flow through them under --schedule (GPipe, 1F1B, interleaved 1F1B, ZB-H1, "
+                       "ZB-V); --dp pipeline "
                        "replicas all-reduce their gradients stage by stage. Rank = replica x pp "
                        "+ stage.";
   scheme.add_options = [&](CLI::App& app) {
@@ -33,9 +35,19 @@ int main(int argc, char** argv) {
     app.add_option("--schedule", p.schedule, "gpipe: all forwards, then all backwards (M "
                    "micro-batches of activations per stage); 1f1b: PipeDream-Flush, P-s-1 "
                    "warm-up forwards on stage s, then one forward one backward (at most P-s in "
-                   "flight)")
-        ->check(CLI::IsMember({"gpipe", "1f1b"}));
-    app.add_option("--partition", p.partition, "blocks per stage, comma-separated, e.g. 1,2,1 "
+                   "flight); interleaved: Megatron's interleaved 1F1B over --virtual-stages v "
+                   "chunks per rank (rank r holds virtual stages r, r+P, ...; M a multiple of "
+                   "P); zb-h1: 1F1B with each backward split into B (input gradient) and W "
+                   "(weight gradient), stage s deferring s W's into the cool-down; zb-v: two "
+                   "chunks per rank in a V (rank r holds virtual stages r and 2P-1-r), B/W split, "
+                   "list-scheduled within 1F1B's peak memory. interleaved, zb-h1 and zb-v need "
+                   "the MPI backend")
+        ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved", "zb-h1", "zb-v"}));
+    app.add_option("--virtual-stages", p.virtual_stages, "model chunks per rank under "
+                   "--schedule interleaved (v; P x v may not exceed the blocks)")
+        ->check(integer_between(1, 1 << 10));
+    app.add_option("--partition", p.partition, "blocks per stage (per virtual stage, in model "
+                   "order, under interleaved and zb-v), comma-separated, e.g. 1,2,1 "
                    "for 4 blocks on 3 stages: stage 0 also holds the embedding and the last "
                    "stage the classifier; every stage at least one block, the sum = --layers "
                    "(default: the contiguous split minimising the largest stage's parameter "

@@ -11,91 +11,132 @@
 
 #include "src/errors.h"
 #include "src/schemes/pipeline_layout.h"
+#include "src/schemes/pipeline_simulation.h"
 #include "tests/small_pipeline_model.h"
 
 namespace mlps {
 namespace {
 
 using Pass = PipelineAction::Pass;
-constexpr PipelineScheduleKind kKinds[] = {PipelineScheduleKind::gpipe,
-                                           PipelineScheduleKind::one_f_one_b};
+using Kind = PipelineScheduleKind;
+constexpr Kind kKinds[] = {Kind::gpipe, Kind::one_f_one_b, Kind::interleaved, Kind::zb_h1,
+                           Kind::zb_v};
 
-TEST(PipelineSchedule, EveryStageRunsEachPassOnceInOrderWithinItsActivationBudget) {
+std::vector<std::vector<PipelineAction>> all_actions(const PipelineShape& shape) {
+  std::vector<std::vector<PipelineAction>> lists;
+  for (int s = 0; s < shape.stages; ++s) lists.push_back(stage_actions(shape, s));
+  return lists;
+}
+
+// The shapes a kind runs: interleaved needs M a multiple of P (v = 2 and 3).
+std::vector<PipelineShape> shapes_of(Kind kind, int p, int m) {
+  if (kind != Kind::interleaved) return {make_pipeline_shape(kind, p, m)};
+  if (m % p != 0) return {};
+  return {make_pipeline_shape(kind, p, m, 2), make_pipeline_shape(kind, p, m, 3)};
+}
+
+TEST(PipelineSchedule, EveryRankRunsEachPassOnceInOrderWithinItsActivationBudget) {
   for (auto kind : kKinds)
     for (int p = 1; p <= 5; ++p)
       for (int m = 1; m <= 9; ++m)
-        for (int s = 0; s < p; ++s) {
-          SCOPED_TRACE(std::string(to_string(kind)) + " P=" + std::to_string(p) +
-                       " M=" + std::to_string(m) + " s=" + std::to_string(s));
-          const auto actions = stage_actions(kind, s, p, m);
-          ASSERT_EQ(actions.size(), static_cast<size_t>(2 * m));
-          int forwards = 0, backwards = 0, most = 0;
-          for (const auto& a : actions) {
-            if (a.pass == Pass::forward) {
-              EXPECT_EQ(a.micro_batch, forwards++);
-            } else {
-              EXPECT_EQ(a.micro_batch, backwards++);
-              EXPECT_LT(a.micro_batch, forwards) << "backward before its forward";
+        for (const PipelineShape& shape : shapes_of(kind, p, m))
+          for (int s = 0; s < p; ++s) {
+            SCOPED_TRACE(std::string(to_string(kind)) + " P=" + std::to_string(p) +
+                         " M=" + std::to_string(m) + " chunks=" + std::to_string(shape.chunks) +
+                         " s=" + std::to_string(s));
+            const auto actions = stage_actions(shape, s);
+            const bool split = splits_backward(kind);
+            ASSERT_EQ(actions.size(), static_cast<size_t>((split ? 3 : 2) * m * shape.chunks));
+            // Per chunk: forwards, B's (or backwards) and W's each in micro-batch order, a B
+            // after its forward, a W after its B.
+            std::vector<int> forwards(shape.chunks), inputs(shape.chunks), weights(shape.chunks);
+            int held = 0, most = 0;
+            for (const auto& a : actions) {
+              ASSERT_LT(a.chunk, shape.chunks);
+              if (a.pass == Pass::forward) {
+                EXPECT_EQ(a.micro_batch, forwards[a.chunk]++);
+                ++held;
+              } else if (a.pass == Pass::backward_weight) {
+                EXPECT_TRUE(split);
+                EXPECT_EQ(a.micro_batch, weights[a.chunk]++);
+                EXPECT_LT(a.micro_batch, inputs[a.chunk]) << "W before its B";
+              } else {
+                EXPECT_EQ(a.pass == Pass::backward_input, split);
+                EXPECT_EQ(a.micro_batch, inputs[a.chunk]++);
+                EXPECT_LT(a.micro_batch, forwards[a.chunk]) << "backward before its forward";
+              }
+              if (releases_activations(a)) --held;
+              most = std::max(most, held);
             }
-            most = std::max(most, forwards - backwards);
+            EXPECT_EQ(most, max_in_flight(shape, s));
           }
-          EXPECT_EQ(most, max_in_flight(kind, s, p, m));
-        }
 }
 
 TEST(PipelineSchedule, OneFOneBWarmsUpWithPMinusSMinusOneForwards) {
-  const auto actions = stage_actions(PipelineScheduleKind::one_f_one_b, 1, 4, 8);
+  const auto shape = make_pipeline_shape(Kind::one_f_one_b, 4, 8);
+  const auto actions = stage_actions(shape, 1);
   const std::vector<PipelineAction> start{{Pass::forward, 0}, {Pass::forward, 1},
                                           {Pass::forward, 2}, {Pass::backward, 0},
                                           {Pass::forward, 3}, {Pass::backward, 1}};
   EXPECT_TRUE(std::equal(start.begin(), start.end(), actions.begin()));
-  EXPECT_EQ(max_in_flight(PipelineScheduleKind::one_f_one_b, 1, 4, 8), 3);
-  EXPECT_EQ(max_in_flight(PipelineScheduleKind::gpipe, 1, 4, 8), 8);
-  EXPECT_EQ(max_in_flight(PipelineScheduleKind::one_f_one_b, 0, 4, 2), 2);
+  EXPECT_EQ(max_in_flight(shape, 1), 3);
+  EXPECT_EQ(max_in_flight(make_pipeline_shape(Kind::gpipe, 4, 8), 1), 8);
+  EXPECT_EQ(max_in_flight(make_pipeline_shape(Kind::one_f_one_b, 4, 2), 0), 2);
+  // ZB-H1 keeps every stage within 1F1B's stage-0 peak; interleaved's warm-up is Megatron's.
+  for (int s = 0; s < 4; ++s)
+    EXPECT_EQ(max_in_flight(make_pipeline_shape(Kind::zb_h1, 4, 8), s), 4);
+  EXPECT_EQ(max_in_flight(make_pipeline_shape(Kind::interleaved, 4, 8, 2), 0), 2 * 3 + 4 + 1);
+  EXPECT_EQ(max_in_flight(make_pipeline_shape(Kind::interleaved, 4, 8, 2), 3), 4 + 1);
 }
 
-// Runs every stage's action list with forward time f and backward time b, each action
-// starting when its stage is free and its input (the previous stage's forward, the next
-// stage's backward) is done. Returns the makespan; fails on a deadlock.
-double simulate(PipelineScheduleKind kind, int p, int m, double f, double b) {
-  std::vector<std::vector<PipelineAction>> lists;
-  for (int s = 0; s < p; ++s) lists.push_back(stage_actions(kind, s, p, m));
-  std::map<std::tuple<int, int, int>, double> done;  // (stage, pass, micro-batch) → end time
-  std::vector<size_t> next(p, 0);
-  std::vector<double> free_at(p, 0.0);
-  for (bool progressed = true; progressed;) {
-    progressed = false;
-    for (int s = 0; s < p; ++s) {
-      if (next[s] == lists[s].size()) continue;
-      const PipelineAction a = lists[s][next[s]];
-      const bool forward = a.pass == Pass::forward;
-      double ready = free_at[s];
-      const int from = forward ? s - 1 : s + 1;
-      if (from >= 0 && from < p) {
-        const auto it = done.find({from, forward ? 0 : 1, a.micro_batch});
-        if (it == done.end()) continue;  // not yet
-        ready = std::max(ready, it->second);
-      }
-      free_at[s] = ready + (forward ? f : b);
-      done[{s, forward ? 0 : 1, a.micro_batch}] = free_at[s];
-      ++next[s];
-      progressed = true;
-    }
-  }
-  for (int s = 0; s < p; ++s) EXPECT_EQ(next[s], lists[s].size()) << "deadlock at stage " << s;
-  return *std::max_element(free_at.begin(), free_at.end());
+TEST(PipelineSchedule, ChunksSitOnRanksAsTheirScheduleSays) {
+  const auto interleaved = make_pipeline_shape(Kind::interleaved, 4, 8, 2);
+  EXPECT_EQ(interleaved.virtual_stage(1, 1), 5);
+  EXPECT_EQ(interleaved.rank_of(5), 1);
+  const auto v = make_pipeline_shape(Kind::zb_v, 4, 8);
+  EXPECT_EQ(v.chunks, 2);
+  EXPECT_EQ(v.virtual_stage(0, 1), 7);  // rank 0 holds the first and the last
+  EXPECT_EQ(v.virtual_stage(3, 1), 4);  // rank 3 the two in the middle
+  for (int vs = 0; vs < 8; ++vs)
+    EXPECT_EQ(v.virtual_stage(v.rank_of(vs), v.chunk_of(vs)), vs);
 }
 
 TEST(PipelineSchedule, BalancedStagesReachTheIdealBubble) {
+  // With equal pass times (a whole backward B + W) the simulated idle share of each schedule
+  // is its formula; ZB-H1's is a third of 1F1B's bubble time and ZB-V's below ZB-H1's.
   for (auto kind : kKinds)
     for (int p = 1; p <= 5; ++p)
-      for (int m = 1; m <= 9; ++m) {
-        const double f = 1.0, b = 2.0;
-        const double makespan = simulate(kind, p, m, f, b);
-        EXPECT_DOUBLE_EQ(makespan, (m + p - 1) * (f + b)) << to_string(kind) << " P=" << p << " M=" << m;
-        // Each stage computes M·(f + b), so its idle share is (P − 1)/(M + P − 1).
-        EXPECT_NEAR(1.0 - m * (f + b) / makespan, ideal_bubble_fraction(p, m), 1e-12);
-      }
+      for (int m = 1; m <= 9; ++m)
+        for (const PipelineShape& shape : shapes_of(kind, p, m)) {
+          SCOPED_TRACE(std::string(to_string(kind)) + " P=" + std::to_string(p) +
+                       " M=" + std::to_string(m) + " chunks=" + std::to_string(shape.chunks));
+          const PassTimes times{1.0, 1.0, 1.0};
+          const SimulatedPipeline run = simulate_pipeline(shape, all_actions(shape), times);
+          ASSERT_FALSE(run.deadlocked);
+          for (int s = 0; s < p; ++s)
+            EXPECT_NEAR(1.0 - run.busy[s] / run.makespan, ideal_bubble_fraction(shape, times),
+                        1e-12);
+        }
+  const PassTimes unit;
+  for (int p = 2; p <= 5; ++p) {
+    const double one_f_one_b = ideal_bubble_fraction(make_pipeline_shape(Kind::one_f_one_b, p, 2 * p));
+    const double zb_h1 = ideal_bubble_fraction(make_pipeline_shape(Kind::zb_h1, p, 2 * p), unit);
+    const double zb_v = ideal_bubble_fraction(make_pipeline_shape(Kind::zb_v, p, 2 * p), unit);
+    EXPECT_NEAR(zb_h1, (p - 1.0) / (3 * 2 * p + p - 1), 1e-12);
+    EXPECT_LT(zb_h1, one_f_one_b);
+    EXPECT_LT(zb_v, zb_h1);
+  }
+}
+
+TEST(PipelineSchedule, ZeroBubbleSchedulesStayAheadOfUnequalPassTimes) {
+  // The formulas' time dependence: a heavier W fills more of ZB-H1's bubble.
+  const auto shape = make_pipeline_shape(Kind::zb_h1, 4, 8);
+  for (const PassTimes& t : {PassTimes{1, 1, 0.5}, PassTimes{1, 1.2, 0.8}, PassTimes{1, 1, 1}}) {
+    const SimulatedPipeline run = simulate_pipeline(shape, all_actions(shape), t);
+    ASSERT_FALSE(run.deadlocked);
+    EXPECT_NEAR(1.0 - run.busy[0] / run.makespan, ideal_bubble_fraction(shape, t), 0.02)
+        << "F " << t.forward << " B " << t.input << " W " << t.weight;
+  }
 }
 
 int64_t largest_stage(const ModelConfig& c, const std::vector<int64_t>& split) {

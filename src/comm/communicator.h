@@ -49,6 +49,9 @@ struct CommOperation {
   int64_t count = 0;
   DataType type = DataType::f32;
   int peer = 0;  // broadcast: the root; send, recv: the other rank
+  // send, recv: which stream between the two ranks the message is on; messages of one tag
+  // match in the order posted. MPI only: NCCL matches every send and receive in order.
+  int tag = 0;
   // All-gather's recv and reduce-scatter's send hold one count-sized part per rank.
   bool per_rank_parts() const {
     return op == CommOp::all_gather || op == CommOp::reduce_scatter;
@@ -79,11 +82,12 @@ class Communicator {
   PendingComm broadcast_async(void* buffer, int64_t count, DataType type, int root) {
     return post({CommOp::broadcast, nullptr, buffer, count, type, checked_rank(root, "broadcast root")});
   }
-  PendingComm send_async(const void* buffer, int64_t count, DataType type, int peer) {
-    return post({CommOp::send, buffer, nullptr, count, type, checked_rank(peer, "send peer")});
+  PendingComm send_async(const void* buffer, int64_t count, DataType type, int peer,
+                         int tag = 0) {
+    return post({CommOp::send, buffer, nullptr, count, type, checked_rank(peer, "send peer"), tag});
   }
-  PendingComm recv_async(void* buffer, int64_t count, DataType type, int peer) {
-    return post({CommOp::recv, nullptr, buffer, count, type, checked_rank(peer, "recv peer")});
+  PendingComm recv_async(void* buffer, int64_t count, DataType type, int peer, int tag = 0) {
+    return post({CommOp::recv, nullptr, buffer, count, type, checked_rank(peer, "recv peer"), tag});
   }
 
   // Blocking forms: the asynchronous call, then wait().

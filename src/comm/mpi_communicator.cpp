@@ -228,9 +228,9 @@ void MpiCommunicator::start_mpi(const CommOperation& c, const void* send, void* 
     case CommOp::broadcast:
       return check(MPI_Ibcast(recv, n, type, c.peer, comm_, request), "MPI_Ibcast");
     case CommOp::send:
-      return check(MPI_Isend(send, n, type, c.peer, kTag, comm_, request), "MPI_Isend");
+      return check(MPI_Isend(send, n, type, c.peer, kTag + c.tag, comm_, request), "MPI_Isend");
     case CommOp::recv:
-      return check(MPI_Irecv(recv, n, type, c.peer, kTag, comm_, request), "MPI_Irecv");
+      return check(MPI_Irecv(recv, n, type, c.peer, kTag + c.tag, comm_, request), "MPI_Irecv");
   }
 }
 

@@ -67,22 +67,25 @@ MemoryNeed data_memory(const Options& o, int ranks, const DataParallelConfig& co
   return need;
 }
 
-MemoryNeed pipeline_memory(const Options& o, const PipelineLayout& layout, int stage) {
-  MemoryNeed need;
+namespace {
+
+// One virtual stage of a pipeline: its micro-batch slot, its deferred weight-gradient inputs
+// (split backwards), and what it holds for every micro-batch (scratch), in bytes.
+struct ChunkBytes {
+  double slot = 0, deferred = 0, scratch = 0;
+};
+
+ChunkBytes pipeline_chunk_bytes(const Options& o, const PipelineLayout& layout, int vs) {
   const ModelConfig& m = o.model;
   const double e = static_cast<double>(element_bytes(o.precision));
-  const std::vector<int64_t> units = unit_parameter_counts(m);
-  const int first = layout.partition.first_unit(stage), end = layout.partition.end_unit(stage);
-  double held = 0;
-  for (int u = first; u < end; ++u) held += as_double(units[u]);
-  add_parameter_state(need, held, held, o.optimizer, o.precision);
-
-  const bool is_first = stage == 0, is_last = stage + 1 == layout.stages;
+  const int first = layout.partition.first_unit(vs), end = layout.partition.end_unit(vs);
+  const int virtual_stages = layout.stages * layout.chunks;
+  const bool is_first = vs == 0, is_last = vs + 1 == virtual_stages;
   const auto r = as_double(largest_part(o.batch, layout.replicas) / layout.micro_batches);
   const auto h = as_double(m.hidden), f = as_double(m.ffn_hidden());
   const auto classes = as_double(m.classes);
   const bool residual = m.block == BlockKind::residual_mlp;
-  const double blocks = as_double(layout.partition.blocks(stage));
+  const double blocks = as_double(layout.partition.blocks(vs));
   const double block_saved = residual ? r * (h + f) + 2 * r : 0;
   // Checkpointing with blocks: one shared recompute set, and the last stage keeps no output of
   // its last block (it is recomputed, into one shared buffer, before the classifier's backward).
@@ -94,15 +97,82 @@ MemoryNeed pipeline_memory(const Options& o, const PipelineLayout& layout, int s
                 (end - first - 1 - (shared_output ? 1 : 0)) * r * h + r * (is_last ? classes : h);
   if (!m.checkpoint_activations) slot += blocks * block_saved;
   slot += is_last ? r * classes : r * h;
-  const double label_bytes = is_last ? r * sizeof(int32_t) : 0;
-  const int in_flight = max_in_flight(layout.schedule, stage, layout.stages, layout.micro_batches);
+  ChunkBytes bytes;
+  bytes.slot = slot * e + (is_last ? r * sizeof(int32_t) : 0);
+  // Split backwards keep each Linear's output gradient until W, and with checkpointing the
+  // inputs that live in the shared recompute set (fc1's, fc2's, the classifier's).
+  if (splits_backward(layout.schedule)) {
+    double deferred = (is_first ? r * h : 0) + (is_last ? r * classes : 0) +
+                      blocks * (residual ? r * (f + h) : r * h);
+    if (recomputes && residual) deferred += blocks * r * (h + f);
+    if (shared_output) deferred += r * h;
+    bytes.deferred = deferred * e;
+  }
   // Scratch: the activation gradients, the blocks' shared backward scratch, the gradients sent
   // back, the last stage's logit gradient and losses, checkpointing's recompute set.
   double scratch = 2 * r * h + (blocks > 0 ? r * (residual ? h + f : h) : 0);
-  if (!is_first) scratch += 2 * r * h;
+  if (!is_first && layout.shape().rank_of(vs - 1) != layout.shape().rank_of(vs)) scratch += 2 * r * h;
   if (is_last) scratch += r * classes + r * layout.micro_batches;
   if (recomputes) scratch += block_saved + (shared_output ? r * h : 0);
-  need.activations = in_flight * (slot * e + label_bytes) + scratch * e;
+  bytes.scratch = scratch * e;
+  return bytes;
+}
+
+}  // namespace
+
+MemoryNeed pipeline_memory(const Options& o, const PipelineLayout& layout, int stage) {
+  MemoryNeed need;
+  const PipelineShape shape = layout.shape();
+  const std::vector<int64_t> units = unit_parameter_counts(o.model);
+  std::vector<ChunkBytes> chunks;
+  double held = 0;
+  for (int c = 0; c < layout.chunks; ++c) {
+    const int vs = shape.virtual_stage(stage, c);
+    for (int u = layout.partition.first_unit(vs); u < layout.partition.end_unit(vs); ++u)
+      held += as_double(units[u]);
+    chunks.push_back(pipeline_chunk_bytes(o, layout, vs));
+    need.activations += chunks.back().scratch;
+  }
+  add_parameter_state(need, held, held, o.optimizer, o.precision);
+  // The slots along the actions as PipelineTrainer holds them: set aside in action order while
+  // fewer than the schedule's peak are held, freed by the backward (or W) that ends them.
+  const std::vector<PipelineAction> actions = stage_actions(shape, stage);
+  const int budget = max_in_flight(shape, stage);
+  std::vector<bool> taken(static_cast<size_t>(layout.chunks * layout.micro_batches), false);
+  size_t cursor = 0;
+  int live = 0;
+  double bytes = 0, peak = 0;
+  auto take = [&](const PipelineAction& a) {
+    const size_t key = static_cast<size_t>(a.chunk) * layout.micro_batches + a.micro_batch;
+    if (taken[key]) return;
+    taken[key] = true;
+    ++live;
+    bytes += chunks[a.chunk].slot;
+  };
+  auto set_aside = [&] {
+    for (; cursor < actions.size(); ++cursor) {
+      const PipelineAction& a = actions[cursor];
+      const size_t key = static_cast<size_t>(a.chunk) * layout.micro_batches + a.micro_batch;
+      if (a.pass != PipelineAction::Pass::forward || taken[key]) continue;
+      if (live >= budget) return;
+      take(a);
+    }
+  };
+  set_aside();
+  peak = bytes;
+  for (const PipelineAction& a : actions) {
+    if (a.pass == PipelineAction::Pass::forward) take(a);
+    if (a.pass == PipelineAction::Pass::backward_input) bytes += chunks[a.chunk].deferred;
+    peak = std::max(peak, bytes);
+    if (a.pass == PipelineAction::Pass::backward_weight) bytes -= chunks[a.chunk].deferred;
+    if (releases_activations(a)) {
+      bytes -= chunks[a.chunk].slot;
+      --live;
+    }
+    set_aside();
+    peak = std::max(peak, bytes);
+  }
+  need.activations += peak;
   return need;
 }
 

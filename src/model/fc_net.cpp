@@ -204,7 +204,7 @@ void FcNet<T>::backward(int64_t rows, int64_t global_batch, bool accumulate) {
 
 template <typename T>
 void FcNet<T>::backward(NetActivations<T>& a, int64_t rows, int64_t global_batch,
-                        bool accumulate, T* input_grad) {
+                        bool accumulate, T* input_grad, DeferredWeightGrads<T>* deferred) {
   const T* dy = a.output_grad.data();
   if (is_last()) {
     device_.softmax_xent_backward<T>(grad_logits_.data(), a.probs.data(), a.labels.data(), rows,
@@ -222,14 +222,17 @@ void FcNet<T>::backward(NetActivations<T>& a, int64_t rows, int64_t global_batch
     run_unit(i, true, [&] {
       const Unit& u = units_[i];
       if (!u.block) {
-        u.linear->backward(x, u.linear == classifier_.get() ? local_grad_logits(rows) : dy, dx,
-                           rows, accumulate);
+        // The classifier's input, when recomputed into the stage's one buffer, is reused.
+        linear_backward(device_, *u.linear, x,
+                        u.linear == classifier_.get() ? local_grad_logits(rows) : dy, dx, rows,
+                        accumulate, deferred, i > 0 && shares_output(i - 1));
         return;
       }
       // The recompute rewrites the block's output with the values it holds (the next unit's
       // backward, its only other reader, is done) and refills the shared set.
       if (checkpointed && !shares_output(i)) recompute(a, i, rows, true);
-      u.block->backward(x, output_of(a, i), dy, dx, rows, accumulate, saved(a, i), scratch_);
+      u.block->backward(x, output_of(a, i), dy, dx, rows, accumulate, saved(a, i), scratch_,
+                        deferred, checkpointed);
     });
     dy = dx;
   }

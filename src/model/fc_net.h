@@ -84,8 +84,10 @@ class FcNet {
   // Backward of one pass: from the loss (a mean over global_batch samples) with the classifier,
   // else from a.output_grad; ∂L/∂input to input_grad (null: not wanted). With checkpointing it
   // rewrites output(a) with the same values (a stage's send of it must be complete).
+  // With `deferred` (serial layers only) this is B: the Linears' dW and db are left there for
+  // W (DeferredWeightGrads::run); LayerNorm's dγ, dβ are made here.
   void backward(NetActivations<T>& a, int64_t rows, int64_t global_batch, bool accumulate,
-                T* input_grad);
+                T* input_grad, DeferredWeightGrads<T>* deferred = nullptr);
   std::vector<int32_t> predictions(const NetActivations<T>& a, int64_t rows) const;
   // Forward only (inference; no logit split): x [rows × input_features()] → y [rows ×
   // output_features()], with forward()'s kernels, keeping nothing.

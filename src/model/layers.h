@@ -6,6 +6,7 @@
 // that never accumulate ignore it).
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 namespace mlps {
@@ -21,6 +22,15 @@ class Linear {
   virtual void forward(const T* x, T* y, int64_t rows, bool backward_next) = 0;
   // dW, db and, unless dx is null (the embed), dx = dy·W.
   virtual void backward(const T* x, const T* dy, T* dx, int64_t rows, bool accumulate) = 0;
+  // The same backward in two halves (the zero-bubble pipeline schedules): dx alone (nothing
+  // when dx is null), then dW and db; only layers that need no communication offer them.
+  virtual void backward_input(const T* /*dy*/, T* /*dx*/, int64_t /*rows*/) {
+    throw std::logic_error("this Linear has no split backward");
+  }
+  virtual void backward_weight(const T* /*x*/, const T* /*dy*/, int64_t /*rows*/,
+                               bool /*accumulate*/) {
+    throw std::logic_error("this Linear has no split backward");
+  }
 };
 
 template <typename T>

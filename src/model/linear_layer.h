@@ -24,12 +24,18 @@ class LinearLayer : public Linear<T> {
   }
   // dW (+)= dyᵀ·x, db (+)= Σ_rows dy, and dx = dy·W unless dx is null (the first layer).
   void backward(const T* x, const T* dy, T* dx, int64_t rows, bool accumulate) override {
-    device_.gemm<T>(true, false, out_, in_, rows, T(1), dy, out_, x, in_,
-                    accumulate ? T(1) : T(0), weight_.grad.data(), in_);
-    device_.bias_grad<T>(bias_.grad.data(), dy, rows, out_, accumulate);
+    backward_weight(x, dy, rows, accumulate);
+    backward_input(dy, dx, rows);
+  }
+  void backward_input(const T* dy, T* dx, int64_t rows) override {
     if (dx)
       device_.gemm<T>(false, false, rows, in_, out_, T(1), dy, out_, weight_.value.data(), in_,
                       T(0), dx, in_);
+  }
+  void backward_weight(const T* x, const T* dy, int64_t rows, bool accumulate) override {
+    device_.gemm<T>(true, false, out_, in_, rows, T(1), dy, out_, x, in_,
+                    accumulate ? T(1) : T(0), weight_.grad.data(), in_);
+    device_.bias_grad<T>(bias_.grad.data(), dy, rows, out_, accumulate);
   }
 
  private:

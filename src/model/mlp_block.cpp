@@ -61,17 +61,20 @@ void MlpBlock<T>::forward(const T* x, T* y, int64_t rows, BlockActivations<T>& s
 template <typename T>
 void MlpBlock<T>::backward(const T* x, const T* y, const T* dy, T* dx, int64_t rows,
                            bool accumulate, const BlockActivations<T>& saved,
-                           BlockScratch<T>& scratch) {
+                           BlockScratch<T>& scratch, DeferredWeightGrads<T>* deferred,
+                           bool saved_reused) {
   if (!norm_) {
     T* grad_pre = scratch.grad_normed.data();  // ∂L/∂(fc output), before the ReLU
     device_.relu_backward<T>(grad_pre, dy, y, rows * fc1_->out_width());
-    fc1_->backward(x, grad_pre, dx, rows, accumulate);
+    linear_backward(device_, *fc1_, x, grad_pre, dx, rows, accumulate, deferred, false);
     return;
   }
   T* grad_inner = scratch.grad_inner.data();
-  fc2_->backward(saved.inner.data(), dy, grad_inner, rows, accumulate);
+  linear_backward(device_, *fc2_, saved.inner.data(), dy, grad_inner, rows, accumulate, deferred,
+                  saved_reused);
   device_.relu_backward<T>(grad_inner, grad_inner, saved.inner.data(), rows * fc1_->out_width());
-  fc1_->backward(saved.normed.data(), grad_inner, scratch.grad_normed.data(), rows, accumulate);
+  linear_backward(device_, *fc1_, saved.normed.data(), grad_inner, scratch.grad_normed.data(), rows,
+                  accumulate, deferred, saved_reused);
   norm_->backward(x, scratch.grad_normed.data(), dx, saved.mean.data(), saved.rstd.data(), rows,
                   accumulate);
   device_.residual_add<T>(dx, dx, dy, rows * fc2_->out_width());  // the skip connection's gradient

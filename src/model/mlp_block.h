@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "src/buffer.h"
+#include "src/model/deferred_weight_grads.h"
 #include "src/model/layers.h"
 #include "src/model_config.h"
 
@@ -49,8 +50,11 @@ class MlpBlock {
   void forward(const T* x, T* y, int64_t rows, BlockActivations<T>& saved,
                bool backward_next = false);
   // dx from dy; parameter gradients as the layers make them. `saved` is this x's forward's.
+  // With `deferred` the Linears' dW and db are left there (saved_reused: `saved` is refilled
+  // before they run, so their inputs are copied).
   void backward(const T* x, const T* y, const T* dy, T* dx, int64_t rows, bool accumulate,
-                const BlockActivations<T>& saved, BlockScratch<T>& scratch);
+                const BlockActivations<T>& saved, BlockScratch<T>& scratch,
+                DeferredWeightGrads<T>* deferred = nullptr, bool saved_reused = false);
 
  private:
   Device& device_;

@@ -7,7 +7,10 @@ namespace mlps {
 std::string PipelineLayout::grid() const {
   return "pp=" + std::to_string(stages) + ",dp=" + std::to_string(replicas) +
          ",micro_batches=" + std::to_string(micro_batches) + ",schedule=" + to_string(schedule) +
-         ",partition=" + partition.text();
+         ",partition=" + partition.text() +
+         (chunks > 1 && schedule == PipelineScheduleKind::interleaved
+              ? ",virtual_stages=" + std::to_string(chunks)
+              : "");
 }
 
 namespace {
@@ -48,9 +51,29 @@ PipelineLayout resolve_pipeline_layout(const PipelineOptions& o, const ModelConf
   layout.micro_batches = o.micro_batches;
   if (layout.micro_batches < 1)
     throw InputError("--micro-batches must be at least 1, not " + std::to_string(o.micro_batches));
+  if (o.virtual_stages < 1)
+    throw InputError("--virtual-stages must be at least 1, not " +
+                     std::to_string(o.virtual_stages));
+  if (o.virtual_stages > 1 && layout.schedule != PipelineScheduleKind::interleaved)
+    throw InputError("--virtual-stages " + std::to_string(o.virtual_stages) +
+                     " needs --schedule interleaved (not " + o.schedule + ")");
+  if (layout.schedule == PipelineScheduleKind::interleaved &&
+      layout.micro_batches % layout.stages != 0)
+    throw InputError("--schedule interleaved needs --micro-batches a multiple of --pp " +
+                     std::to_string(layout.stages) + ", not " +
+                     std::to_string(layout.micro_batches));
+  layout.chunks = make_pipeline_shape(layout.schedule, layout.stages, layout.micro_batches,
+                                      o.virtual_stages)
+                      .chunks;
+  const int virtual_stages = layout.stages * layout.chunks;
+  if (layout.chunks > 1 && virtual_stages > model.layers)
+    throw InputError("--schedule " + o.schedule + " with --pp " + std::to_string(layout.stages) +
+                     " runs " + std::to_string(virtual_stages) + " virtual stages (" +
+                     std::to_string(layout.chunks) + " chunks per rank), more than the " +
+                     std::to_string(model.layers) + " blocks (--layers): each needs one");
   layout.partition_given = !o.partition.empty();
-  layout.partition = layout.partition_given ? parse_partition(o.partition, model, layout.stages)
-                                            : balanced_partition(model, layout.stages);
+  layout.partition = layout.partition_given ? parse_partition(o.partition, model, virtual_stages)
+                                            : balanced_partition(model, virtual_stages);
   const std::string batch = " (--batch " + std::to_string(global_batch) + " over --dp " +
                             std::to_string(layout.replicas) + ")";
   if (global_batch < layout.replicas)

@@ -20,7 +20,8 @@ struct PipelineOptions {
   int dp = 0;
   int micro_batches = 4;
   std::string schedule = "1f1b";
-  std::string partition;  // blocks per stage, e.g. "1,2,1"; empty: balanced by parameters
+  int virtual_stages = 1;  // chunks per rank under interleaved 1F1B
+  std::string partition;  // blocks per virtual stage, e.g. "1,2,1"; empty: balanced by parameters
 };
 
 struct PipelineLayout {
@@ -28,6 +29,8 @@ struct PipelineLayout {
   int replicas = 1;       // D
   int micro_batches = 1;  // M
   PipelineScheduleKind schedule = PipelineScheduleKind::one_f_one_b;
+  int chunks = 1;  // model chunks per rank: --virtual-stages (interleaved), 2 (ZB-V), else 1
+  // Over the P·chunks virtual stages (PipelineShape::virtual_stage places them on ranks).
   PipelinePartition partition{{0}};
   bool partition_given = false;  // --partition, else balanced
 
@@ -40,13 +43,15 @@ struct PipelineLayout {
   BatchSlice replica_rows(int64_t global_rows, int replica) const {
     return even_batch_slice(global_rows, replica, replicas);
   }
-  // "pp=4,dp=1,micro_batches=8,schedule=1f1b,partition=1,1,1,1"
+  PipelineShape shape() const { return {schedule, stages, micro_batches, chunks}; }
+  // "pp=4,dp=1,micro_batches=8,schedule=1f1b,partition=1,1,1,1" (",virtual_stages=v" if v > 1)
   std::string grid() const;
 };
 
 // Throws InputError, the same on every rank, when P × D is not the world size, there are more
-// stages than blocks, --partition is malformed or does not sum to the blocks, a replica has no
-// rows, or M does not divide a replica's rows.
+// virtual stages than blocks, --partition is malformed or does not sum to the blocks, a
+// replica has no rows, M does not divide a replica's rows, --virtual-stages is given without
+// --schedule interleaved, or interleaved's M is not a multiple of P.
 PipelineLayout resolve_pipeline_layout(const PipelineOptions& options, const ModelConfig& model,
                                        int64_t global_batch, int ranks);
 

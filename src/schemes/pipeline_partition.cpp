@@ -133,7 +133,8 @@ PipelinePartition parse_partition(const std::string& text, const ModelConfig& co
   }
   if (static_cast<int>(split.size()) != stages)
     throw InputError(option + " gives " + std::to_string(split.size()) +
-                     " stages, but --pp is " + std::to_string(stages));
+                     " stages, but the pipeline has " + std::to_string(stages) +
+                     " (--pp, times the chunks per rank of interleaved and zb-v)");
   int64_t total = 0;
   for (int64_t b : split) total += b;
   if (total != config.layers)

@@ -20,6 +20,9 @@ struct PipelineRankReport {
   // Shared by the micro-batches, outside the two figures above: checkpointing's recompute set
   // (training), the forward scratch and the last stage's batch results (inference).
   double working_bytes = 0;
+  // One pass of one chunk, mean over the timed steps: forward, B (a whole backward when the
+  // schedule does not split it) and W.
+  double forward_seconds = 0, input_seconds = 0, weight_seconds = 0;
 };
 
 // Collective over world (rank = replica·P + stage); rank 0 prints, per stage (figures averaged

@@ -3,25 +3,29 @@
 #include <algorithm>
 
 #include "src/errors.h"
+#include "src/schemes/pipeline_simulation.h"
+#include "src/schemes/pipeline_zero_bubble.h"
 
 namespace mlps {
 
-const char* to_string(PipelineScheduleKind kind) {
-  return kind == PipelineScheduleKind::gpipe ? "gpipe" : "1f1b";
-}
+namespace {
 
-PipelineScheduleKind parse_pipeline_schedule(const std::string& text) {
-  if (text == "gpipe") return PipelineScheduleKind::gpipe;
-  if (text == "1f1b") return PipelineScheduleKind::one_f_one_b;
-  throw InputError("--schedule must be gpipe or 1f1b, not '" + text + "'");
-}
+using Kind = PipelineScheduleKind;
+using Pass = PipelineAction::Pass;
 
-std::vector<PipelineAction> stage_actions(PipelineScheduleKind kind, int stage, int stages,
-                                          int micro_batches) {
-  using Pass = PipelineAction::Pass;
+constexpr struct {
+  Kind kind;
+  const char* name;
+} kNames[] = {{Kind::gpipe, "gpipe"},
+              {Kind::one_f_one_b, "1f1b"},
+              {Kind::interleaved, "interleaved"},
+              {Kind::zb_h1, "zb-h1"},
+              {Kind::zb_v, "zb-v"}};
+
+// GPipe and 1F1B: one chunk per rank.
+std::vector<PipelineAction> one_chunk_actions(Kind kind, int stage, int stages, int m) {
   std::vector<PipelineAction> actions;
-  const int m = micro_batches;
-  if (kind == PipelineScheduleKind::gpipe) {
+  if (kind == Kind::gpipe) {
     for (int i = 0; i < m; ++i) actions.push_back({Pass::forward, i});
     for (int i = 0; i < m; ++i) actions.push_back({Pass::backward, i});
     return actions;
@@ -36,17 +40,139 @@ std::vector<PipelineAction> stage_actions(PipelineScheduleKind kind, int stage, 
   return actions;
 }
 
-int max_in_flight(PipelineScheduleKind kind, int stage, int stages, int micro_batches) {
+// ZB-H1: 1F1B with each backward split into B and W, stage s deferring its first s W's to the
+// end, where they fill the time 1F1B's cool-down waits for gradients: every stage then idles
+// only P − 1 passes, all in the warm-up, and holds at most P micro-batches (1F1B's stage 0).
+std::vector<PipelineAction> zb_h1_actions(int stage, int stages, int m) {
+  const int warmup = std::min(stages - stage - 1, m), deferred = std::min(stage, m);
+  std::vector<PipelineAction> actions;
+  int next_weight = 0;
+  auto input_then_weight = [&](int i) {
+    actions.push_back({Pass::backward_input, i});
+    if (i >= deferred) actions.push_back({Pass::backward_weight, next_weight++});
+  };
+  for (int i = 0; i < warmup; ++i) actions.push_back({Pass::forward, i});
+  for (int i = 0; i < m - warmup; ++i) {
+    actions.push_back({Pass::forward, warmup + i});
+    input_then_weight(i);
+  }
+  for (int i = m - warmup; i < m; ++i) input_then_weight(i);
+  while (next_weight < m) actions.push_back({Pass::backward_weight, next_weight++});
+  return actions;
+}
+
+// Megatron's interleaved 1F1B: the k-th forward of a rank runs micro-batch
+// (k / Pv)·P + k % P on chunk (k % Pv) / P; the k-th backward the same micro-batch on the
+// mirrored chunk. A warm-up of 2(P − s − 1) + (v − 1)P forwards, then one forward one
+// backward, then the remaining backwards.
+std::vector<PipelineAction> interleaved_actions(int stage, int stages, int m, int v) {
+  const int group = stages * v, total = m * v;
+  auto item = [&](int k, bool forward) {
+    const int in_group = k % group;
+    const int chunk = in_group / stages;
+    return PipelineAction{forward ? Pass::forward : Pass::backward,
+                          (k / group) * stages + in_group % stages,
+                          forward ? chunk : v - 1 - chunk};
+  };
+  const int warmup = std::min(2 * (stages - stage - 1) + (v - 1) * stages, total);
+  std::vector<PipelineAction> actions;
+  for (int k = 0; k < warmup; ++k) actions.push_back(item(k, true));
+  for (int k = 0; k < total - warmup; ++k) {
+    actions.push_back(item(warmup + k, true));
+    actions.push_back(item(k, false));
+  }
+  for (int k = total - warmup; k < total; ++k) actions.push_back(item(k, false));
+  return actions;
+}
+
+}  // namespace
+
+const char* to_string(PipelineScheduleKind kind) {
+  for (const auto& n : kNames)
+    if (n.kind == kind) return n.name;
+  return "?";
+}
+
+PipelineScheduleKind parse_pipeline_schedule(const std::string& text) {
+  for (const auto& n : kNames)
+    if (text == n.name) return n.kind;
+  throw InputError("--schedule must be gpipe, 1f1b, interleaved, zb-h1 or zb-v, not '" + text +
+                   "'");
+}
+
+bool splits_backward(PipelineScheduleKind kind) {
+  return kind == Kind::zb_h1 || kind == Kind::zb_v;
+}
+
+int PipelineShape::virtual_stage(int rank, int chunk) const {
+  if (kind == Kind::zb_v) return chunk == 0 ? rank : 2 * stages - 1 - rank;
+  return chunk * stages + rank;
+}
+
+int PipelineShape::rank_of(int vs) const {
+  if (kind == Kind::zb_v) return vs < stages ? vs : 2 * stages - 1 - vs;
+  return vs % stages;
+}
+
+int PipelineShape::chunk_of(int vs) const { return vs / stages; }
+
+PipelineShape make_pipeline_shape(PipelineScheduleKind kind, int stages, int micro_batches,
+                                  int virtual_stages) {
+  const int chunks = kind == Kind::interleaved ? virtual_stages : kind == Kind::zb_v ? 2 : 1;
+  return {kind, stages, micro_batches, chunks};
+}
+
+bool releases_activations(const PipelineAction& action) {
+  return action.pass == Pass::backward || action.pass == Pass::backward_weight;
+}
+
+std::vector<PipelineAction> stage_actions(const PipelineShape& shape, int stage) {
+  switch (shape.kind) {
+    case Kind::gpipe:
+    case Kind::one_f_one_b:
+      return one_chunk_actions(shape.kind, stage, shape.stages, shape.micro_batches);
+    case Kind::interleaved:
+      return interleaved_actions(stage, shape.stages, shape.micro_batches, shape.chunks);
+    case Kind::zb_h1:
+      return zb_h1_actions(stage, shape.stages, shape.micro_batches);
+    case Kind::zb_v:
+      return zb_v_actions(shape)[static_cast<size_t>(stage)];
+  }
+  return {};
+}
+
+int max_in_flight(const PipelineShape& shape, int stage) {
   int held = 0, most = 0;
-  for (const PipelineAction& a : stage_actions(kind, stage, stages, micro_batches)) {
-    held += a.pass == PipelineAction::Pass::forward ? 1 : -1;
+  for (const PipelineAction& a : stage_actions(shape, stage)) {
+    if (a.pass == Pass::forward) ++held;
+    if (releases_activations(a)) --held;
     most = std::max(most, held);
   }
   return most;
 }
 
-double ideal_bubble_fraction(int stages, int micro_batches) {
-  return static_cast<double>(stages - 1) / static_cast<double>(micro_batches + stages - 1);
+double ideal_bubble_fraction(const PipelineShape& shape, const PassTimes& t) {
+  const double p = shape.stages, m = shape.micro_batches;
+  switch (shape.kind) {
+    case Kind::gpipe:
+    case Kind::one_f_one_b:
+      return (p - 1) / (m + p - 1);
+    case Kind::interleaved:
+      return (p - 1) / (shape.chunks * m + p - 1);
+    case Kind::zb_h1:
+      if (m >= p) {
+        const double bubble = (p - 1) * std::max(0.0, t.forward + t.input - t.weight);
+        return bubble / (bubble + m * (t.forward + t.input + t.weight));
+      }
+      [[fallthrough]];  // fewer micro-batches than stages: no W to fill the bubble with
+    case Kind::zb_v: {  // no closed form: the lists themselves, simulated
+      std::vector<std::vector<PipelineAction>> lists;
+      for (int s = 0; s < shape.stages; ++s) lists.push_back(stage_actions(shape, s));
+      const SimulatedPipeline run = simulate_pipeline(shape, lists, t);
+      return 1.0 - run.busy[0] / run.makespan;
+    }
+  }
+  return 0;
 }
 
 }  // namespace mlps

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "src/errors.h"
 #include "src/model/predicted_classes.h"
 #include "src/schemes/named_tensors.h"
 #include "src/timing/step_statistics.h"
@@ -18,7 +19,7 @@ using Pass = PipelineAction::Pass;
 
 template <typename T>
 PipelineTrainer<T>::PipelineTrainer(const TrainerSetup& s, const PipelineLayout& layout)
-    : SchemeTrainer<T>(s), layout_(layout),
+    : SchemeTrainer<T>(s), layout_(layout), shape_(layout.shape()),
       grid_(layout.axes(), s.world),
       stage_(grid_.coordinate("pipe")), replica_(grid_.coordinate("data")),
       pipe_(grid_.communicator("pipe", s.backend, device_, "pipe", log_)),
@@ -27,15 +28,41 @@ PipelineTrainer<T>::PipelineTrainer(const TrainerSetup& s, const PipelineLayout&
                                 : nullptr),
       post_early_(s.backend == CommBackend::mpi),
       micro_rows_(layout.replica_rows(s.global_batch, replica_).count / layout.micro_batches),
-      stage_model_(device_, s.model, layout.partition.first_unit(stage_),
-                   layout.partition.end_unit(stage_), micro_rows_, s.seed),
-      actions_(stage_actions(layout.schedule, stage_, layout.stages, layout.micro_batches)),
-      slots_(static_cast<size_t>(layout.micro_batches)) {
-  optimizer_.add(stage_model_.values(), stage_model_.grads(), stage_model_.parameter_elements());
-  if (!stage_model_.is_first())
-    for (auto& b : input_grads_) b = Buffer<T>(device_, micro_rows_ * s.model.hidden);
-  if (stage_model_.is_last())
-    row_loss_ = Buffer<T>(device_, micro_rows_ * layout.micro_batches);
+      actions_(stage_actions(shape_, stage_)),
+      budget_(max_in_flight(shape_, stage_)),
+      slots_(static_cast<size_t>(layout.chunks * layout.micro_batches)) {
+  const bool plain = layout.schedule == PipelineScheduleKind::gpipe ||
+                     layout.schedule == PipelineScheduleKind::one_f_one_b;
+  if (!post_early_ && !plain)
+    throw InputError(std::string("--schedule ") + to_string(layout.schedule) +
+                     " needs the MPI backend (--comm mpi): its tagged point-to-point streams are "
+                     "not written for NCCL");
+  for (const PipelineAction& a : actions_)
+    ++pass_count_[a.pass == Pass::forward ? 0 : a.pass == Pass::backward_weight ? 2 : 1];
+  const int last_vs = shape_.virtual_stages() - 1;
+  chunks_.resize(static_cast<size_t>(layout.chunks));
+  for (int c = 0; c < layout.chunks; ++c) {
+    Chunk& chunk = chunks_[c];
+    const int vs = shape_.virtual_stage(stage_, c);
+    chunk.virtual_stage = vs;
+    chunk.model = std::make_unique<PipelineStage<T>>(device_, s.model,
+                                                     layout.partition.first_unit(vs),
+                                                     layout.partition.end_unit(vs), micro_rows_,
+                                                     s.seed);
+    if (vs > 0) {
+      chunk.prev_rank = shape_.rank_of(vs - 1);
+      chunk.prev_local = chunk.prev_rank == stage_;
+    }
+    if (vs < last_vs) {
+      chunk.next_rank = shape_.rank_of(vs + 1);
+      chunk.next_local = chunk.next_rank == stage_;
+    }
+    optimizer_.add(chunk.model->values(), chunk.model->grads(),
+                   chunk.model->parameter_elements());
+    if (vs > 0 && !chunk.prev_local)
+      for (auto& b : chunk.input_grads) b = Buffer<T>(device_, micro_rows_ * s.model.hidden);
+    if (vs == last_vs) row_loss_ = Buffer<T>(device_, micro_rows_ * layout.micro_batches);
+  }
 }
 
 template <typename T>
@@ -44,39 +71,62 @@ BatchSlice PipelineTrainer<T>::batch_slice(int64_t global_rows) const {
 }
 
 template <typename T>
-typename PipelineTrainer<T>::Slot& PipelineTrainer<T>::acquire_slot(int micro_batch,
-                                                                    int64_t rows) {
-  auto& slot = slots_[static_cast<size_t>(micro_batch)];
+void PipelineTrainer<T>::note_activation_bytes(size_t added, size_t removed) {
+  activation_bytes_ += added;
+  activation_bytes_ -= removed;
+  activation_peak_bytes_ = std::max(activation_peak_bytes_, activation_bytes_);
+}
+
+template <typename T>
+typename PipelineTrainer<T>::Slot& PipelineTrainer<T>::acquire_slot(int chunk, int micro_batch) {
+  auto& slot = slot_ptr(chunk, micro_batch);
   if (slot) return *slot;
   slot = std::make_unique<Slot>();
-  slot->activations = stage_model_.make_activations(rows);
+  slot->activations = chunks_[chunk].model->make_activations(micro_rows_);
   const size_t bytes = slot->activations.bytes();
   slot_bytes_ = std::max(slot_bytes_, bytes);
-  activation_bytes_ += bytes;
-  activation_peak_bytes_ = std::max(activation_peak_bytes_, activation_bytes_);
+  ++held_;
+  note_activation_bytes(bytes, 0);
   return *slot;
 }
 
 template <typename T>
-void PipelineTrainer<T>::release_slot(int micro_batch) {
-  auto& slot = slots_[static_cast<size_t>(micro_batch)];
+void PipelineTrainer<T>::release_slot(int chunk, int micro_batch) {
+  auto& slot = slot_ptr(chunk, micro_batch);
   if (slot->output_send) slot->output_send->wait();  // its output buffer is still being sent
-  activation_bytes_ -= slot->activations.bytes();
+  note_activation_bytes(0, slot->activations.bytes());
+  --held_;
   slot.reset();
 }
 
 template <typename T>
-void PipelineTrainer<T>::post_input_recv(Slot& slot, int64_t rows) {
+void PipelineTrainer<T>::post_input_recv(const Chunk& chunk, Slot& slot) {
   slot.input_recv = pipe_->recv_async(slot.activations.input.data(),
-                                      rows * stage_model_.input_features(), data_type_of<T>(),
-                                      stage_ - 1);
+                                      micro_rows_ * chunk.model->input_features(),
+                                      data_type_of<T>(), chunk.prev_rank,
+                                      tag_forward(chunk.virtual_stage));
 }
 
 template <typename T>
-void PipelineTrainer<T>::post_grad_recv(Slot& slot, int64_t rows) {
+void PipelineTrainer<T>::post_grad_recv(const Chunk& chunk, Slot& slot) {
   slot.grad_recv = pipe_->recv_async(slot.activations.output_grad.data(),
-                                     rows * stage_model_.output_features(), data_type_of<T>(),
-                                     stage_ + 1);
+                                     micro_rows_ * chunk.model->output_features(),
+                                     data_type_of<T>(), chunk.next_rank,
+                                     tag_backward(chunk.virtual_stage));
+}
+
+template <typename T>
+void PipelineTrainer<T>::set_aside_ahead() {
+  if (!post_early_) return;
+  for (; cursor_ < actions_.size(); ++cursor_) {
+    const PipelineAction& a = actions_[cursor_];
+    if (a.pass != Pass::forward) continue;
+    if (slot_ptr(a.chunk, a.micro_batch)) continue;  // already running or run
+    if (held_ >= budget_) return;
+    const Chunk& chunk = chunks_[a.chunk];
+    Slot& slot = acquire_slot(a.chunk, a.micro_batch);
+    if (chunk.prev_rank >= 0 && !chunk.prev_local) post_input_recv(chunk, slot);
+  }
 }
 
 template <typename T>
@@ -99,8 +149,11 @@ double PipelineTrainer<T>::take_blocked_comm_seconds() {
 template <typename T>
 bool PipelineTrainer<T>::next_action_receives(size_t index) const {
   if (index + 1 >= actions_.size()) return false;
-  return actions_[index + 1].pass == Pass::forward ? !stage_model_.is_first()
-                                                   : !stage_model_.is_last();
+  const PipelineAction& next = actions_[index + 1];
+  const Chunk& chunk = chunks_[next.chunk];
+  if (next.pass == Pass::forward) return chunk.prev_rank >= 0 && !chunk.prev_local;
+  if (next.pass == Pass::backward_weight) return false;
+  return chunk.next_rank >= 0 && !chunk.next_local;
 }
 
 template <typename T>
@@ -119,99 +172,146 @@ void PipelineTrainer<T>::upload_images(T* input, const HostBatch& rows, int64_t 
 }
 
 template <typename T>
-void PipelineTrainer<T>::upload_inputs(Slot& slot, const HostBatch& rows, int64_t first,
-                                       int64_t count) {
+void PipelineTrainer<T>::upload_inputs(const Chunk& chunk, Slot& slot, const HostBatch& rows,
+                                       int64_t first, int64_t count) {
   StageActivations<T>& a = slot.activations;
-  if (stage_model_.is_first()) upload_images(a.input.data(), rows, first, count);
-  if (stage_model_.is_last())
+  if (chunk.model->is_first()) upload_images(a.input.data(), rows, first, count);
+  if (chunk.model->is_last())
     device_.to_device(a.labels.data(), rows.labels.data() + first,
                       sizeof(int32_t) * static_cast<size_t>(count));
+}
+
+template <typename T>
+void PipelineTrainer<T>::run_forward(const PipelineAction& action, const HostBatch& rows,
+                                     size_t index, PhaseTimer& timer) {
+  const Chunk& chunk = chunks_[action.chunk];
+  const int m = action.micro_batch;
+  const int64_t n = micro_rows_;
+  Slot& slot = acquire_slot(action.chunk, m);
+  if (chunk.prev_rank >= 0 && !chunk.prev_local) {
+    if (!slot.input_recv) post_input_recv(chunk, slot);
+    wait_for_neighbour(slot.input_recv);
+  }
+  ScopedPhase phase(timer, Phase::forward);
+  const auto start = Clock::now();
+  if (chunk.prev_local) {  // the previous virtual stage's output, on this rank
+    const Chunk& prev = chunks_[shape_.chunk_of(chunk.virtual_stage - 1)];
+    const Slot& from = *slot_ptr(shape_.chunk_of(chunk.virtual_stage - 1), m);
+    device_.copy(slot.activations.input.data(), prev.model->output(from.activations),
+                 sizeof(T) * static_cast<size_t>(n * chunk.model->input_features()));
+  }
+  upload_inputs(chunk, slot, rows, m * n, n);
+  const bool last = chunk.next_rank < 0;
+  chunk.model->forward(slot.activations, n, last ? row_loss_.data() + m * n : nullptr);
+  if (!last && !chunk.next_local) {
+    slot.output_send = pipe_->send_async(chunk.model->output(slot.activations),
+                                         n * chunk.model->output_features(), data_type_of<T>(),
+                                         chunk.next_rank, tag_forward(chunk.virtual_stage + 1));
+    if (post_early_) post_grad_recv(chunk, slot);
+    else if (!next_action_receives(index)) slot.output_send->wait();  // NCCL: launch it now
+  }
+  device_.synchronize();
+  pass_seconds_[0] += std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+template <typename T>
+void PipelineTrainer<T>::run_backward(const PipelineAction& action, int64_t global_batch,
+                                      size_t index, PhaseTimer& timer) {
+  Chunk& chunk = chunks_[action.chunk];
+  const int m = action.micro_batch;
+  const int64_t n = micro_rows_;
+  Slot& slot = *slot_ptr(action.chunk, m);
+  if (chunk.next_rank >= 0 && !chunk.next_local) {
+    if (!slot.grad_recv) post_grad_recv(chunk, slot);
+    wait_for_neighbour(slot.grad_recv);
+  }
+  ScopedPhase phase(timer, Phase::backward);
+  const auto start = Clock::now();
+  // Checkpointing rewrites the stage's output in the backward: its send must be complete (it
+  // is in effect: its gradient is back). release_slot waits for it otherwise.
+  if (slot.output_send && chunk.model->checkpointed()) {
+    slot.output_send->wait();
+    slot.output_send.reset();
+  }
+  // ∂L/∂input: nowhere on the first virtual stage, straight into the previous virtual stage's
+  // slot when it is on this rank, else into a send buffer.
+  T* input_grad = nullptr;
+  auto& send = chunk.input_grad_sends[chunk.backwards % 2];
+  if (chunk.prev_local) {
+    input_grad = slot_ptr(shape_.chunk_of(chunk.virtual_stage - 1), m)
+                     ->activations.output_grad.data();
+  } else if (chunk.prev_rank >= 0) {
+    if (send) send->wait();  // the buffer's previous gradient has left
+    input_grad = chunk.input_grads[chunk.backwards % 2].data();
+  }
+  const bool split = action.pass == Pass::backward_input;
+  chunk.model->backward(slot.activations, n, global_batch, chunk.backwards > 0, input_grad,
+                        split ? &slot.deferred : nullptr);
+  ++chunk.backwards;
+  if (split) note_activation_bytes(slot.deferred.bytes(), 0);
+  if (chunk.prev_rank >= 0 && !chunk.prev_local) {
+    send = pipe_->send_async(input_grad, n * chunk.model->input_features(), data_type_of<T>(),
+                             chunk.prev_rank, tag_backward(chunk.virtual_stage - 1));
+    if (!post_early_ && !next_action_receives(index)) send->wait();  // NCCL: launch it now
+  }
+  device_.synchronize();
+  pass_seconds_[1] += std::chrono::duration<double>(Clock::now() - start).count();
+  if (!split) release_slot(action.chunk, m);
+}
+
+template <typename T>
+void PipelineTrainer<T>::run_weight(const PipelineAction& action, PhaseTimer& timer) {
+  Chunk& chunk = chunks_[action.chunk];
+  Slot& slot = *slot_ptr(action.chunk, action.micro_batch);
+  ScopedPhase phase(timer, Phase::backward);
+  const auto start = Clock::now();
+  const size_t deferred = slot.deferred.bytes();
+  slot.deferred.run(chunk.weights > 0);
+  ++chunk.weights;
+  note_activation_bytes(0, deferred);
+  device_.synchronize();
+  pass_seconds_[2] += std::chrono::duration<double>(Clock::now() - start).count();
+  release_slot(action.chunk, action.micro_batch);
 }
 
 template <typename T>
 double PipelineTrainer<T>::train_step(const HostBatch& rows, int64_t global_batch,
                                       PhaseTimer& timer) {
   start_iteration();
-  stage_model_.set_timer(&timer);
-  const auto step_start = Clock::now();
-  const int micro_batches = layout_.micro_batches;
-  if (rows.rows != micro_rows_ * micro_batches)
-    throw std::logic_error("PipelineTrainer: a step's rows must be the replica's share");
-  const int64_t n = micro_rows_;
-  const DataType type = data_type_of<T>();
-  const bool first = stage_model_.is_first(), last = stage_model_.is_last();
-
-  // Set aside the micro-batches this stage may hold at once, their inputs' receives posted.
-  int next_slot = 0;
-  if (post_early_ && !first) {
-    const int budget = max_in_flight(layout_.schedule, stage_, layout_.stages, micro_batches);
-    for (; next_slot < budget; ++next_slot) post_input_recv(acquire_slot(next_slot, n), n);
+  for (Chunk& chunk : chunks_) {
+    chunk.model->set_timer(&timer);
+    chunk.backwards = chunk.weights = 0;
   }
-  int backwards_done = 0;
+  const auto step_start = Clock::now();
+  for (double& t : pass_seconds_) t = 0;
+  if (rows.rows != micro_rows_ * layout_.micro_batches)
+    throw std::logic_error("PipelineTrainer: a step's rows must be the replica's share");
+  cursor_ = 0;
+  set_aside_ahead();
   for (size_t i = 0; i < actions_.size(); ++i) {
     pipe_->progress();
-    const int m = actions_[i].micro_batch;
-    Slot& slot = acquire_slot(m, n);
     // Waiting for the neighbour is bubble, outside the phases; a phase holds the compute and
     // the sends it posts (and, as in bin/data, any wait for their completion).
-    if (actions_[i].pass == Pass::forward) {
-      if (!first) {
-        if (!slot.input_recv) post_input_recv(slot, n);
-        wait_for_neighbour(slot.input_recv);
-      }
-      ScopedPhase phase(timer, Phase::forward);
-      upload_inputs(slot, rows, m * n, n);
-      stage_model_.forward(slot.activations, n, last ? row_loss_.data() + m * n : nullptr);
-      if (!last) {
-        slot.output_send = pipe_->send_async(stage_model_.output(slot.activations),
-                                             n * stage_model_.output_features(), type, stage_ + 1);
-        if (post_early_) post_grad_recv(slot, n);
-        else if (!next_action_receives(i)) slot.output_send->wait();  // NCCL: launch it now
-      }
-      continue;
-    }
-    if (!last) {
-      if (!slot.grad_recv) post_grad_recv(slot, n);
-      wait_for_neighbour(slot.grad_recv);
-    }
-    ScopedPhase phase(timer, Phase::backward);
-    // Checkpointing rewrites the stage's output in the backward: its send must be complete (it
-    // is in effect: its gradient is back). release_slot waits for it otherwise.
-    if (slot.output_send && stage_model_.checkpointed()) {
-      slot.output_send->wait();
-      slot.output_send.reset();
-    }
-    T* input_grad = nullptr;
-    auto& send = input_grad_sends_[backwards_done % 2];
-    if (!first) {
-      if (send) send->wait();  // the buffer's previous gradient has left
-      input_grad = input_grads_[backwards_done % 2].data();
-    }
-    stage_model_.backward(slot.activations, n, global_batch, backwards_done > 0, input_grad);
-    ++backwards_done;
-    if (!first) {
-      send = pipe_->send_async(input_grad, n * stage_model_.input_features(), type, stage_ - 1);
-      if (!post_early_ && !next_action_receives(i)) send->wait();  // NCCL: launch it now
-    }
-    release_slot(m);
-    if (post_early_ && !first && next_slot < micro_batches) {
-      post_input_recv(acquire_slot(next_slot, n), n);
-      ++next_slot;
-    }
+    const PipelineAction& action = actions_[i];
+    if (action.pass == Pass::forward) run_forward(action, rows, i, timer);
+    else if (action.pass == Pass::backward_weight) run_weight(action, timer);
+    else run_backward(action, global_batch, i, timer);
+    set_aside_ahead();
   }
   {
     ScopedPhase phase(timer, Phase::backward);
-    for (auto& send : input_grad_sends_)
-      if (send) {
-        send->wait();
-        send.reset();
-      }
+    for (Chunk& chunk : chunks_)
+      for (auto& send : chunk.input_grad_sends)
+        if (send) {
+          send->wait();
+          send.reset();
+        }
   }
 
   // The flush: the loss is complete once the last stage's last forward is; a stage done
-  // earlier waits here for the slowest one (stage 0, whose backward ends the step).
+  // earlier waits here for the slowest one.
   double loss_sum = 0;
-  if (last)
+  if (row_loss_.size() > 0)
     for (T v : row_loss_.download()) loss_sum += static_cast<double>(v);
   device_.synchronize();
   const auto flush_start = Clock::now();
@@ -220,7 +320,8 @@ double PipelineTrainer<T>::train_step(const HostBatch& rows, int64_t global_batc
 
   if (data_) {
     ScopedPhase phase(timer, Phase::backward);
-    data_->all_reduce(stage_model_.grads(), stage_model_.parameter_elements());
+    for (Chunk& chunk : chunks_)
+      data_->all_reduce(chunk.model->grads(), chunk.model->parameter_elements());
   }
   {
     ScopedPhase phase(timer, Phase::optimizer);
@@ -229,6 +330,7 @@ double PipelineTrainer<T>::train_step(const HostBatch& rows, int64_t global_batc
   device_.synchronize();
   step_history_.push_back(std::chrono::duration<double>(Clock::now() - step_start).count());
   bubble_history_.push_back(bubble_seconds_);
+  pass_history_.push_back({pass_seconds_[0], pass_seconds_[1], pass_seconds_[2]});
   return loss_sum / static_cast<double>(global_batch);
 }
 
@@ -241,73 +343,102 @@ template <typename T>
 Evaluation PipelineTrainer<T>::evaluate(const HostBatch& rows, int64_t /*global_rows*/) {
   start_iteration();
   const auto start = Clock::now();
-  const bool first = stage_model_.is_first(), last = stage_model_.is_last();
   const DataType type = data_type_of<T>();
-  const int64_t n = micro_rows_, in_features = stage_model_.input_features();
-  const int64_t out_features = stage_model_.output_features();
-  const int64_t classes = out_features;  // used on the last stage only
+  const int64_t n = micro_rows_;
   const int64_t count = (rows.rows + n - 1) / n;  // micro-batches; the last may be shorter
   auto rows_of = [&](int64_t k) { return std::min(n, rows.rows - k * n); };
+  const int64_t classes = layout_.partition.stages() > 0 ? chunks_.back().model->config().classes
+                                                         : 0;
 
-  // Two micro-batches in flight, k in flight[k % 2]; the last stage's results for all rows, so
-  // that the losses and predictions are read back once.
+  // Per chunk, two micro-batches in flight, k in flight[k % 2]; the last virtual stage's
+  // results for all rows, so that the losses and predictions are read back once. Each
+  // micro-batch runs through this rank's chunks in virtual-stage order.
   struct InFlight {
     Buffer<T> input, output;
     PendingComm recv, send;
   };
-  std::array<InFlight, 2> flight;
+  const size_t chunk_count = chunks_.size();
+  std::vector<std::array<InFlight, 2>> flight(chunk_count);
+  std::vector<ForwardScratch<T>> scratch;
   const int64_t depth = std::min<int64_t>(2, count);
-  for (int64_t i = 0; i < depth; ++i) {
-    flight[i].input = Buffer<T>(device_, n * in_features);
-    flight[i].output = Buffer<T>(device_, n * out_features);
+  size_t slot_bytes = 0, working_bytes = 0;
+  int last_chunk = -1;
+  for (size_t c = 0; c < chunk_count; ++c) {
+    const PipelineStage<T>& model = *chunks_[c].model;
+    for (int64_t i = 0; i < depth; ++i) {
+      flight[c][i].input = Buffer<T>(device_, n * model.input_features());
+      flight[c][i].output = Buffer<T>(device_, n * model.output_features());
+    }
+    if (depth > 0) slot_bytes += flight[c][0].input.bytes() + flight[c][0].output.bytes();
+    scratch.push_back(model.make_forward_scratch(n));
+    working_bytes += scratch.back().bytes();
+    if (chunks_[c].next_rank < 0) last_chunk = static_cast<int>(c);
   }
-  ForwardScratch<T> scratch = stage_model_.make_forward_scratch(n);
+  std::vector<int> order(chunk_count);
+  for (size_t c = 0; c < chunk_count; ++c) order[c] = static_cast<int>(c);
+  std::sort(order.begin(), order.end(), [&](int a, int b) {
+    return chunks_[a].virtual_stage < chunks_[b].virtual_stage;
+  });
   Buffer<int32_t> labels;
   Buffer<T> probs, row_loss;
-  if (last && rows.rows > 0) {
+  if (last_chunk >= 0 && rows.rows > 0) {
     labels = Buffer<int32_t>(device_, rows.rows);
     probs = Buffer<T>(device_, rows.rows * classes);
     row_loss = Buffer<T>(device_, rows.rows);
     device_.to_device(labels.data(), rows.labels.data(), labels.bytes());
   }
-  const size_t slot_bytes = flight[0].input.bytes() + flight[0].output.bytes();
   stream_slot_bytes_ = std::max(stream_slot_bytes_, slot_bytes);
   stream_peak_bytes_ = std::max(stream_peak_bytes_, static_cast<size_t>(depth) * slot_bytes);
-  stream_working_bytes_ = std::max(stream_working_bytes_, scratch.bytes() + labels.bytes() +
+  stream_working_bytes_ = std::max(stream_working_bytes_, working_bytes + labels.bytes() +
                                                               probs.bytes() + row_loss.bytes());
 
-  auto post_recv = [&](int64_t k) {
-    InFlight& f = flight[k % 2];
-    f.recv = pipe_->recv_async(f.input.data(), rows_of(k) * in_features, type, stage_ - 1);
+  auto remote_input = [&](const Chunk& chunk) { return chunk.prev_rank >= 0 && !chunk.prev_local; };
+  auto post_recv = [&](size_t c, int64_t k) {
+    const Chunk& chunk = chunks_[c];
+    InFlight& f = flight[c][k % 2];
+    f.recv = pipe_->recv_async(f.input.data(), rows_of(k) * chunk.model->input_features(), type,
+                               chunk.prev_rank, tag_forward(chunk.virtual_stage));
   };
-  if (post_early_ && !first && count > 0) post_recv(0);
+  if (post_early_ && count > 0)
+    for (size_t c = 0; c < chunk_count; ++c)
+      if (remote_input(chunks_[c])) post_recv(c, 0);
   for (int64_t k = 0; k < count; ++k) {
-    pipe_->progress();
-    InFlight& f = flight[k % 2];
-    const int64_t m = rows_of(k);
-    if (first) {
-      upload_images(f.input.data(), rows, k * n, m);
-    } else {
-      if (!f.recv) post_recv(k);
-      wait_for_neighbour(f.recv);  // synchronises: micro-batch k − 1's forward is done, so
-      if (post_early_ && k + 1 < count) post_recv(k + 1);  // its input buffer is free
-    }
-    if (f.send) f.send->wait();  // micro-batch k − 2 has left this output buffer
-    stage_model_.forward_only(f.input.data(), f.output.data(), m, scratch);
-    if (last) {
-      device_.template softmax_xent_forward<T>(probs.data() + k * n * classes, row_loss.data() + k * n,
-                                      f.output.data(), labels.data() + k * n, m, classes);
-    } else {
-      f.send = pipe_->send_async(f.output.data(), m * out_features, type, stage_ + 1);
-      // NCCL launches a send at the next wait: with no receive ahead, launch it now.
-      if (!post_early_ && (first || k + 1 == count)) f.send->wait();
+    for (int c : order) {
+      pipe_->progress();
+      const Chunk& chunk = chunks_[c];
+      InFlight& f = flight[c][k % 2];
+      const int64_t m = rows_of(k);
+      if (chunk.prev_rank < 0) {
+        upload_images(f.input.data(), rows, k * n, m);
+      } else if (chunk.prev_local) {
+        const int prev = shape_.chunk_of(chunk.virtual_stage - 1);
+        device_.copy(f.input.data(), flight[prev][k % 2].output.data(),
+                     sizeof(T) * static_cast<size_t>(m * chunk.model->input_features()));
+      } else {
+        if (!f.recv) post_recv(c, k);
+        wait_for_neighbour(f.recv);  // synchronises: micro-batch k − 1's forward is done, so
+        if (post_early_ && k + 1 < count) post_recv(c, k + 1);  // its input buffer is free
+      }
+      if (f.send) f.send->wait();  // micro-batch k − 2 has left this output buffer
+      chunk.model->forward_only(f.input.data(), f.output.data(), m, scratch[c]);
+      if (chunk.next_rank < 0) {
+        device_.template softmax_xent_forward<T>(probs.data() + k * n * classes,
+                                                 row_loss.data() + k * n, f.output.data(),
+                                                 labels.data() + k * n, m, classes);
+      } else if (!chunk.next_local) {
+        f.send = pipe_->send_async(f.output.data(), m * chunk.model->output_features(), type,
+                                   chunk.next_rank, tag_forward(chunk.virtual_stage + 1));
+        // NCCL launches a send at the next wait: with no receive ahead, launch it now.
+        if (!post_early_ && (chunk.prev_rank < 0 || k + 1 == count)) f.send->wait();
+      }
     }
   }
-  for (InFlight& f : flight)
-    if (f.send) f.send->wait();
+  for (auto& pair : flight)
+    for (InFlight& f : pair)
+      if (f.send) f.send->wait();
 
   double totals[2] = {0, 0};  // Σ loss, correct predictions
-  if (last && rows.rows > 0) {
+  if (last_chunk >= 0 && rows.rows > 0) {
     for (T v : row_loss.download()) totals[0] += static_cast<double>(v);
     const auto predicted = predicted_classes(device_, probs.data(), rows.rows, classes);
     for (int64_t r = 0; r < rows.rows; ++r) totals[1] += predicted[r] == rows.labels[r];
@@ -324,20 +455,32 @@ Evaluation PipelineTrainer<T>::evaluate(const HostBatch& rows, int64_t /*global_
 
 template <typename T>
 std::vector<NamedTensor> PipelineTrainer<T>::gather_parameters() {
-  // Replica 0's stages own their units' tensors, whole, in their flat buffers.
+  // Replica 0's chunks own their units' tensors, whole, in their flat buffers; every rank lists
+  // every tensor, in FC_Net's order, for the collective gather.
+  std::vector<double> values;
+  std::vector<int64_t> base;
+  for (const Chunk& chunk : chunks_) {
+    base.push_back(static_cast<int64_t>(values.size()));
+    const auto mine = Buffer<T>::view(device_, chunk.model->values(),
+                                      chunk.model->parameter_elements())
+                          .download();
+    values.insert(values.end(), mine.begin(), mine.end());
+  }
   std::vector<HeldRun> runs;
-  int64_t offset = 0;
-  for (const auto& p : stage_model_.parameters()) {
-    const int64_t held = p->value.size();
+  const size_t count = chunks_.front().model->parameters().size();
+  for (size_t i = 0; i < count; ++i) {
+    const Parameter<T>* p = &chunks_.front().model->parameters()[i];
+    int64_t offset = 0, held = 0;
+    for (size_t c = 0; c < chunks_.size(); ++c) {
+      const Parameter<T>* q = &chunks_[c].model->parameters()[i];
+      if (q->value.size() == 0) continue;
+      held = q->value.size();
+      offset = base[c] + (q->value.data() - chunks_[c].model->values());
+    }
     runs.push_back({p->name, p->rows, p->cols, 0, 0, p->cols, 0, offset,
                     replica_ == 0 ? held : 0});
-    offset += held;
   }
-  const auto values =
-      Buffer<T>::view(device_, stage_model_.values(), stage_model_.parameter_elements()).download();
-  return gather_held_tensors(runs, std::vector<double>(values.begin(), values.end()),
-                             grid_.world())
-      .tensors;
+  return gather_held_tensors(runs, values, grid_.world()).tensors;
 }
 
 template <typename T>
@@ -360,8 +503,19 @@ PipelineRankReport PipelineTrainer<T>::report(int64_t warmup, bool inference) co
   r.activation_peak_bytes =
       static_cast<double>(inference ? stream_peak_bytes_ : activation_peak_bytes_);
   r.slot_bytes = static_cast<double>(inference ? stream_slot_bytes_ : slot_bytes_);
-  r.working_bytes =
-      static_cast<double>(inference ? stream_working_bytes_ : stage_model_.recompute_bytes());
+  size_t recompute = 0;
+  for (const Chunk& chunk : chunks_) recompute += chunk.model->recompute_bytes();
+  r.working_bytes = static_cast<double>(inference ? stream_working_bytes_ : recompute);
+  // Mean time of one pass of one chunk over the timed steps (the passes per step are fixed).
+  double* times[3] = {&r.forward_seconds, &r.input_seconds, &r.weight_seconds};
+  for (int kind = 0; kind < 3; ++kind) {
+    double sum = 0;
+    int64_t timed = 0;
+    for (size_t i = static_cast<size_t>(std::max<int64_t>(warmup, 0));
+         i < pass_history_.size(); ++i, ++timed)
+      sum += pass_history_[i][kind];
+    if (timed > 0 && pass_count_[kind] > 0) *times[kind] = sum / timed / pass_count_[kind];
+  }
   return r;
 }
 

@@ -1,23 +1,28 @@
 #pragma once
 // Pipeline parallelism, optionally × data parallelism (README, Pipeline parallelism: layout,
 // schedules, what /timing/bubble and exposed_comm count, the forward-only stream of evaluate()).
-// Micro-batches flow through the stages in PipelineSchedule's order by asynchronous send/recv
-// on "pipe"; gradients accumulate over them, are all-reduced over "data" (D > 1), then one
-// optimizer step.
+// Each rank runs its chunks (one, or several virtual stages) through the actions of
+// pipeline_schedule.h; micro-batches flow between virtual stages by asynchronous send/recv on
+// "pipe", tagged by virtual stage and direction (a copy when both are on this rank); gradients
+// accumulate over them, are all-reduced over "data" (D > 1), then one optimizer step.
 //
-// With MPI a stage posts a micro-batch's input receive when it sets its slot aside (all M at
-// the start under GPipe; under 1F1B the first P − s, then one per backward that frees a slot)
-// and its gradient receive right after its forward, so transfers overlap compute. NCCL runs
+// With MPI a rank sets micro-batch slots aside in action order, as many as the schedule holds
+// at its peak (all M at the start under GPipe; under 1F1B the first P − s, then one per
+// backward that frees a slot), posting each one's input receive then, and its gradient receive
+// right after its forward, so transfers overlap compute. NCCL runs
 // point-to-point calls as one group at the next wait and completes a group only as a whole, so
 // there each receive is posted just before its wait, with the sends posted since (Megatron's
 // send-forward-receive-backward pairs), and a send with no receive wait before the next compute
-// is waited at once so that it leaves now. (That NCCL path is compiled but not yet run on GPUs.)
+// is waited at once so that it leaves now. (That NCCL path is compiled but not yet run on GPUs,
+// and serves GPipe and 1F1B only: the other schedules' streams need MPI's tags.)
 #include <mpi.h>
 
+#include <array>
 #include <chrono>
 #include <memory>
 
 #include "src/comm/make_communicator.h"
+#include "src/model/deferred_weight_grads.h"
 #include "src/grid/process_grid.h"
 #include "src/schemes/pipeline_layout.h"
 #include "src/schemes/pipeline_report.h"
@@ -30,6 +35,7 @@ template <typename T>
 class PipelineTrainer : public SchemeTrainer<T> {
  public:
   // layout comes from resolve_pipeline_layout (already checked). Collective over world.
+  // InputError (on every rank) for a schedule beyond GPipe and 1F1B on NCCL.
   PipelineTrainer(const TrainerSetup& setup, const PipelineLayout& layout);
 
   std::string scheme() const override { return "pipeline"; }
@@ -53,18 +59,41 @@ class PipelineTrainer : public SchemeTrainer<T> {
 
  private:
   using Clock = std::chrono::steady_clock;
-  // One micro-batch in flight on this stage.
+  // One of this rank's chunks of the model: virtual stage `virtual_stage`.
+  struct Chunk {
+    int virtual_stage = 0;
+    std::unique_ptr<PipelineStage<T>> model;
+    int prev_rank = -1, next_rank = -1;  // the neighbour virtual stages' ranks on pipe
+    bool prev_local = false, next_local = false;  // ... when they are this rank
+    Buffer<T> input_grads[2];  // ∂L/∂input being sent to the previous stage (double-buffered)
+    PendingComm input_grad_sends[2];
+    int backwards = 0, weights = 0;  // of this step: B's (or whole backwards) and W's done
+  };
+  // One micro-batch in flight on one chunk.
   struct Slot {
     StageActivations<T> activations;
+    DeferredWeightGrads<T> deferred;  // after its B, before its W
     PendingComm input_recv;   // its input, from the previous stage
     PendingComm output_send;  // its output, to the next stage
     PendingComm grad_recv;    // its output's gradient, from the next stage
   };
 
-  Slot& acquire_slot(int micro_batch, int64_t rows);
-  void release_slot(int micro_batch);
-  void post_input_recv(Slot& slot, int64_t rows);
-  void post_grad_recv(Slot& slot, int64_t rows);
+  std::unique_ptr<Slot>& slot_ptr(int chunk, int micro_batch) {
+    return slots_[static_cast<size_t>(chunk) * layout_.micro_batches + micro_batch];
+  }
+  Slot& acquire_slot(int chunk, int micro_batch);
+  void release_slot(int chunk, int micro_batch);
+  // Sets slots aside, in action order from the cursor, while fewer than the schedule's peak
+  // are held, posting their input receives (MPI).
+  void set_aside_ahead();
+  void post_input_recv(const Chunk& chunk, Slot& slot);
+  void post_grad_recv(const Chunk& chunk, Slot& slot);
+  // One action of the schedule, inside its phase after any wait for a neighbour.
+  void run_forward(const PipelineAction& action, const HostBatch& rows, size_t index,
+                   PhaseTimer& timer);
+  void run_backward(const PipelineAction& action, int64_t global_batch, size_t index,
+                    PhaseTimer& timer);
+  void run_weight(const PipelineAction& action, PhaseTimer& timer);
   // Waits for a neighbour's transfer; the time blocked is bubble.
   void wait_for_neighbour(PendingComm& request);
   // True when the action after actions_[index] starts by waiting for a receive.
@@ -74,29 +103,40 @@ class PipelineTrainer : public SchemeTrainer<T> {
   void start_iteration();
   // First stage: rows [first, first + count) of the batch's images, as T, to input.
   void upload_images(T* input, const HostBatch& rows, int64_t first, int64_t count);
-  void upload_inputs(Slot& slot, const HostBatch& rows, int64_t first, int64_t count);
+  void upload_inputs(const Chunk& chunk, Slot& slot, const HostBatch& rows, int64_t first,
+                     int64_t count);
+  void note_activation_bytes(size_t added, size_t removed);
+  int tag_forward(int virtual_stage) const { return 2 * virtual_stage; }  // its input
+  int tag_backward(int virtual_stage) const { return 2 * virtual_stage + 1; }  // its output's grad
 
   using SchemeTrainer<T>::device_;
   using SchemeTrainer<T>::log_;
   using SchemeTrainer<T>::optimizer_;
   PipelineLayout layout_;
+  PipelineShape shape_;
   ProcessGrid grid_;  // data, pipe
   int stage_ = 0, replica_ = 0;
   std::unique_ptr<Communicator> pipe_;  // this replica's stages
   std::unique_ptr<Communicator> data_;  // this stage across replicas (D > 1)
   bool post_early_ = true;              // MPI; NCCL posts each receive just before its wait
   int64_t micro_rows_ = 0;
-  PipelineStage<T> stage_model_;
+  std::vector<Chunk> chunks_;
   std::vector<PipelineAction> actions_;
-  std::vector<std::unique_ptr<Slot>> slots_;  // per micro-batch of the step in progress
+  int budget_ = 0;           // the most slots the schedule holds at once (max_in_flight)
+  size_t cursor_ = 0;        // set_aside_ahead's next action
+  int held_ = 0;             // slots set aside
+  std::vector<std::unique_ptr<Slot>> slots_;  // per (chunk, micro-batch) of the step
   size_t activation_bytes_ = 0, activation_peak_bytes_ = 0, slot_bytes_ = 0;
-  Buffer<T> input_grads_[2];     // ∂L/∂input being sent to the previous stage (double-buffered)
-  PendingComm input_grad_sends_[2];
-  Buffer<T> row_loss_;           // last stage: each row's loss over the step
+  Buffer<T> row_loss_;           // last virtual stage: each row's loss over the step
   std::vector<T> staged_;        // host copy of a micro-batch's images in T
   double bubble_seconds_ = 0;    // this iteration's
   double exposed_seconds_ = 0;   // this iteration's blocked time outside receive waits
   std::vector<double> bubble_history_, step_history_;
+  // Per pass kind (forward, B or whole backward, W): this step's seconds, each step's, and
+  // how many a step runs.
+  double pass_seconds_[3] = {0, 0, 0};
+  std::vector<std::array<double, 3>> pass_history_;
+  int64_t pass_count_[3] = {0, 0, 0};
   // evaluate(): its step and bubble per call, and its buffers (see report()).
   std::vector<double> eval_bubble_history_, eval_step_history_;
   size_t stream_peak_bytes_ = 0, stream_slot_bytes_ = 0, stream_working_bytes_ = 0;
