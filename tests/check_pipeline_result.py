@@ -4,9 +4,12 @@ usage: check_pipeline_result.py FILE
 Per iteration and rank (stage s of replica d, rank = d*P + s), at the recorded precision's
 bytes per element (fp64 8, fp32 4, bf16/fp16 2, the data group 4 with fp32-grad-comm):
   sendrecv:pipe  every activation [rows_d x H] sent forward and its gradient sent back, counted
-                 on both ends: 2 * rows_d * H * bytes per neighbour (a middle stage has two,
-                 the end stages one, a single stage none);
-  allreduce:data (D > 1) the stage's parameter count * bytes: its gradients, once;
+                 on both ends: 2 * rows_d * H * bytes per boundary between one of the rank's
+                 virtual stages and a neighbour virtual stage on another rank (one chunk per
+                 rank: a middle stage has two, the end stages one, a single stage none;
+                 interleaved's v chunks about 2v; ZB-V's V keeps rank P-1's turn local);
+  allreduce:data (D > 1) the parameter count of the rank's chunks * bytes: their gradients,
+                 once;
   (an --inference file: per evaluated batch, activations forward only: rows_d * H * bytes per
   neighbour, no allreduce:data; --checkpoint-activations changes nothing: recompute is local;)
   /timing/bubble present, >= 0, and bubble + exposed_comm <= step (receive waits are bubble,
@@ -20,6 +23,13 @@ import h5py
 import numpy as np
 
 from result_checks import comm_bytes, data_element_bytes, element_bytes, verdict
+
+
+def virtual_stage_ranks(schedule, p, virtual_stages):
+    """The rank holding each virtual stage (PipelineShape::rank_of)."""
+    if schedule == "zb-v":
+        return [vs if vs < p else 2 * p - 1 - vs for vs in range(virtual_stages)]
+    return [vs % p for vs in range(virtual_stages)]
 
 
 def stage_parameters(config, partition):
@@ -58,6 +68,7 @@ def main():
     params = stage_parameters(config, partition)
     if sum(params) != parameters:
         problems.append(f"stage parameters {params} do not sum to the model's")
+    owner = virtual_stage_ranks(grid["schedule"], p, len(partition))
     expected = {}
     if p > 1:
         expected["sendrecv:pipe"] = np.zeros(p * d)
@@ -66,12 +77,14 @@ def main():
     for rank in range(p * d):
         s, r = rank % p, rank // p
         rows = batch * (r + 1) // d - batch * r // d
-        neighbours = (s > 0) + (s < p - 1)
+        mine = [vs for vs in range(len(partition)) if owner[vs] == s]
+        remote = sum((vs > 0 and owner[vs - 1] != s) + (vs + 1 < len(partition) and owner[vs + 1] != s)
+                     for vs in mine)
         if p > 1:
             directions = 1 if inference else 2  # activations; and their gradients in training
-            expected["sendrecv:pipe"][rank] = directions * neighbours * rows * hidden * element
+            expected["sendrecv:pipe"][rank] = directions * remote * rows * hidden * element
         if d > 1 and not inference:
-            expected["allreduce:data"][rank] = params[s] * data_element
+            expected["allreduce:data"][rank] = sum(params[vs] for vs in mine) * data_element
     if set(comm) != set(expected):
         problems.append(f"kinds {sorted(comm)} != {sorted(expected)}")
     else:

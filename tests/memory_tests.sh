@@ -61,6 +61,20 @@ estimate_matches "pipeline, 2 stages, gpipe, checkpointing, fp64" "${exact[@]}" 
   --micro-batches 4 --schedule gpipe --checkpoint-activations --precision fp64
 estimate_matches "pipeline, 2 stages, 1f1b, plain blocks, checkpointing" "${exact[@]}" 2 pipeline \
   --batch 16 --micro-batches 4 --block plain --checkpoint-activations
+# Chunks of unequal slots, set aside in action order, and split backwards' W inputs (copied
+# from the recompute set with checkpointing).
+for schedule in "interleaved --virtual-stages 2" zb-h1 zb-v; do
+  # shellcheck disable=SC2086
+  estimate_matches "pipeline, 2 stages, ${schedule%% *}" "${exact[@]}" 2 pipeline --layers 4 \
+    --batch 16 --micro-batches 4 --schedule $schedule
+  # shellcheck disable=SC2086
+  estimate_matches "pipeline, 2 stages, ${schedule%% *}, checkpointing, fp64" "${exact[@]}" 2 \
+    pipeline --layers 4 --batch 16 --micro-batches 4 --schedule $schedule \
+    --checkpoint-activations --precision fp64
+done
+estimate_matches "pipeline, 2 stages, zb-v, plain blocks, checkpointing, bf16" "${exact[@]}" 2 \
+  pipeline --layers 4 --batch 16 --micro-batches 2 --schedule zb-v --block plain \
+  --checkpoint-activations --precision bf16
 estimate_matches "tensor1d, T 2" 0.95 1.2 2 tensor1d --batch 16
 estimate_matches "tensor2d, 2 x 2" 0.95 1.2 4 tensor2d --batch 16
 estimate_matches "tensor3d, 2,1,2" 0.95 1.2 4 tensor3d --batch 16 --tp-dims 2,1,2

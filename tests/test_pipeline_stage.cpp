@@ -126,6 +126,62 @@ TEST(PipelineStage, ChainedStagesComputeFcNetsLossAndGradients) {
   expect_stages_match_fcnet<double>(BlockKind::residual_mlp, {3}, 2);
 }
 
+// The backward split into B (every micro-batch, last stage first) and W (all of them after,
+// as a zero-bubble schedule may run them) gives the whole backward's gradients bit for bit:
+// W computes the same dW and db from the same inputs (copied where checkpointing reuses them).
+template <typename T>
+void expect_split_backward_is_the_whole(BlockKind block, bool checkpointed) {
+  ModelConfig c = small_model(3, block);
+  c.checkpoint_activations = checkpointed;
+  const int64_t rows = 12, seed = 4;
+  const int micro_batches = 3;
+  const int64_t micro = rows / micro_batches;
+  const PipelinePartition partition({1, 2});
+  Device device(DeviceKind::cpu);
+  std::vector<T> inputs(static_cast<size_t>(rows * c.input_features()));
+  std::vector<int32_t> labels(static_cast<size_t>(rows));
+  for (size_t i = 0; i < inputs.size(); ++i) inputs[i] = static_cast<T>(std::cos(0.21 * i));
+  for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int32_t>((i * 3) % 10);
+  std::vector<std::vector<T>> grads[2];
+  for (int split = 0; split < 2; ++split) {
+    Buffer<T> row_loss(device, rows);
+    auto [stages, saved] =
+        chained_forward<T>(device, c, partition, seed, inputs, labels, micro_batches, row_loss);
+    if (!split) {
+      chained_backward<T>(device, c, stages, saved, micro_batches, rows);
+    } else {
+      Buffer<T> grad(device, micro * c.hidden);
+      std::vector<std::vector<DeferredWeightGrads<T>>> deferred(stages.size());
+      for (auto& d : deferred) d.resize(micro_batches);
+      for (int m = 0; m < micro_batches; ++m)
+        for (size_t s = stages.size(); s-- > 0;) {
+          if (s + 1 < stages.size())
+            device.copy(saved[s][m].output_grad.data(), grad.data(), sizeof(T) * micro * c.hidden);
+          stages[s]->backward(saved[s][m], micro, rows, m > 0, s == 0 ? nullptr : grad.data(),
+                              &deferred[s][m]);
+          EXPECT_GT(deferred[s][m].bytes(), 0u);
+        }
+      for (size_t s = 0; s < stages.size(); ++s)
+        for (int m = 0; m < micro_batches; ++m) {
+          deferred[s][m].run(m > 0);
+          EXPECT_EQ(deferred[s][m].bytes(), 0u);
+        }
+    }
+    for (auto& stage : stages)
+      for (const auto& p : stage->parameters())
+        if (p->grad.size() > 0) grads[split].push_back(p->grad.download());
+  }
+  ASSERT_EQ(grads[0].size(), grads[1].size());
+  for (size_t i = 0; i < grads[0].size(); ++i) EXPECT_EQ(grads[1][i], grads[0][i]) << "tensor " << i;
+}
+
+TEST(PipelineStage, SplitBackwardGivesTheWholeBackwardsGradients) {
+  expect_split_backward_is_the_whole<double>(BlockKind::residual_mlp, false);
+  expect_split_backward_is_the_whole<double>(BlockKind::residual_mlp, true);
+  expect_split_backward_is_the_whole<float>(BlockKind::plain, true);
+  expect_split_backward_is_the_whole<float>(BlockKind::residual_mlp, true);
+}
+
 TEST(PipelineStage, ActivationsAreAllocatedPerMicroBatchThroughTheDevice) {
   const ModelConfig c = small_model(2);
   Device device(DeviceKind::cpu);

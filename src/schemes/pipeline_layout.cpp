@@ -7,10 +7,10 @@ namespace mlps {
 std::string PipelineLayout::grid() const {
   return "pp=" + std::to_string(stages) + ",dp=" + std::to_string(replicas) +
          ",micro_batches=" + std::to_string(micro_batches) + ",schedule=" + to_string(schedule) +
-         ",partition=" + partition.text() +
-         (chunks > 1 && schedule == PipelineScheduleKind::interleaved
+         (schedule == PipelineScheduleKind::interleaved
               ? ",virtual_stages=" + std::to_string(chunks)
-              : "");
+              : "") +
+         ",partition=" + partition.text();
 }
 
 namespace {

@@ -44,7 +44,8 @@ struct PipelineLayout {
     return even_batch_slice(global_rows, replica, replicas);
   }
   PipelineShape shape() const { return {schedule, stages, micro_batches, chunks}; }
-  // "pp=4,dp=1,micro_batches=8,schedule=1f1b,partition=1,1,1,1" (",virtual_stages=v" if v > 1)
+  // "pp=4,dp=1,micro_batches=8,schedule=1f1b,partition=1,1,1,1"; interleaved adds
+  // ",virtual_stages=v" before the partition, which then lists the P·v virtual stages.
   std::string grid() const;
 };
 

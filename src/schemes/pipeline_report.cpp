@@ -35,8 +35,8 @@ void print_pipeline_report(const PipelineLayout& layout, int64_t micro_rows,
               inference ? "" : to_string(layout.schedule), layout.partition.text().c_str(),
               layout.partition_given ? ", --partition" : ", balanced by parameters");
   if (layout.chunks > 1)
-    std::printf("  %d chunks per rank: %d virtual stages, the partition's entries in model "
-                "order\n",
+    std::printf("  chunks per rank: %d, so %d virtual stages (the partition lists them in model "
+                "order)\n",
                 layout.chunks, shape.virtual_stages());
   std::printf("  %-5s %-24s %10s %10s %8s %14s %9s\n", "stage", "units", "step ms", "bubble ms",
               "bubble", inference ? "in-flight" : "activations", "micro-");
