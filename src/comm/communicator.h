@@ -34,6 +34,9 @@ class CommRequest {
  public:
   virtual ~CommRequest() = default;
   virtual void wait() = 0;
+  // False while the operation is known to be in flight (a caller may then yield its core);
+  // true when wait() should be called (done, or a backend that cannot tell).
+  virtual bool ready() { return true; }
 };
 using PendingComm = std::unique_ptr<CommRequest>;
 

@@ -76,6 +76,10 @@ class MpiCommunicator::Request : public CommRequest {
   Request(const Request&) = delete;
   Request& operator=(const Request&) = delete;
 
+  bool ready() override {
+    test();
+    return request_ == MPI_REQUEST_NULL;
+  }
   void wait() override {
     if (owner_) complete();
   }

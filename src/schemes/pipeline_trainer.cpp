@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <stdexcept>
+#include <thread>
 #include <utility>
 
 #include "src/errors.h"
@@ -134,6 +135,8 @@ void PipelineTrainer<T>::wait_for_neighbour(PendingComm& request) {
   device_.synchronize();  // this stage's own work so far is compute, not bubble
   exposed_seconds_ += log_->take_blocked_seconds();
   const auto start = Clock::now();
+  // Idle: give the core to a stage sharing it (ranks oversubscribing cores) while polling.
+  while (!request->ready()) std::this_thread::yield();
   request->wait();
   device_.synchronize();
   bubble_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
