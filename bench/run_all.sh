@@ -70,7 +70,7 @@ echo "== bin/tensor3d on 4 ranks: [4,1,1] vs [2,2,1] vs [1,1,4], batch 32"
 bash bench/tensor3d_corners.sh
 
 echo
-echo "== bin/pipeline on 4 ranks: bubble vs micro-batches, GPipe vs 1F1B activation memory"
+echo "== bin/pipeline on 4 ranks: five schedules, bubble vs micro-batches and activation memory"
 bash bench/pipeline_bubble.sh
 
 echo

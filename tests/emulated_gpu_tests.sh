@@ -3,7 +3,8 @@
 # `make CUDA=emulate`): `--device cuda --verify` must print PASS against serial for serial,
 # data (ZeRO 0-3), pipeline (GPipe, 1F1B), tensor1d, tensor2d and tensor3d at 1-4 ranks, in
 # fp64 and fp32 over MPI (--comm mpi) and over the NCCL stand-in (--comm nccl), and once each
-# in bf16 and fp16 with --checkpoint-activations. Each run must also have used what it was
+# in bf16 and fp16 with --checkpoint-activations; pipeline's interleaved, ZB-H1 and ZB-V over
+# MPI (NCCL refuses them). Each run must also have used what it was
 # asked for: the result file records device cuda and the communicator backend (none for
 # bin/serial). bin/bench_comm checks every collective on device buffers over both backends.
 # Usage: bash tests/emulated_gpu_tests.sh [BIN_DIR] (default bin/emulate).
@@ -73,6 +74,18 @@ for comm in mpi nccl; do
   done
 done
 check 1 nccl data --zero 0 --precision fp64
+# The chunked and split-backward pipeline schedules (MPI only: on NCCL they are refused).
+for precision in fp64 fp32; do
+  check 2 mpi pipeline --pp 2 --schedule interleaved --virtual-stages 2 --micro-batches 2 \
+    --layers 4 --precision "$precision"
+  check 2 mpi pipeline --pp 2 --schedule zb-h1 --micro-batches 2 --precision "$precision"
+  check 2 mpi pipeline --pp 2 --schedule zb-v --micro-batches 2 --layers 4 \
+    --precision "$precision"
+done
+check 2 mpi pipeline --pp 2 --schedule zb-v --micro-batches 2 --layers 4 --precision bf16 \
+  --checkpoint-activations
+expect_refusal "pipeline --schedule zb-v on --comm nccl" 2 "needs the MPI backend" \
+  "$bin/pipeline" "${tiny[@]}" --layers 4 --device cuda --comm nccl --schedule zb-v
 
 # bin/bench_comm on device buffers: every collective's result checked element by element.
 for comm in mpi nccl; do
