@@ -78,7 +78,8 @@ def main():
         s, r = rank % p, rank // p
         rows = batch * (r + 1) // d - batch * r // d
         mine = [vs for vs in range(len(partition)) if owner[vs] == s]
-        remote = sum((vs > 0 and owner[vs - 1] != s) + (vs + 1 < len(partition) and owner[vs + 1] != s)
+        last = len(partition) - 1
+        remote = sum((vs > 0 and owner[vs - 1] != s) + (vs < last and owner[vs + 1] != s)
                      for vs in mine)
         if p > 1:
             directions = 1 if inference else 2  # activations; and their gradients in training

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # MPI equivalence tests of bin/pipeline on the CPU backend in fp64 (ranks oversubscribed): for
 # P = 2, 3, 4 stages, GPipe and 1F1B with M = 1, P, 2P micro-batches, interleaved (v = 2), ZB-H1
-# and ZB-V with M = P, 2P, and for P x D = 4 with D = 2 replicas, the run must match serial (--verify: losses and final weights within 1e-10
-# relative), each iteration's recorded p2p and all-reduce bytes must equal the analytic volumes
+# and ZB-V with M = P, 2P (also with D = 2, checkpointing, plain blocks and --inference), and
+# for P x D = 4 with D = 2 replicas, the run must match serial (--verify: losses and final
+# weights within 1e-10 relative), each iteration's recorded p2p and all-reduce bytes must equal
+# the analytic volumes
 # (tests/check_pipeline_result.py), and each stage's peak activation memory must be M
 # micro-batches under GPipe and min(P - s, M) under 1F1B. Bad grids must fail on every rank
 # with one line each, never hang (every run has a timeout). Ends with "N passed, N failed".

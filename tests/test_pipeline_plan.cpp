@@ -119,7 +119,8 @@ TEST(PipelineSchedule, BalancedStagesReachTheIdealBubble) {
         }
   const PassTimes unit;
   for (int p = 2; p <= 5; ++p) {
-    const double one_f_one_b = ideal_bubble_fraction(make_pipeline_shape(Kind::one_f_one_b, p, 2 * p));
+    const double one_f_one_b =
+        ideal_bubble_fraction(make_pipeline_shape(Kind::one_f_one_b, p, 2 * p));
     const double zb_h1 = ideal_bubble_fraction(make_pipeline_shape(Kind::zb_h1, p, 2 * p), unit);
     const double zb_v = ideal_bubble_fraction(make_pipeline_shape(Kind::zb_v, p, 2 * p), unit);
     EXPECT_NEAR(zb_h1, (p - 1.0) / (3 * 2 * p + p - 1), 1e-12);

@@ -172,7 +172,8 @@ void expect_split_backward_is_the_whole(BlockKind block, bool checkpointed) {
         if (p->grad.size() > 0) grads[split].push_back(p->grad.download());
   }
   ASSERT_EQ(grads[0].size(), grads[1].size());
-  for (size_t i = 0; i < grads[0].size(); ++i) EXPECT_EQ(grads[1][i], grads[0][i]) << "tensor " << i;
+  for (size_t i = 0; i < grads[0].size(); ++i)
+    EXPECT_EQ(grads[1][i], grads[0][i]) << "tensor " << i;
 }
 
 TEST(PipelineStage, SplitBackwardGivesTheWholeBackwardsGradients) {

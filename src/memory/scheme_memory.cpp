@@ -111,7 +111,8 @@ ChunkBytes pipeline_chunk_bytes(const Options& o, const PipelineLayout& layout, 
   // Scratch: the activation gradients, the blocks' shared backward scratch, the gradients sent
   // back, the last stage's logit gradient and losses, checkpointing's recompute set.
   double scratch = 2 * r * h + (blocks > 0 ? r * (residual ? h + f : h) : 0);
-  if (!is_first && layout.shape().rank_of(vs - 1) != layout.shape().rank_of(vs)) scratch += 2 * r * h;
+  const PipelineShape shape = layout.shape();
+  if (!is_first && shape.rank_of(vs - 1) != shape.rank_of(vs)) scratch += 2 * r * h;
   if (is_last) scratch += r * classes + r * layout.micro_batches;
   if (recomputes) scratch += block_saved + (shared_output ? r * h : 0);
   bytes.scratch = scratch * e;

@@ -11,7 +11,8 @@
 namespace mlps {
 
 enum class PipelineScheduleKind { gpipe, one_f_one_b, interleaved, zb_h1, zb_v };
-const char* to_string(PipelineScheduleKind kind);  // "gpipe", "1f1b", "interleaved", "zb-h1", "zb-v"
+// "gpipe", "1f1b", "interleaved", "zb-h1", "zb-v"
+const char* to_string(PipelineScheduleKind kind);
 // One of the names above; InputError otherwise.
 PipelineScheduleKind parse_pipeline_schedule(const std::string& text);
 // True for ZB-H1 and ZB-V, whose backward is split into B and W.

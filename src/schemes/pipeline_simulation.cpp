@@ -46,7 +46,8 @@ SimulatedPipeline simulate_pipeline(const PipelineShape& shape,
         free_at[r] = start + duration;
         sim.busy[r] += duration;
         if (a.pass == Pass::forward) at(forward_end, vs, a.micro_batch) = free_at[r];
-        else if (a.pass != Pass::backward_weight) at(input_grad_end, vs, a.micro_batch) = free_at[r];
+        else if (a.pass != Pass::backward_weight)
+          at(input_grad_end, vs, a.micro_batch) = free_at[r];
         ++next[r];
         progressed = true;
       }

@@ -22,7 +22,8 @@ std::vector<std::vector<PipelineAction>> zb_v_actions(const PipelineShape& shape
   // Per virtual stage, the next micro-batch to run forward and B (each in micro-batch order).
   std::vector<int> next_forward(static_cast<size_t>(vs_count), 0), next_input(next_forward);
   std::vector<double> free_at(static_cast<size_t>(ranks), 0.0);
-  std::vector<int> held(static_cast<size_t>(ranks), 0), left(static_cast<size_t>(ranks), 3 * m * chunks);
+  std::vector<int> held(static_cast<size_t>(ranks), 0);
+  std::vector<int> left(static_cast<size_t>(ranks), 3 * m * chunks);  // passes still to run
   std::vector<std::deque<PipelineAction>> deferred(static_cast<size_t>(ranks));
   std::vector<std::vector<PipelineAction>> lists(static_cast<size_t>(ranks));
   // 1F1B's peak activation memory: P micro-batches of a stage, 2P of a chunk (half a stage).
