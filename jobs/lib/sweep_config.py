@@ -30,11 +30,13 @@ class Scheme:
 # As the executables' --help describes their grids; `dp` always splits the global batch.
 SCHEMES = {
     "serial": Scheme(flags=()),
-    "data": Scheme(flags=("dp", "zero", "bucket-mb", "no-overlap"), factors=("dp",),
-                   optional=("dp",)),
-    "pipeline": Scheme(flags=("pp", "dp", "micro-batches", "schedule", "partition"),
+    "data": Scheme(flags=("dp", "zero", "bucket-mb", "no-overlap", "shard-group"),
+                   factors=("dp",), optional=("dp",)),
+    "pipeline": Scheme(flags=("pp", "dp", "micro-batches", "schedule", "virtual-stages",
+                              "partition"),
                        factors=("pp", "dp"), optional=("pp", "dp")),
-    "tensor1d": Scheme(flags=("tp", "dp"), factors=("tp", "dp"), optional=("tp", "dp")),
+    "tensor1d": Scheme(flags=("tp", "dp", "sequence-parallel"), factors=("tp", "dp"),
+                       optional=("tp", "dp")),
     "tensor2d": Scheme(flags=("tp-dims", "dp"), factors=("tp-dims", "dp"),
                        optional=("tp-dims", "dp"), dims=(2,)),
     "tensor3d": Scheme(flags=("tp-dims", "dp"), factors=("tp-dims", "dp"), optional=("dp",),
