@@ -16,7 +16,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 pipeline=${PIPELINE:-bin/pipeline}
 ranks=4
-shape=(--hidden 1024 --layers 8 --image-size 32 --ffn-mult 4 --batch 64 --iters 8 --warmup 2
+shape=(--hidden 1024 --layers 8 --image-size 32 --ffn-mult 4 --batch 64 --iters 12 --warmup 2
        --print-every 0 --pp "$ranks")
 schedules=(gpipe 1f1b interleaved zb-h1 zb-v)
 mkdir -p results/bench
