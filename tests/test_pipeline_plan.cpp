@@ -28,11 +28,12 @@ std::vector<std::vector<PipelineAction>> all_actions(const PipelineShape& shape)
   return lists;
 }
 
-// The shapes a kind runs: interleaved needs M a multiple of P (v = 2 and 3).
+// The shapes a kind runs: interleaved needs M a multiple of P (v = 1, 2 and 3).
 std::vector<PipelineShape> shapes_of(Kind kind, int p, int m) {
   if (kind != Kind::interleaved) return {make_pipeline_shape(kind, p, m)};
   if (m % p != 0) return {};
-  return {make_pipeline_shape(kind, p, m, 2), make_pipeline_shape(kind, p, m, 3)};
+  return {make_pipeline_shape(kind, p, m, 1), make_pipeline_shape(kind, p, m, 2),
+          make_pipeline_shape(kind, p, m, 3)};
 }
 
 TEST(PipelineSchedule, EveryRankRunsEachPassOnceInOrderWithinItsActivationBudget) {
