@@ -18,8 +18,7 @@ Evaluation PipelineTrainer<T>::evaluate(const HostBatch& rows, int64_t /*global_
   const int64_t n = micro_rows_;
   const int64_t count = (rows.rows + n - 1) / n;  // micro-batches; the last may be shorter
   auto rows_of = [&](int64_t k) { return std::min(n, rows.rows - k * n); };
-  const int64_t classes = layout_.partition.stages() > 0 ? chunks_.back().model->config().classes
-                                                         : 0;
+  const int64_t classes = chunks_.front().model->config().classes;  // used by the last stage
 
   // Per chunk, two micro-batches in flight, k in flight[k % 2]; the last virtual stage's
   // results for all rows, so that the losses and predictions are read back once. Each
