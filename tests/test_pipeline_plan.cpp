@@ -130,6 +130,18 @@ TEST(PipelineSchedule, BalancedStagesReachTheIdealBubble) {
   }
 }
 
+TEST(PipelineSchedule, SimulationTakesEachRanksOwnPassTimes) {
+  // 1F1B, P = 2, M = 2, stage 1 twice as slow: stage 0 runs F0 [0,1] F1 [1,2], waits for
+  // stage 1's B0 (F0 [1,3], B0 [3,5]), B0 [5,6], then for its B1 (F1 [5,7], B1 [7,9]): [9,10].
+  const auto shape = make_pipeline_shape(Kind::one_f_one_b, 2, 2);
+  const SimulatedPipeline run = simulate_pipeline(
+      shape, all_actions(shape), std::vector<PassTimes>{{1, 1, 0}, {2, 2, 0}});
+  ASSERT_FALSE(run.deadlocked);
+  EXPECT_DOUBLE_EQ(run.makespan, 10.0);
+  EXPECT_DOUBLE_EQ(run.busy[0], 4.0);
+  EXPECT_DOUBLE_EQ(run.busy[1], 8.0);
+}
+
 TEST(PipelineSchedule, ZeroBubbleSchedulesStayAheadOfUnequalPassTimes) {
   // The formulas' time dependence: a heavier W fills more of ZB-H1's bubble.
   const auto shape = make_pipeline_shape(Kind::zb_h1, 4, 8);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "src/human_bytes.h"
+#include "src/schemes/pipeline_simulation.h"
 
 namespace mlps {
 
@@ -27,6 +28,7 @@ void print_pipeline_report(const PipelineLayout& layout, int64_t micro_rows,
   const int p = layout.stages, d = layout.replicas;
   const PipelineShape shape = layout.shape();
   PassTimes times{0, 0, 0};
+  std::vector<PassTimes> stage_times(static_cast<size_t>(p), PassTimes{0, 0, 0});
   std::printf("pipeline%s: %d stage%s x %d replica%s (rank = replica*%d + stage), %d micro-batches "
               "of %lld rows, %s%s, partition %s (blocks per stage%s)\n",
               inference ? " inference" : "", p, p == 1 ? "" : "s", d, d == 1 ? "" : "s", p,
@@ -53,14 +55,17 @@ void print_pipeline_report(const PipelineLayout& layout, int64_t micro_rows,
       peak = std::max(peak, v[3]);
       slot = std::max(slot, v[4]);
       working = std::max(working, v[5]);
-      times.forward += v[6] / (d * p);
-      times.input += v[7] / (d * p);
-      times.weight += v[8] / (d * p);
+      stage_times[s].forward += v[6] / d;
+      stage_times[s].input += v[7] / d;
+      stage_times[s].weight += v[8] / d;
     }
     std::string units;
     for (int c = 0; c < layout.chunks; ++c)
       units += (c ? " + " : "") + layout.partition.unit_names(shape.virtual_stage(s, c));
     fraction_sum += fraction;
+    times.forward += stage_times[s].forward / p;
+    times.input += stage_times[s].input / p;
+    times.weight += stage_times[s].weight / p;
     std::printf("  %-5d %-24s %10.3f %10.3f %7.1f%% %14s %9.2f\n", s, units.c_str(),
                 step * 1e3, bubble * 1e3,
                 100.0 * fraction, human_bytes(peak).c_str(), slot > 0 ? peak / slot : 0.0);
@@ -80,6 +85,18 @@ void print_pipeline_report(const PipelineLayout& layout, int64_t micro_rows,
   if (timed)
     std::printf("  pass times per chunk (mean over ranks): F %.3f ms, B %.3f ms, W %.3f ms\n",
                 times.forward * 1e3, times.input * 1e3, times.weight * 1e3);
+  if (!inference && p > 1) {
+    // The schedule's lists with each stage's own pass times: the imbalance between stages
+    // included, only communication and contention left out.
+    std::vector<std::vector<PipelineAction>> lists;
+    for (int s = 0; s < p; ++s) lists.push_back(stage_actions(shape, s));
+    const SimulatedPipeline run = simulate_pipeline(shape, lists, stage_times);
+    double idle = 0;
+    for (double busy : run.busy) idle += run.makespan > 0 ? (1.0 - busy / run.makespan) / p : 0;
+    std::printf("  simulated with each stage's own measured pass times (its imbalance "
+                "included): %.1f%%\n",
+                100.0 * idle);
+  }
   if (working > 0)
     std::printf("  plus, shared by a stage's micro-batches: %s at most (%s)\n",
                 human_bytes(working).c_str(),

@@ -7,6 +7,13 @@ namespace mlps {
 SimulatedPipeline simulate_pipeline(const PipelineShape& shape,
                                     const std::vector<std::vector<PipelineAction>>& actions,
                                     const PassTimes& times) {
+  return simulate_pipeline(shape, actions,
+                           std::vector<PassTimes>(static_cast<size_t>(shape.stages), times));
+}
+
+SimulatedPipeline simulate_pipeline(const PipelineShape& shape,
+                                    const std::vector<std::vector<PipelineAction>>& actions,
+                                    const std::vector<PassTimes>& rank_times) {
   using Pass = PipelineAction::Pass;
   const int ranks = shape.stages, vs_count = shape.virtual_stages(), m = shape.micro_batches;
   constexpr double kNotYet = -1;
@@ -26,6 +33,7 @@ SimulatedPipeline simulate_pipeline(const PipelineShape& shape,
       while (next[r] < actions[r].size()) {
         const PipelineAction& a = actions[r][next[r]];
         const int vs = shape.virtual_stage(r, a.chunk);
+        const PassTimes& times = rank_times[r];
         double start = free_at[r];
         double duration = times.weight;
         if (a.pass == Pass::forward) {

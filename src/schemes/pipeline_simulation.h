@@ -18,5 +18,9 @@ struct SimulatedPipeline {
 SimulatedPipeline simulate_pipeline(const PipelineShape& shape,
                                     const std::vector<std::vector<PipelineAction>>& actions,
                                     const PassTimes& times);
+// The same with each rank's own pass times (a rank's chunks share them).
+SimulatedPipeline simulate_pipeline(const PipelineShape& shape,
+                                    const std::vector<std::vector<PipelineAction>>& actions,
+                                    const std::vector<PassTimes>& rank_times);
 
 }  // namespace mlps
