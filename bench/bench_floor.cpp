@@ -4,7 +4,9 @@
 // best all-core memory bandwidth it measured (copy or STREAM add, on every thread of the rank):
 // no implementation of this step on this machine can be much faster, and a kernel that leaves
 // cores idle shows as a gap. Reads bench_kernels' JSON (--kernels), runs the serial training
-// through the shared driver, and prints each phase beside its floor.
+// through the shared driver with the optimizer in its own phase, and prints each phase beside
+// its floor; then runs it again with the weight update fused into backward (bin/serial's
+// default on the CPU), which moves fewer bytes than the floor counts, and prints that step too.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -17,6 +19,7 @@
 #include "src/data/dataset.h"
 #include "src/driver/training_driver.h"
 #include "src/errors.h"
+#include "src/model/fused_weight_update.h"
 #include "src/mpi_session.h"
 #include "src/results/run_info.h"
 #include "src/results/run_record.h"
@@ -101,11 +104,14 @@ int run(const MpiSession& mpi, int argc, char** argv) {
 
   const auto dataset = open_dataset(o.data, o.seed);
   const auto schedule = TrainingSchedule::make(o, dataset->size(Split::train));
-  std::unique_ptr<Trainer> trainer;
-  if (o.precision == Precision::fp64)
-    trainer = std::make_unique<SerialTrainer<double>>(device, o.model, o.optimizer, o.seed, o.batch);
-  else
-    trainer = std::make_unique<SerialTrainer<float>>(device, o.model, o.optimizer, o.seed, o.batch);
+  const auto make_trainer = [&](bool fuse_update) -> std::unique_ptr<Trainer> {
+    if (o.precision == Precision::fp64)
+      return std::make_unique<SerialTrainer<double>>(device, o.model, o.optimizer, o.seed,
+                                                     o.batch, fuse_update);
+    return std::make_unique<SerialTrainer<float>>(device, o.model, o.optimizer, o.seed, o.batch,
+                                                  fuse_update);
+  };
+  auto trainer = make_trainer(false);
 
   // The floor, before the run so that a missing rate fails fast.
   std::map<std::string, double> gemm_flops, gemm_seconds;  // by phase: "forward", "backward"
@@ -139,10 +145,21 @@ int run(const MpiSession& mpi, int argc, char** argv) {
   RunContext context{"bench_floor", command_line(argc, argv), MPI_COMM_WORLD, 0, 1};
   const int code = run_training(context, o, schedule, *trainer, *dataset);
   if (code != 0) return code;
-  const RunRecord record = read_results_hdf5(o.out);
-  const auto measured = [&](const std::string& phase) {
-    return median(slowest_rank_per_iteration(record.timing.at(phase), o.warmup));
+  trainer.reset();
+  // The same training with the fused update where it applies, into a file beside the first.
+  const bool fusable = fused_update_applies(device, storage_format(o.precision));
+  Options fused = o;
+  fused.out = std::filesystem::path(o.out).replace_extension().string() + "-fused.h5";
+  if (fusable) {
+    auto fused_trainer = make_trainer(true);
+    const int fused_code = run_training(context, fused, schedule, *fused_trainer, *dataset);
+    if (fused_code != 0) return fused_code;
+  }
+  const auto phase_median = [&](const RunRecord& run, const std::string& phase) {
+    return median(slowest_rank_per_iteration(run.timing.at(phase), o.warmup));
   };
+  const RunRecord record = read_results_hdf5(o.out);
+  const auto measured = [&](const std::string& phase) { return phase_median(record, phase); };
 
   const int threads = cpu::thread_count();
   std::printf("\nstep-time floor (%s, %s, batch %lld, %d thread%s per rank)\n", backend.c_str(),
@@ -176,6 +193,13 @@ int run(const MpiSession& mpi, int argc, char** argv) {
   const double ratio = step / floor_seconds;
   std::printf("  %-10s %11.3f %10.3f %8.3f   (target <= 1.15: %s)\n", "step", step * 1e3,
               floor_seconds * 1e3, ratio, ratio <= 1.15 ? "met" : "NOT met");
+  if (fusable) {
+    const double fused_step = phase_median(read_results_hdf5(fused.out), "step");
+    std::printf("  %-10s %11.3f %10.3f %8.3f   weight update fused into backward (bin/serial's "
+                "default): it moves\n  %46s 16 bytes per weight less than the floor counts\n",
+                "fused step", fused_step * 1e3, floor_seconds * 1e3, fused_step / floor_seconds,
+                "");
+  }
   const double optimizer_rate = optimizer_bytes / optimizer;
   std::printf("  optimizer   %.1f GB/s = %.0f%% of the all-core copy bandwidth "
               "(target >= 80%%: %s)\n",

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "src/model/fused_weight_update.h"
 #include "src/schemes/pipeline_partition.h"
 #include "src/schemes/pipeline_schedule.h"
 #include "src/schemes/tensor2d/balanced_split.h"
@@ -17,10 +18,13 @@ double as_double(int64_t n) { return static_cast<double>(n); }
 
 }  // namespace
 
-MemoryNeed serial_memory(const Options& o) {
+MemoryNeed serial_memory(const Options& o, bool fuse_update) {
   MemoryNeed need;
   const double p = as_double(parameter_count(o.model));
   add_parameter_state(need, p, p, o.optimizer, o.precision);
+  const auto bytes = static_cast<int64_t>(element_bytes(o.precision));
+  if (fuse_update && fused_update_applies(resolve_device(o.device), storage_format(o.precision)))
+    need.optimizer += as_double(fused_block_elements(o.model, bytes) * bytes);
   need.activations = replica_activation_bytes(o.model, o.batch, full_widths(o.model),
                                               element_bytes(o.precision));
   return need;

@@ -17,7 +17,8 @@
 
 namespace mlps {
 
-MemoryNeed serial_memory(const Options& o);
+// fuse_update: as asked of SerialTrainer (its dW block where the fused update applies).
+MemoryNeed serial_memory(const Options& o, bool fuse_update);
 MemoryNeed data_memory(const Options& o, int ranks, const DataParallelConfig& config);
 MemoryNeed pipeline_memory(const Options& o, const PipelineLayout& layout, int stage);
 MemoryNeed tensor1d_memory(const Options& o, const Tensor1dPlan& plan, int dp);

@@ -1,5 +1,8 @@
 #pragma once
 // Linear(in → out): y = x·Wᵀ + b with W stored [out × in] as PyTorch stores it.
+#include <algorithm>
+
+#include "src/model/fused_weight_update.h"
 #include "src/model/layers.h"
 #include "src/model/parameter_list.h"
 
@@ -8,9 +11,11 @@ namespace mlps {
 template <typename T>
 class LinearLayer : public Linear<T> {
  public:
+  // fused: the weight update to hand dW to during a backward that does not accumulate (null:
+  // dW goes to the gradient for the optimizer's step).
   LinearLayer(Device& device, ParameterList<T>& params, const std::string& name, int64_t in,
-              int64_t out)
-      : device_(device), in_(in), out_(out),
+              int64_t out, FusedWeightUpdate<T>* fused = nullptr)
+      : device_(device), in_(in), out_(out), fused_(fused),
         weight_(params.add(name + ".weight", out, in, InitKind::uniform_fan_in, in)),
         bias_(params.add(name + ".bias", 1, out, InitKind::uniform_fan_in, in)) {}
 
@@ -24,6 +29,10 @@ class LinearLayer : public Linear<T> {
   }
   // dW (+)= dyᵀ·x, db (+)= Σ_rows dy, and dx = dy·W unless dx is null (the first layer).
   void backward(const T* x, const T* dy, T* dx, int64_t rows, bool accumulate) override {
+    if (fused_ && !accumulate) {
+      backward_input(dy, dx, rows);  // from W before its update
+      return update_weight_in_blocks(x, dy, rows);
+    }
     backward_weight(x, dy, rows, accumulate);
     backward_input(dy, dx, rows);
   }
@@ -39,8 +48,21 @@ class LinearLayer : public Linear<T> {
   }
 
  private:
+  // dW a block of rows at a time, each handed to the fused update at once; db to its gradient.
+  void update_weight_in_blocks(const T* x, const T* dy, int64_t rows) {
+    const int64_t block = fused_->block_rows(in_);
+    for (int64_t first = 0; first < out_; first += block) {
+      const int64_t n = std::min(block, out_ - first);
+      device_.gemm<T>(true, false, n, in_, rows, T(1), dy + first, out_, x, in_, T(0),
+                      fused_->block(), in_);
+      fused_->apply_block(weight_.value.data(), first * in_, n * in_);
+    }
+    device_.bias_grad<T>(bias_.grad.data(), dy, rows, out_, false);
+  }
+
   Device& device_;
   int64_t in_, out_;
+  FusedWeightUpdate<T>* fused_;
   Parameter<T>& weight_;
   Parameter<T>& bias_;
 };

@@ -8,7 +8,7 @@ namespace mlps {
 template <typename T>
 std::unique_ptr<Linear<T>> SerialLayers<T>::linear(const std::string& name, int64_t in,
                                                    int64_t out) {
-  return std::make_unique<LinearLayer<T>>(device_, params_, name, in, out);
+  return std::make_unique<LinearLayer<T>>(device_, params_, name, in, out, fused_);
 }
 
 template <typename T>

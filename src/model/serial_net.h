@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "src/model/fc_net.h"
+#include "src/model/fused_weight_update.h"
 #include "src/model/parameter_list.h"
 
 namespace mlps {
@@ -13,7 +14,9 @@ namespace mlps {
 template <typename T>
 class SerialLayers : public LayerSet<T> {
  public:
-  SerialLayers(Device& device, ParameterStorage storage) : device_(device), params_(device, storage) {}
+  // fused: every Linear's weight update during backward (FusedWeightUpdate); null: none.
+  SerialLayers(Device& device, ParameterStorage storage, FusedWeightUpdate<T>* fused = nullptr)
+      : device_(device), params_(device, storage), fused_(fused) {}
   std::unique_ptr<Linear<T>> linear(const std::string& name, int64_t in, int64_t out) override;
   std::unique_ptr<LayerNorm<T>> layer_norm(const std::string& name, int64_t features) override;
   void unit_made(int unit) override;
@@ -24,6 +27,7 @@ class SerialLayers : public LayerSet<T> {
  private:
   Device& device_;
   ParameterList<T> params_;
+  FusedWeightUpdate<T>* fused_;
   size_t unit_first_ = 0;  // the first parameter of the unit being made
   std::vector<std::vector<Parameter<T>*>> units_;
 };
@@ -38,8 +42,9 @@ template <typename T>
 class SerialNet : private OwnedLayers<T>, public FcNet<T> {
  public:
   SerialNet(Device& device, const ModelConfig& config, int64_t max_rows,
-            ParameterStorage storage = ParameterStorage::owned)
-      : OwnedLayers<T>{SerialLayers<T>(device, storage)},
+            ParameterStorage storage = ParameterStorage::owned,
+            FusedWeightUpdate<T>* fused = nullptr)
+      : OwnedLayers<T>{SerialLayers<T>(device, storage, fused)},
         FcNet<T>(device, config, max_rows, this->layers) {}
   // A pipeline stage's run of units; every parameter external (the stage gives its own storage).
   SerialNet(Device& device, const ModelConfig& config, int64_t max_rows, StageUnits units)

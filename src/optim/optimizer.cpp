@@ -1,6 +1,8 @@
 #include "src/optim/optimizer.h"
 
+#include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <type_traits>
 
 namespace mlps {
@@ -18,7 +20,7 @@ Optimizer<T>::Optimizer(Device& device, const OptimizerConfig& config, MPI_Comm 
 
 template <typename T>
 void Optimizer<T>::add(T* value, const T* grad, int64_t count) {
-  Slot slot{value, grad, count, {}, {}, {}};
+  Slot slot{value, grad, count, {}, {}, {}, 0};
   if (mixed_) {
     slot.master = Buffer<T>(device_, count);
     device_.copy(slot.master.data(), value, sizeof(T) * static_cast<size_t>(count));
@@ -30,6 +32,7 @@ void Optimizer<T>::add(T* value, const T* grad, int64_t count) {
     slot.m.zero();
     slot.v.zero();
   }
+  slot_of_[value] = slots_.size();
   slots_.push_back(std::move(slot));
 }
 
@@ -46,33 +49,70 @@ bool Optimizer<T>::gradients_finite_everywhere() {
 
 template <typename T>
 bool Optimizer<T>::step() {
-  double grad_scale = 1.0;
-  if (scaler_) {
-    const double used = scaler_->scale();
-    const bool apply = scaler_->update(!gradients_finite_everywhere());
-    device_.set_loss_scale(scaler_->scale());
-    if (!apply) return false;
-    grad_scale = 1.0 / used;
+  if (!open_) {
+    double grad_scale = 1.0;
+    if (scaler_) {
+      const double used = scaler_->scale();
+      const bool apply = scaler_->update(!gradients_finite_everywhere());
+      device_.set_loss_scale(scaler_->scale());
+      if (!apply) return false;
+      grad_scale = 1.0 / used;
+    }
+    open_step();
+    grad_scale_ = grad_scale;
   }
-  ++steps_;
-  if (config_.kind == OptimizerKind::sgd) {
-    for (auto& s : slots_)
-      device_.sgd_update<T>(mixed_ ? s.master.data() : s.value, s.grad, s.count,
-                            config_.lr * grad_scale);
-  } else {
-    AdamStep adam{config_.lr, config_.beta1, config_.beta2, config_.eps,
-                  1.0 - std::pow(config_.beta1, static_cast<double>(steps_)),
-                  1.0 - std::pow(config_.beta2, static_cast<double>(steps_)), grad_scale};
-    for (auto& s : slots_)
-      device_.adam_update<T>(mixed_ ? s.master.data() : s.value, s.grad, s.m.data(), s.v.data(),
-                             s.count, adam);
+  for (auto& s : slots_) {
+    if (s.fused == 0) update(s, 0, s.grad, s.count);
+    else if (s.fused != s.count)
+      throw std::logic_error("the fused update covered part of a tensor");
+    s.fused = 0;
   }
   if (mixed_)
     for (auto& s : slots_) {
       device_.copy(s.value, s.master.data(), sizeof(T) * static_cast<size_t>(s.count));
       device_.round_to_storage(s.value, s.count);
     }
+  open_ = false;
   return true;
+}
+
+template <typename T>
+void Optimizer<T>::open_step() {
+  ++steps_;
+  open_ = true;
+  grad_scale_ = 1.0;
+}
+
+template <typename T>
+void Optimizer<T>::update(Slot& s, int64_t first, const T* grad, int64_t count) {
+  T* value = (mixed_ ? s.master.data() : s.value) + first;
+  if (config_.kind == OptimizerKind::sgd)
+    return device_.sgd_update<T>(value, grad, count, config_.lr * grad_scale_);
+  const AdamStep adam{config_.lr, config_.beta1, config_.beta2, config_.eps,
+                      1.0 - std::pow(config_.beta1, static_cast<double>(steps_)),
+                      1.0 - std::pow(config_.beta2, static_cast<double>(steps_)), grad_scale_};
+  device_.adam_update<T>(value, grad, s.m.data() + first, s.v.data() + first, count, adam);
+}
+
+template <typename T>
+void Optimizer<T>::enable_fused_update(int64_t block_elements) {
+  if (mixed_) throw std::logic_error("the update of 16-bit storage cannot be fused");
+  block_ = Buffer<T>(device_, block_elements);
+}
+
+template <typename T>
+int64_t Optimizer<T>::block_rows(int64_t width) const {
+  return std::max<int64_t>(1, block_.size() / width);
+}
+
+template <typename T>
+void Optimizer<T>::apply_block(const T* value, int64_t first, int64_t count) {
+  const auto it = slot_of_.find(value);
+  if (!open_ || it == slot_of_.end() || count > block_.size())
+    throw std::logic_error("apply_block outside an open step, or on an unregistered tensor");
+  Slot& s = slots_[it->second];
+  update(s, first, block_.data(), count);
+  s.fused += count;
 }
 
 template <typename T>

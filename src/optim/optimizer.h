@@ -7,19 +7,25 @@
 // tensor the model computes with. With fp16 it also runs dynamic loss scaling: the Device
 // scales the loss gradient, and step() unscales it, or skips the whole update (on every rank
 // of `consensus`) when any rank's gradients hold an inf or NaN.
+//
+// Fused (enable_fused_update): open_step() before the backward pass, whose
+// Linears update their weights a block at a time through apply_block(); step() then updates
+// the tensors that were not.
 #include <mpi.h>
 
 #include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "src/buffer.h"
+#include "src/model/fused_weight_update.h"
 #include "src/optim/loss_scaler.h"
 #include "src/optimizer_config.h"
 
 namespace mlps {
 
 template <typename T>
-class Optimizer {
+class Optimizer : public FusedWeightUpdate<T> {
  public:
   // consensus: the ranks that must agree to skip a step (all ranks of the run; MPI_COMM_SELF
   // for a model trained by one process alone, such as --verify's serial replay).
@@ -31,6 +37,15 @@ class Optimizer {
   void add(T* value, const T* grad, int64_t count);
   // Returns false when fp16 loss scaling skipped the update (the same on every rank).
   bool step();
+
+  // Allocates the block, of fused_block_elements() for the model (full precision only:
+  // fused_update_applies).
+  void enable_fused_update(int64_t block_elements);
+  // Starts the step that apply_block() and then step() carry out.
+  void open_step();
+  T* block() override { return block_.data(); }
+  int64_t block_rows(int64_t width) const override;
+  void apply_block(const T* value, int64_t first, int64_t count) override;
   int64_t steps_taken() const { return steps_; }
   // Bytes the update reads and writes per step (each operand once), for the step-time floor.
   double bytes_per_step() const;
@@ -42,8 +57,11 @@ class Optimizer {
     int64_t count;
     Buffer<T> m, v;  // Adam moments (empty for SGD)
     Buffer<T> master;  // mixed precision: the fp32 weights value is rounded from
+    int64_t fused = 0;  // elements apply_block() updated in the open step
   };
   bool gradients_finite_everywhere();
+  // Elements [first, first + count) of the slot from grad, with the open step's settings.
+  void update(Slot& s, int64_t first, const T* grad, int64_t count);
   Device& device_;
   OptimizerConfig config_;
   MPI_Comm consensus_;
@@ -51,7 +69,11 @@ class Optimizer {
   std::optional<LossScaler> scaler_;
   Buffer<uint64_t> nonfinite_total_;  // fp16: the step's count of inf/NaN gradient values
   std::vector<Slot> slots_;
+  std::unordered_map<const T*, size_t> slot_of_;  // by value pointer
   int64_t steps_ = 0;
+  bool open_ = false;      // open_step() called, step() not yet
+  double grad_scale_ = 1;  // of the open step
+  Buffer<T> block_;        // the fused update's dW block
 };
 
 }  // namespace mlps

@@ -9,11 +9,20 @@ namespace mlps {
 
 template <typename T>
 SerialTrainer<T>::SerialTrainer(const DeviceConfig& device, const ModelConfig& model,
-                                const OptimizerConfig& optimizer, uint64_t seed, int64_t max_rows)
+                                const OptimizerConfig& optimizer, uint64_t seed, int64_t max_rows,
+                                bool fuse_update)
     : ForwardBackwardTrainer<T>(device, model, optimizer, MPI_COMM_SELF),
-      model_(device_, model, max_rows) {
+      fused_(fuse_update && fused_update_applies(device_.kind(), device_.storage_format())),
+      model_(device_, model, max_rows, ParameterStorage::owned, fused_update_for(fused_, model)) {
   model_.parameters().initialise(seed);
   for (auto& p : model_.parameters()) optimizer_.add(p->value.data(), p->grad.data(), p->size());
+}
+
+template <typename T>
+FusedWeightUpdate<T>* SerialTrainer<T>::fused_update_for(bool wanted, const ModelConfig& model) {
+  if (!wanted) return nullptr;
+  optimizer_.enable_fused_update(fused_block_elements(model, sizeof(T)));
+  return &optimizer_;
 }
 
 template <typename T>

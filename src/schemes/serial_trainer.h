@@ -11,8 +11,11 @@ namespace mlps {
 template <typename T>
 class SerialTrainer : public ForwardBackwardTrainer<T> {
  public:
+  // fuse_update: each Linear's weights updated during backward (FusedWeightUpdate) where
+  // fused_update_applies (fused_update() says whether it is).
   SerialTrainer(const DeviceConfig& device, const ModelConfig& model, const OptimizerConfig& optimizer,
-                uint64_t seed, int64_t max_rows);
+                uint64_t seed, int64_t max_rows, bool fuse_update = false);
+  bool fused_update() const { return fused_; }
 
   std::string scheme() const override { return "serial"; }
   std::string grid() const override { return "1"; }
@@ -23,6 +26,7 @@ class SerialTrainer : public ForwardBackwardTrainer<T> {
   double forward(const HostBatch& rows) override;
   void backward(int64_t rows, int64_t global_batch, PhaseTimer& timer) override {
     model_.set_timer(&timer);
+    if (fused_) optimizer_.open_step();
     model_.backward(rows, global_batch, false);
   }
   std::vector<int32_t> predictions(int64_t rows) const override {
@@ -31,6 +35,8 @@ class SerialTrainer : public ForwardBackwardTrainer<T> {
   MPI_Comm metrics_comm() const override { return MPI_COMM_SELF; }
   using SchemeTrainer<T>::device_;
   using SchemeTrainer<T>::optimizer_;
+  FusedWeightUpdate<T>* fused_update_for(bool wanted, const ModelConfig& model);
+  bool fused_;
   SerialNet<T> model_;
 };
 
