@@ -2,7 +2,7 @@
 // The weight update fused into the backward pass (serial training on the CPU, where the update
 // is bound by memory bandwidth). A Linear makes its dW one block of rows at a time, into a
 // block the update owns, and hands each block over at once, while it is still in cache: the
-// gradient never goes to memory and back. That saves 16 of the 44 bytes per weight a step moves
+// gradient never goes to memory and back. That saves 16 of the 40 bytes per weight a step moves
 // otherwise (zeroing dW, the GEMM's read and write of it, the optimizer's read of it). The
 // optimizer implements it (src/optim/optimizer.h).
 #include <algorithm>
