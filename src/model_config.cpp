@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "kernels/kernel_traffic.h"
 #include "src/errors.h"
 
 namespace mlps {
@@ -62,28 +63,25 @@ std::vector<GemmShape> training_step_gemms(const ModelConfig& c, int64_t batch) 
 
 StepElementwiseBytes training_step_elementwise_bytes(const ModelConfig& c, int64_t batch,
                                                      double element_bytes) {
-  const double r = static_cast<double>(batch), h = static_cast<double>(c.hidden);
-  const double f = static_cast<double>(c.ffn_hidden()), classes = static_cast<double>(c.classes);
-  const double blocks = static_cast<double>(c.layers);
+  const int64_t r = batch, h = c.hidden, blocks = c.layers;
   const bool residual = c.block == BlockKind::residual_mlp;
   StepElementwiseBytes e;
   for (const auto& s : linear_shapes(c)) {
-    const double out = static_cast<double>(s.out);
-    e.forward += 2 * r * out + out;  // bias add: read y, bias; write y
-    e.backward += r * out + out;     // bias gradient: read dy; write db
+    e.forward += traffic::bias_add(r, s.out);
+    e.backward += traffic::bias_grad(r, s.out);
   }
-  // ReLU (read x; write y / read dy, y; write dx) over the block's inner width.
-  const double inner = residual ? f : h;
-  e.forward += blocks * 2 * r * inner;
-  e.backward += blocks * 3 * r * inner;
-  if (residual) {  // LayerNorm (x, γ, β → y, mean, rstd) and the residual add (a, b → y)
-    e.forward += blocks * ((2 * r * h + 2 * h + 2 * r) + 3 * r * h);
-    e.backward += blocks * ((3 * r * h + 3 * h + 2 * r) + 3 * r * h);
+  // The ReLU over the block's inner width.
+  const int64_t inner = residual ? c.ffn_hidden() : h;
+  e.forward += blocks * traffic::relu_forward(r * inner);
+  e.backward += blocks * traffic::relu_backward(r * inner);
+  if (residual) {  // LayerNorm and the residual add (its backward moves as much)
+    e.forward += blocks * (traffic::layernorm_forward(r, h) + traffic::residual_add(r * h));
+    e.backward += blocks * (traffic::layernorm_backward(r, h) + traffic::residual_add(r * h));
   }
-  e.forward += 2 * r * classes + r;  // softmax cross-entropy: logits → probs, row loss
-  e.backward += 2 * r * classes;     // probs → dlogits
-  e.forward = e.forward * element_bytes + 4 * r;  // + the int32 labels, read once each way
-  e.backward = e.backward * element_bytes + 4 * r;
+  e.forward += traffic::softmax_xent_forward(r, c.classes);
+  e.backward += traffic::softmax_xent_backward(r, c.classes);
+  e.forward = e.forward * element_bytes + traffic::label_bytes(r);
+  e.backward = e.backward * element_bytes + traffic::label_bytes(r);
   return e;
 }
 

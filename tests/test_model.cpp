@@ -50,6 +50,16 @@ TEST(ModelShape, TrainingStepGemmFlopsAreSixTimesTheWeightCountPerSample) {
   EXPECT_DOUBLE_EQ(flops, 6.0 * weights * batch - 2.0 * batch * config.input_features() * config.hidden);
 }
 
+// Counted by hand for S 2, H 3, F 6, one residual block, batch 2, fp32 (elements, then bytes):
+// forward: bias adds 15 + 30 + 15 + 50, ReLU 24, LayerNorm 22 and residual 18, loss 42, and the
+// 2 int32 labels; backward: bias gradients 9 + 18 + 9 + 30, ReLU 36, LayerNorm 31 and residual
+// 18, loss 40, and the labels.
+TEST(ModelShape, ElementwiseBytesOfATinyStepCountedByHand) {
+  const StepElementwiseBytes e = training_step_elementwise_bytes(model_shape(2, 3, 1, 2), 2, 4);
+  EXPECT_DOUBLE_EQ(e.forward, 216 * 4 + 8);
+  EXPECT_DOUBLE_EQ(e.backward, 191 * 4 + 8);
+}
+
 TEST(Initialisation, AShardEqualsTheSameBlockOfTheWholeTensor) {
   const int64_t rows = 7, cols = 9;
   std::vector<double> whole(rows * cols), shard(3 * 4);

@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/parallel_loops.h"
 #include "kernels/cpu/reference_optimizer.h"
+#include "kernels/kernel_traffic.h"
 #include "src/model_config.h"
 
 namespace mlps::kernel_bench {
@@ -34,7 +35,7 @@ void update_stream(T* p, const T* g, T* m, T* v, int64_t n) {
 }  // namespace
 
 // Element-wise kernels at the sizes the model runs them; each GB/s counter counts every input
-// read once and every output written once (the comment at each kernel lists them).
+// read once and every output written once (kernels/kernel_traffic.h, which the floor uses too).
 template <typename T>
 void register_elementwise_benchmarks(Backend backend, const KernelBenchOptions& options) {
   using Call = std::function<void(const Device&, Tensors<T>&)>;
@@ -59,52 +60,44 @@ void register_elementwise_benchmarks(Backend backend, const KernelBenchOptions& 
 
   {  // on fc1's output
     const int64_t r = rows, c = ffn;
-    // read y, bias; write y
-    add("bias_add", rows_cols(r, c), {r * c, c}, (2.0 * r * c + c) * size,
+    add("bias_add", rows_cols(r, c), {r * c, c}, traffic::bias_add(r, c) * size,
         [r, c](const Device& d, Tensors<T>& t) { d.bias_add<T>(t[0], t[1], r, c); });
-    // read dy; write dbias
-    add("bias_grad", rows_cols(r, c), {c, r * c}, (1.0 * r * c + c) * size,
+    add("bias_grad", rows_cols(r, c), {c, r * c}, traffic::bias_grad(r, c) * size,
         [r, c](const Device& d, Tensors<T>& t) { d.bias_grad<T>(t[0], t[1], r, c, false); });
   }
   {  // the ReLU between fc1 and fc2
     const int64_t n = rows * ffn;
-    // read x; write y
-    add("relu_forward", element_count(n), {n, n}, 2.0 * n * size,
+    add("relu_forward", element_count(n), {n, n}, traffic::relu_forward(n) * size,
         [n](const Device& d, Tensors<T>& t) { d.relu_forward<T>(t[0], t[1], n); });
-    // read dy, y; write dx
-    add("relu_backward", element_count(n), {n, n, n}, 3.0 * n * size,
+    add("relu_backward", element_count(n), {n, n, n}, traffic::relu_backward(n) * size,
         [n](const Device& d, Tensors<T>& t) { d.relu_backward<T>(t[0], t[1], t[2], n); });
   }
-  {  // the block's residual, on hidden-wide activations: read a, b; write y
+  {  // the block's residual, on hidden-wide activations
     const int64_t n = rows * hidden;
-    add("residual_add", element_count(n), {n, n, n}, 3.0 * n * size,
+    add("residual_add", element_count(n), {n, n, n}, traffic::residual_add(n) * size,
         [n](const Device& d, Tensors<T>& t) { d.residual_add<T>(t[0], t[1], t[2], n); });
   }
   {  // LayerNorm(hidden)
     const int64_t r = rows, c = hidden;
-    // read x, gamma, beta; write y, mean, rstd
     add("layernorm_forward", rows_cols(r, c), {r * c, r, r, r * c, c, c},
-        (2.0 * r * c + 2.0 * c + 2.0 * r) * size, [r, c](const Device& d, Tensors<T>& t) {
+        traffic::layernorm_forward(r, c) * size, [r, c](const Device& d, Tensors<T>& t) {
           d.layernorm_forward<T>(t[0], t[1], t[2], t[3], t[4], t[5], r, c, 1e-5);
         });
-    // read dy, x, mean, rstd, gamma; write dx, dgamma, dbeta
     add("layernorm_backward", rows_cols(r, c), {r * c, c, c, r * c, r * c, r, {r, true}, c},
-        (3.0 * r * c + 2.0 * r + 3.0 * c) * size, [r, c](const Device& d, Tensors<T>& t) {
+        traffic::layernorm_backward(r, c) * size, [r, c](const Device& d, Tensors<T>& t) {
           d.layernorm_backward<T>(t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], r, c, false);
         });
   }
   {  // the classifier's loss
     const int64_t r = rows, c = classes;
-    // read logits, labels (int32); write probs, row_loss
     add("softmax_xent_forward", rows_cols(r, c), {r * c, r, r * c},
-        (2.0 * r * c + r) * size + 4.0 * r,
+        traffic::softmax_xent_forward(r, c) * size + traffic::label_bytes(r),
         [r, c](const Device& d, Tensors<T>& t) {
           d.softmax_xent_forward<T>(t[0], t[1], t[2], t.labels.data(), r, c);
         },
         true);
-    // read probs, labels (int32); write dlogits
     add("softmax_xent_backward", rows_cols(r, c), {r * c, {r * c, true}},
-        2.0 * r * c * size + 4.0 * r,
+        traffic::softmax_xent_backward(r, c) * size + traffic::label_bytes(r),
         [r, c](const Device& d, Tensors<T>& t) {
           d.softmax_xent_backward<T>(t[0], t[1], t.labels.data(), r, c, 1.0 / r);
         },
@@ -117,22 +110,21 @@ void register_elementwise_benchmarks(Backend backend, const KernelBenchOptions& 
     AdamStep step;
     step.bias_correction1 = 1.0 - 0.9;  // t = 1 (the values do not change the work)
     step.bias_correction2 = 1.0 - 0.999;
-    // read p, g, m, v; write p, m, v
-    add("adam_update", element_count(n), {n, n, n, {n, true}}, 7.0 * n * size,
+    add("adam_update", element_count(n), {n, n, n, {n, true}}, traffic::adam_update(n) * size,
         [n, step](const Device& d, Tensors<T>& t) {
           d.adam_update<T>(t[0], t[1], t[2], t[3], n, step);
         });
-    // read p, g; write p
-    add("sgd_update", element_count(n), {n, n}, 3.0 * n * size,
+    add("sgd_update", element_count(n), {n, n}, traffic::sgd_update(n) * size,
         [n](const Device& d, Tensors<T>& t) { d.sgd_update<T>(t[0], t[1], n, 1e-3); });
     if (backend.device.kind() == DeviceKind::cpu) {
       // The same updates by the single-thread baseline loops they replaced, side by side, so
       // that the ratio of the GB/s shows what threads and vector width bring (or a regression).
-      add("adam_update_reference", element_count(n), {n, n, n, {n, true}}, 7.0 * n * size,
+      add("adam_update_reference", element_count(n), {n, n, n, {n, true}},
+          traffic::adam_update(n) * size,
           [n, step](const Device&, Tensors<T>& t) {
             cpu::reference::adam_update<T>(t[0], t[1], t[2], t[3], n, step);
           });
-      add("sgd_update_reference", element_count(n), {n, n}, 3.0 * n * size,
+      add("sgd_update_reference", element_count(n), {n, n}, traffic::sgd_update(n) * size,
           [n](const Device&, Tensors<T>& t) {
             cpu::reference::sgd_update<T>(t[0], t[1], n, 1e-3);
           });

@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "kernels/kernel_traffic.h"
+
 namespace mlps {
 
 template <typename T>
@@ -117,13 +119,13 @@ void Optimizer<T>::apply_block(const T* value, int64_t first, int64_t count) {
 
 template <typename T>
 double Optimizer<T>::bytes_per_step() const {
-  // Adam reads p, g, m, v and writes p, m, v; SGD reads p, g and writes p.
   // Mixed precision adds reading the master copy back and writing the rounded value.
-  const double per_element =
-      (config_.kind == OptimizerKind::adam ? 7.0 : 3.0) + (mixed_ ? 2.0 : 0.0);
   double elements = 0;
-  for (const auto& s : slots_) elements += static_cast<double>(s.count);
-  return per_element * elements * sizeof(T);
+  for (const auto& s : slots_)
+    elements += (config_.kind == OptimizerKind::adam ? traffic::adam_update(s.count)
+                                                     : traffic::sgd_update(s.count)) +
+                (mixed_ ? 2.0 * static_cast<double>(s.count) : 0.0);
+  return elements * sizeof(T);
 }
 
 template class Optimizer<float>;
