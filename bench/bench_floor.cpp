@@ -5,8 +5,8 @@
 // no implementation of this step on this machine can be much faster, and a kernel that leaves
 // cores idle shows as a gap. Reads bench_kernels' JSON (--kernels), runs the serial training
 // through the shared driver with the optimizer in its own phase, and prints each phase beside
-// its floor; then runs it again with the weight update fused into backward (bin/serial's
-// default on the CPU), which moves fewer bytes than the floor counts, and prints that step too.
+// its floor; then runs it again with the weight update fused into backward (bin/serial
+// --fused-update), which moves fewer bytes than the floor counts, and prints that step too.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -195,8 +195,9 @@ int run(const MpiSession& mpi, int argc, char** argv) {
               floor_seconds * 1e3, ratio, ratio <= 1.15 ? "met" : "NOT met");
   if (fusable) {
     const double fused_step = phase_median(read_results_hdf5(fused.out), "step");
-    std::printf("  %-10s %11.3f %10.3f %8.3f   weight update fused into backward (bin/serial's "
-                "default): it moves\n  %46s 16 bytes per weight less than the floor counts\n",
+    std::printf("  %-10s %11.3f %10.3f %8.3f   weight update fused into backward (bin/serial "
+                "--fused-update):\n  %46s it moves 16 bytes per weight less than the floor "
+                "counts\n",
                 "fused step", fused_step * 1e3, floor_seconds * 1e3, fused_step / floor_seconds,
                 "");
   }

@@ -13,6 +13,7 @@
 
 #include "bench/support/elementwise_benchmarks.h"
 #include "bench/support/gemm_benchmarks.h"
+#include "bench/support/weight_update_benchmarks.h"
 #include "bench/support/kernel_bench_memory.h"
 #include "bench/support/kernel_bench_options.h"
 #include "bench/support/kernel_bench_registry.h"
@@ -30,6 +31,7 @@ template <typename T>
 void register_all(Backend backend, const KernelBenchOptions& options) {
   register_gemm_benchmarks<T>(backend, options);
   register_elementwise_benchmarks<T>(backend, options);
+  register_weight_update_benchmarks<T>(backend, options);
 }
 
 // Why the cuda backend cannot run here, or "" when it can.

@@ -123,7 +123,7 @@ run_in_empty_dir "$serial" --help
 declared=$(grep -oE '(add_option|add_flag|set_config)\("--[a-z0-9-]+"' src/options.cpp | grep -oE -- '--[a-z0-9-]+')
 [[ -n $declared ]] || problem "found no options in src/options.cpp"
 for option in --layers --hidden --batch --verify --config --data --device --precision --out \
-  --no-fused-update $declared; do
+  --fused-update $declared; do
   grep -qE -- "(^|[ ,])$option([ =]|$)" "$tmp/stdout" || problem "--help does not mention $option"
 done
 [[ -n $(find "$tmp/run" -mindepth 1) ]] && problem "--help left files behind"
@@ -155,20 +155,18 @@ for precision in fp64 fp32; do
   report "--verify on a tiny $precision run passes"
 done
 
-# The weight update fused into backward: stated where it applies (the CPU in full precision),
-# not under --no-fused-update or with 16-bit storage; fp64 --verify (against the unfused
-# reference) passes with it.
+# --fused-update (the weight update fused into backward) is stated, and its fp64 --verify against
+# the unfused reference passes; it is off by default and refused with 16-bit storage.
 fused_line='weights updated during backward'
-expect_run "fused update, fp64 --verify" u.h5 --precision fp64 --verify
+expect_run "--fused-update, fp64 --verify" u.h5 --fused-update --precision fp64 --verify
 grep -q "$fused_line" "$tmp/stdout" || problem "no line stating the fused update"
 grep -q 'verify: PASS' "$tmp/stdout" || problem "no 'verify: PASS' line"
-report "the fused update is stated and its fp64 --verify passes"
-for off in --no-fused-update "--precision bf16"; do
-  # shellcheck disable=SC2086  # "--precision bf16" is two words
-  expect_run "$off" o.h5 $off
-  grep -q "$fused_line" "$tmp/stdout" && problem "the fused update is stated"
-  report "$off: no fused update"
-done
+report "--fused-update is stated and its fp64 --verify passes"
+expect_run "default run" o.h5
+grep -q "$fused_line" "$tmp/stdout" && problem "the fused update is stated"
+report "the update is not fused by default"
+expect_input_error "--fused-update with bf16" "--fused-update needs the CPU backend" \
+  --fused-update --precision bf16
 
 expect_run "tiny run on a crafted 8-sample IDX directory" i.h5 --data "idx:$tmp/in/idx8" --batch 4
 check_result "tiny run on a crafted 8-sample IDX directory" "$tmp/run/i.h5" 4 \

@@ -41,6 +41,7 @@ PY
 
 exact=(1.0 1.0)  # serial, data and pipeline: byte for byte
 estimate_matches "serial" "${exact[@]}" 1 serial --batch 16
+estimate_matches "serial --fused-update (its dW block)" "${exact[@]}" 1 serial --batch 16 --fused-update
 estimate_matches "serial, checkpointing, bf16" "${exact[@]}" 1 serial --batch 16 --checkpoint-activations --precision bf16
 estimate_matches "serial, plain blocks, fp64, sgd" "${exact[@]}" 1 serial --batch 16 --block plain --precision fp64 --optimizer sgd
 for zero in 0 1 2 3; do

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "bench/support/elementwise_benchmarks.h"
+#include "src/model/fused_weight_update.h"
 
 namespace mlps::kernel_bench {
 
@@ -18,6 +19,13 @@ double largest_benchmark_bytes(const KernelBenchOptions& options, int64_t square
   double weight = 0;
   for (const LinearShape& s : linear_shapes(options.model)) weight = std::max(weight, d(s.in) * d(s.out));
   elements = std::max(elements, set(4 * weight, weight));
+  // weight_update: the weight's value, gradient and moments, the fused block, and the input and
+  // output gradient rows.
+  for (const LinearShape& s : linear_shapes(options.model)) {
+    const double w = d(s.in) * d(s.out);
+    const double rest = d(fused_block_elements(s.in, 8)) + d(options.batch) * d(s.in + s.out);
+    elements = std::max(elements, set(4 * w + rest, w));
+  }
   const double rows_ffn = d(options.batch) * d(options.model.ffn_hidden());
   elements = std::max(elements, set(3 * rows_ffn, rows_ffn));
   const double stream = d(kStreamBytes) / 8;  // stream_add's three tensors, in fp64 elements
