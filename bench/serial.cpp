@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
       const Options& o = s.options;
       auto trainer = std::make_unique<SerialTrainer<decltype(zero)>>(
           s.device, o.model, o.optimizer, o.seed, o.batch, fused_update);
-      if (trainer->fused_update())
+      if (trainer->fused_update() && !o.inference)
         std::printf("weights updated during backward, a block of dW rows at a time "
                     "(--fused-update)\n");
       return trainer;

@@ -8,9 +8,8 @@
 // scales the loss gradient, and step() unscales it, or skips the whole update (on every rank
 // of `consensus`) when any rank's gradients hold an inf or NaN.
 //
-// Fused (enable_fused_update): open_step() before the backward pass, whose
-// Linears update their weights a block at a time through apply_block(); step() then updates
-// the tensors that were not.
+// Fused (enable_fused_update): open_step() before the backward pass, whose Linears update their
+// weights a block at a time through apply_block(); step() then updates the tensors that were not.
 #include <mpi.h>
 
 #include <optional>
