@@ -60,8 +60,7 @@ bool Optimizer<T>::step() {
       if (!apply) return false;
       grad_scale = 1.0 / used;
     }
-    open_step();
-    grad_scale_ = grad_scale;
+    begin_step(grad_scale);
   }
   for (auto& s : slots_) {
     if (s.fused == 0) update(s, 0, s.grad, s.count);
@@ -79,21 +78,20 @@ bool Optimizer<T>::step() {
 }
 
 template <typename T>
-void Optimizer<T>::open_step() {
+void Optimizer<T>::begin_step(double grad_scale) {
   ++steps_;
   open_ = true;
-  grad_scale_ = 1.0;
+  step_ = AdamStep{config_.lr, config_.beta1, config_.beta2, config_.eps,
+                   1.0 - std::pow(config_.beta1, static_cast<double>(steps_)),
+                   1.0 - std::pow(config_.beta2, static_cast<double>(steps_)), grad_scale};
 }
 
 template <typename T>
 void Optimizer<T>::update(Slot& s, int64_t first, const T* grad, int64_t count) {
   T* value = (mixed_ ? s.master.data() : s.value) + first;
   if (config_.kind == OptimizerKind::sgd)
-    return device_.sgd_update<T>(value, grad, count, config_.lr * grad_scale_);
-  const AdamStep adam{config_.lr, config_.beta1, config_.beta2, config_.eps,
-                      1.0 - std::pow(config_.beta1, static_cast<double>(steps_)),
-                      1.0 - std::pow(config_.beta2, static_cast<double>(steps_)), grad_scale_};
-  device_.adam_update<T>(value, grad, s.m.data() + first, s.v.data() + first, count, adam);
+    return device_.sgd_update<T>(value, grad, count, step_.lr * step_.grad_scale);
+  device_.adam_update<T>(value, grad, s.m.data() + first, s.v.data() + first, count, step_);
 }
 
 template <typename T>

@@ -41,7 +41,7 @@ class Optimizer : public FusedWeightUpdate<T> {
   // fused_update_applies).
   void enable_fused_update(int64_t block_elements);
   // Starts the step that apply_block() and then step() carry out.
-  void open_step();
+  void open_step() { begin_step(1.0); }
   T* block() override { return block_.data(); }
   int64_t block_rows(int64_t width) const override;
   void apply_block(const T* value, int64_t first, int64_t count) override;
@@ -59,6 +59,8 @@ class Optimizer : public FusedWeightUpdate<T> {
     int64_t fused = 0;  // elements apply_block() updated in the open step
   };
   bool gradients_finite_everywhere();
+  // Counts the step and settles its scalars (bias corrections, gradient scale).
+  void begin_step(double grad_scale);
   // Elements [first, first + count) of the slot from grad, with the open step's settings.
   void update(Slot& s, int64_t first, const T* grad, int64_t count);
   Device& device_;
@@ -70,9 +72,9 @@ class Optimizer : public FusedWeightUpdate<T> {
   std::vector<Slot> slots_;
   std::unordered_map<const T*, size_t> slot_of_;  // by value pointer
   int64_t steps_ = 0;
-  bool open_ = false;      // open_step() called, step() not yet
-  double grad_scale_ = 1;  // of the open step
-  Buffer<T> block_;        // the fused update's dW block
+  bool open_ = false;  // begun, step() not yet done
+  AdamStep step_;      // the open step's scalars (SGD uses lr and grad_scale)
+  Buffer<T> block_;    // the fused update's dW block
 };
 
 }  // namespace mlps
