@@ -1,6 +1,7 @@
 #include "src/comm/comm_log.h"
 
 #include <chrono>
+#include <stdexcept>
 #include <utility>
 
 namespace mlps {
@@ -31,6 +32,14 @@ double bus_bandwidth_factor(CommKind kind, int ranks) {
 std::string comm_key(CommKind kind, const std::string& group) {
   if (group.empty() || group == "world") return to_string(kind);
   return std::string(to_string(kind)) + ":" + group;
+}
+
+CommKind comm_kind_of(const std::string& key) {
+  const std::string name = key.substr(0, key.find(':'));
+  for (CommKind kind : {CommKind::all_reduce, CommKind::all_gather, CommKind::reduce_scatter,
+                        CommKind::broadcast, CommKind::send_recv})
+    if (name == to_string(kind)) return kind;
+  throw std::invalid_argument("not a collective: " + key);
 }
 
 void CommLog::record(CommKind kind, const std::string& group, int group_size, double bytes,

@@ -32,6 +32,9 @@ struct CommTotals {
 // The name a collective is logged and stored under: the kind ("allreduce") for the whole
 // world's communicator (group "world" or ""), else "kind:group" ("allreduce:inner").
 std::string comm_key(CommKind kind, const std::string& group);
+// The kind a key or kind name names ("allreduce:data" → all_reduce); std::invalid_argument for
+// another text.
+CommKind comm_kind_of(const std::string& key);
 
 // One communication call as a hang report lists it; times in seconds of a steady clock.
 struct CommCall {

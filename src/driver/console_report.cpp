@@ -94,12 +94,10 @@ void print_summary(const RunRecord& record, int64_t iterations, int64_t warmup,
     const double t = median_of(comm.time_seconds);
     const double bytes = median_of(comm.bytes);
     const double algbw = t > 0 ? bytes / t / 1e9 : 0.0;
-    CommKind k = CommKind::all_reduce;
-    for (CommKind c : {CommKind::all_reduce, CommKind::all_gather, CommKind::reduce_scatter,
-                       CommKind::broadcast, CommKind::send_recv})
-      if (comm.kind == to_string(c)) k = c;
+    const double busbw =
+        algbw * bus_bandwidth_factor(comm_kind_of(comm.kind), static_cast<int>(comm.group_size));
     std::printf("  %-14s %12.3f %12.3f %10.3f %10.3f\n", kind.c_str(), bytes / 1e6, t * 1e3,
-                algbw, algbw * bus_bandwidth_factor(k, static_cast<int>(comm.group_size)));
+                algbw, busbw);
   }
   std::fflush(stdout);
 }
