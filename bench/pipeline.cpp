@@ -6,8 +6,10 @@
 #include "src/cli_validators.h"
 #include "src/driver/scheme_main.h"
 #include "src/driver/training_driver.h"
+#include "src/comm/comm_volume_report.h"
 #include "src/memory/scheme_memory.h"
 #include "src/schemes/pipeline_trainer.h"
+#include "src/schemes/pipeline_volumes.h"
 
 int main(int argc, char** argv) {
   using namespace mlps;
@@ -68,6 +70,17 @@ int main(int argc, char** argv) {
           return std::make_unique<PipelineTrainer<decltype(zero)>>(s.setup(), *layout);
         },
         [&](const auto& trainer) {
+          // Ranks move different bytes (a stage's neighbours, its chunks' gradients): rank 0's
+          // table is rank 0's. Mixed precision sends 16-bit values, gradients in fp32 with
+          // --fp32-grad-comm.
+          if (s.context.is_root() && !o.inference) {
+            const size_t wire = storage_format(o.precision) != StorageFormat::full
+                                    ? 2 : element_bytes(o.precision);
+            print_comm_volumes(stdout, "rank 0",
+                               pipeline_comm_bytes(o.model, *layout, o.batch, 0, wire,
+                                                   o.fp32_grad_comm ? 4 : wire),
+                               trainer.measured_bytes());
+          }
           // With --inference the figures are those of the forward-only stream (evaluate()).
           print_pipeline_report(*layout, trainer.batch_slice(o.batch).count / layout->micro_batches,
                                 trainer.report(o.warmup, o.inference), MPI_COMM_WORLD,

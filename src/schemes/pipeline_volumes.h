@@ -1,0 +1,28 @@
+#pragma once
+// bin/pipeline's communication volumes (README, Pipeline parallelism), from the layout alone,
+// for one rank per training iteration (with `inference`, per forward pass), keyed as the results
+// store them: "sendrecv:pipe" every activation of the replica's rows sent to the next virtual
+// stage and its gradient sent back, counted on both ends, per boundary between one of the
+// rank's virtual stages and a neighbour on another rank; "allreduce:data" (D > 1, training) the
+// gradients of the rank's chunks, once.
+#include <cstddef>
+#include <map>
+#include <string>
+
+#include "src/schemes/pipeline_layout.h"
+
+namespace mlps {
+
+// element_bytes: an activation on the wire; grad_element_bytes: a gradient on the wire.
+std::map<std::string, double> pipeline_comm_bytes(const ModelConfig& model,
+                                                  const PipelineLayout& layout,
+                                                  int64_t global_batch, int rank,
+                                                  size_t element_bytes,
+                                                  size_t grad_element_bytes,
+                                                  bool inference = false);
+
+// Parameters of the virtual stages rank `stage` holds.
+int64_t pipeline_rank_parameters(const ModelConfig& model, const PipelineLayout& layout,
+                                 int stage);
+
+}  // namespace mlps
