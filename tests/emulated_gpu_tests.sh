@@ -7,7 +7,8 @@
 # MPI (NCCL refuses them). Each run must also have used what it was
 # asked for: the result file records device cuda and the communicator backend (none for
 # bin/serial). bin/bench_comm checks every collective on device buffers over both backends.
-# Usage: bash tests/emulated_gpu_tests.sh [BIN_DIR] (default bin/emulate).
+# Usage: bash tests/emulated_gpu_tests.sh [BIN_DIR] (default bin/emulate; on a machine with
+# GPUs, `bin` runs the same checks on them).
 # Ends with "N passed, N failed".
 source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
 
@@ -17,6 +18,19 @@ if [[ ! -x $bin/serial ]]; then
   not_ok "emulated build" "$bin/serial not found (make CUDA=emulate HIP_CPU_HOME=...)"
   finish
 fi
+
+# On a machine with real GPUs (BIN_DIR a CUDA build), NCCL needs one GPU per rank: runs with more
+# ranks than GPUs are skipped, saying so. The emulated build's NCCL stand-in has no such limit.
+gpus=1000000
+if [[ $bin != */emulate ]] && command -v nvidia-smi >/dev/null; then
+  gpus=$(nvidia-smi -L | grep -c '^GPU')
+fi
+# nccl_fits COMM RANKS: false (after a visible skip of NAME) when NCCL would need more GPUs.
+nccl_fits() {
+  [[ $1 != nccl ]] || (($2 <= gpus)) && return 0
+  skip "$3" "NCCL needs one GPU per rank, and this machine has $gpus"
+  return 1
+}
 
 tiny=(--hidden 24 --layers 2 --image-size 6 --ffn-mult 2 --batch 12 --iters 4 --warmup 1
       --print-every 0 --eval-samples 24)
@@ -28,6 +42,7 @@ check() {
   shift 3
   n=$((n + 1))
   local name="$exe -n $ranks --comm $comm $*" out=$tmp/run-$n.h5 log=$tmp/log-$n
+  nccl_fits "$comm" "$ranks" "$name" || return
   local comm_option=(--comm "$comm")
   [[ $comm == none ]] && comm_option=()
   run_verified "$name" 300 "$log" "$ranks" "$bin/$exe" "${tiny[@]}" --device cuda \
@@ -84,13 +99,15 @@ for precision in fp64 fp32; do
 done
 check 2 mpi pipeline --pp 2 --schedule zb-v --micro-batches 2 --layers 4 --precision bf16 \
   --checkpoint-activations
-expect_refusal "pipeline --schedule zb-v on --comm nccl" 2 "needs the MPI backend" \
+nccl_fits nccl 2 "pipeline --schedule zb-v on --comm nccl" &&
+  expect_refusal "pipeline --schedule zb-v on --comm nccl" 2 "needs the MPI backend" \
   "$bin/pipeline" "${tiny[@]}" --layers 4 --device cuda --comm nccl --schedule zb-v
 
 # bin/bench_comm on device buffers: every collective's result checked element by element.
 for comm in mpi nccl; do
   log=$tmp/bench-comm-$comm
   name="bench_comm -n 3 --device cuda --comm $comm"
+  nccl_fits "$comm" 3 "$name" || continue
   if timeout 300 mpiexec -n 3 "$bin/bench_comm" --device cuda --comm "$comm" -b 8 -e 64K -f 8 \
        -n 2 -w 1 --out "$tmp/comm-$comm.h5" >"$log" 2>&1 &&
      grep -q "Out of bounds values : 0 OK" "$log"; then
