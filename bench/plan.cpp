@@ -1,0 +1,89 @@
+// bin/plan: every scheme and grid that fits a model on N ranks of a machine, ranked by predicted
+// step time, from the schemes' own volume and memory accounting and the machine's rates
+// (inputs/machines/*.json; README, Planning). Runs nothing on the cluster: it answers "which
+// configuration, and why" before any run.
+#include <cstdio>
+#include <algorithm>
+#include <exception>
+
+#include "src/cli_validators.h"
+#include "src/errors.h"
+#include "src/options.h"
+#include "src/plan/plan_report.h"
+
+int main(int argc, char** argv) {
+  using namespace mlps;
+  try {
+    OptionParser parser("plan", "Rank every scheme and grid for a model on --world ranks of "
+                                "--machine by predicted step time and memory (the model options "
+                                "and --config are the schemes').");
+    int world = 0;
+    std::string machine_path, out;
+    std::vector<std::string> precision_names;
+    size_t top = 20, explain = 0;
+    CLI::App& app = parser.app();
+    app.add_option("--world", world, "ranks to plan for (GPUs, or processes on CPUs)")
+        ->required()->check(integer_between(1, 1 << 24));
+    app.add_option("--machine", machine_path, "machine description (inputs/machines/*.json)")
+        ->required();
+    app.add_option("--precisions", precision_names, "precisions to weigh, e.g. fp32,bf16 "
+                   "(default: --precision)")
+        ->delimiter(',')->check(CLI::IsMember({"fp32", "fp64", "bf16", "fp16"}));
+    app.add_option("--top", top, "rows of the ranked table to print")
+        ->capture_default_str()->check(integer_between(1, 1 << 30));
+    app.add_option("--explain", explain, "print the breakdown of this row of the table");
+    app.add_option("--json", out, "write every candidate and its prediction to this JSON file");
+    // A run's options are accepted (so a run's --config file plans as it is) but plan nothing.
+    for (const char* run_only : {"--epochs", "--iters", "--warmup", "--seed", "--data", "--device",
+                                 "--comm", "--out", "--trace", "--print-every", "--eval-samples",
+                                 "--verify", "--timeout", "--skip-memory-check", "--check-grid",
+                                 "--inference"})
+      if (CLI::Option* option = app.get_option_no_throw(run_only)) option->group("");
+    if (!parser.parse(argc, argv)) {
+      std::printf("%s", parser.help_text().c_str());
+      return 0;
+    }
+    const Options& o = parser.options();
+    std::vector<Precision> precisions;
+    for (const std::string& name : precision_names)
+      for (Precision p : {Precision::fp32, Precision::fp64, Precision::bf16, Precision::fp16})
+        if (name == to_string(p)) precisions.push_back(p);
+    if (precisions.empty()) precisions.push_back(o.precision);
+    const MachineDescription machine = load_machine_description(machine_path);
+
+    std::vector<PlannedCandidate> plan;
+    for (PlanCandidate& c : enumerate_candidates(o, world, precisions)) {
+      StepPrediction p = predict_step(c, machine);
+      plan.push_back({std::move(c), std::move(p)});
+    }
+    if (plan.empty())
+      throw InputError("no scheme accepts this model and batch on " + std::to_string(world) +
+                       " ranks");
+    rank_candidates(plan);
+    if (explain > plan.size())
+      throw InputError("--explain " + std::to_string(explain) + ": the table has " +
+                       std::to_string(plan.size()) + " rows");
+    const size_t fitting = static_cast<size_t>(std::count_if(
+        plan.begin(), plan.end(), [](const auto& p) { return p.prediction.fits(); }));
+    std::printf("plan: %s; %d ranks (%d per node); H %lld, L %lld, F %lld, S %lld, batch %lld\n",
+                machine.name.c_str(), world, machine.ranks_per_node,
+                static_cast<long long>(o.model.hidden), static_cast<long long>(o.model.layers),
+                static_cast<long long>(o.model.ffn_hidden()),
+                static_cast<long long>(o.model.image_size), static_cast<long long>(o.batch));
+    std::printf("%zu configurations, %zu fit in memory; predicted, not measured (README, "
+                "Planning)\n", plan.size(), fitting);
+    print_plan_table(stdout, plan, top);
+    if (explain > 0) print_explanation(stdout, plan[explain - 1], explain);
+    if (!out.empty()) {
+      write_plan_json(out, plan, machine.name, o.resolved_json);
+      std::printf("wrote %s\n", out.c_str());
+    }
+    return 0;
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "plan: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "plan: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,105 @@
+#include "src/plan/machine_description.h"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "src/errors.h"
+#include "src/options.h"
+
+namespace mlps {
+
+double LinkModel::seconds(CommKind kind, int ranks, double bytes) const {
+  if (ranks <= 1 && kind != CommKind::send_recv) return 0;
+  const double steps = kind == CommKind::all_reduce ? 2.0 * (ranks - 1)
+                       : kind == CommKind::send_recv ? 1.0
+                                                     : ranks - 1.0;
+  return steps * latency_seconds + bytes * bus_bandwidth_factor(kind, ranks) / bus_bandwidth;
+}
+
+namespace {
+
+double shared(double rate, bool is_shared, int ranks_on_node) {
+  return is_shared && ranks_on_node > 1 ? rate / ranks_on_node : rate;
+}
+
+class DescriptionReader {
+ public:
+  explicit DescriptionReader(const std::string& path) : path_(path) {
+    std::ifstream in(path);
+    if (!in) throw InputError("--machine " + path + ": cannot be read");
+    try {
+      json_ = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::exception& e) {
+      throw InputError("--machine " + path + ": not JSON (" + e.what() + ")");
+    }
+  }
+  // A positive figure: {"value": x, "source": "..."} at key path a.b.
+  double figure(const std::string& a, const std::string& b = "") const {
+    const std::string name = b.empty() ? a : a + "." + b;
+    const nlohmann::json* node = json_.contains(a) ? &json_[a] : nullptr;
+    if (node && !b.empty()) node = node->contains(b) ? &(*node)[b] : nullptr;
+    if (!node || !node->is_object() || !node->contains("value") ||
+        !(*node)["value"].is_number() || !node->contains("source") ||
+        !(*node)["source"].is_string() || (*node)["source"].get<std::string>().empty())
+      fail(name + " must be {\"value\": <number>, \"source\": \"<where it comes from>\"}");
+    const double value = (*node)["value"].get<double>();
+    if (!(value >= 0)) fail(name + " must not be negative");
+    return value;
+  }
+  LinkModel link(const std::string& name) const {
+    LinkModel link{figure(name, "latency_seconds"), figure(name, "bus_bandwidth")};
+    if (link.bus_bandwidth <= 0) fail(name + ".bus_bandwidth must be positive");
+    return link;
+  }
+  template <typename T>
+  T value(const std::string& key) const {
+    if (!json_.contains(key)) fail("no \"" + key + "\"");
+    try {
+      return json_[key].get<T>();
+    } catch (const nlohmann::json::exception&) {
+      fail("\"" + key + "\" has the wrong type");
+    }
+  }
+  [[noreturn]] void fail(const std::string& what) const {
+    throw InputError("--machine " + path_ + ": " + what);
+  }
+
+ private:
+  std::string path_;
+  nlohmann::json json_;
+};
+
+}  // namespace
+
+double MachineDescription::gemm_flops(Precision precision, int ranks_on_node) const {
+  return shared(precision == Precision::fp64 ? gemm_fp64_flops : gemm_fp32_flops,
+                ranks_share_node, ranks_on_node);
+}
+
+double MachineDescription::bandwidth(int ranks_on_node) const {
+  return shared(memory_bandwidth, ranks_share_node, ranks_on_node);
+}
+
+double MachineDescription::memory_per_rank(int ranks_on_node) const {
+  return shared(memory_bytes, ranks_share_node, ranks_on_node);
+}
+
+MachineDescription load_machine_description(const std::string& path) {
+  const DescriptionReader in(path);
+  MachineDescription m;
+  m.name = in.value<std::string>("name");
+  m.ranks_per_node = in.value<int>("ranks_per_node");
+  if (m.ranks_per_node < 1) in.fail("ranks_per_node must be at least 1");
+  m.ranks_share_node = in.value<bool>("ranks_share_node");
+  m.memory_bytes = in.figure("memory_bytes");
+  m.gemm_fp32_flops = in.figure("gemm_fp32_flops");
+  m.gemm_fp64_flops = in.figure("gemm_fp64_flops");
+  m.memory_bandwidth = in.figure("memory_bandwidth");
+  if (m.gemm_fp32_flops <= 0 || m.gemm_fp64_flops <= 0 || m.memory_bandwidth <= 0)
+    in.fail("GEMM rates and memory bandwidth must be positive");
+  m.intra_node = in.link("intra_node");
+  m.inter_node = in.link("inter_node");
+  return m;
+}
+
+}  // namespace mlps

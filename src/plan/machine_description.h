@@ -1,0 +1,44 @@
+#pragma once
+// A cluster as bin/plan prices it (inputs/machines/*.json): per rank, the GEMM rate in the
+// type the run computes in and the bandwidth of the element-wise kernels and the optimizer; per
+// link (within a node, between nodes), the time of a collective as alpha-beta: one latency per
+// ring step plus the bytes nccl-tests' bus-bandwidth counts at the link's bus bandwidth. Every
+// figure in the file carries its source ({"value": 4.5e11, "source": "..."}).
+#include <string>
+
+#include "src/comm/comm_log.h"
+
+namespace mlps {
+
+enum class Precision;
+
+struct LinkModel {
+  double latency_seconds = 0;  // per ring step (n − 1 for all-gather, 2(n − 1) for all-reduce)
+  // bytes/s, as nccl-tests' busbw; between nodes per rank (its own NIC): a group with k ranks
+  // on each node crosses at k times this, up to the bandwidth within a node.
+  double bus_bandwidth = 1;
+  // One collective of `bytes` (nccl-tests' size) over `ranks` ranks; 0 for a group of one.
+  double seconds(CommKind kind, int ranks, double bytes) const;
+};
+
+struct MachineDescription {
+  std::string name;
+  int ranks_per_node = 1;
+  // CPU nodes: the ranks on a node share its cores, so its rates are divided among them.
+  bool ranks_share_node = false;
+  double memory_bytes = 0;      // per rank (per node when ranks share it)
+  double gemm_fp32_flops = 0;   // per rank (per node when shared), true fp32 (no TF32)
+  double gemm_fp64_flops = 0;
+  double memory_bandwidth = 0;  // bytes/s, element-wise kernels and the optimizer
+  LinkModel intra_node, inter_node;
+
+  // The rate a rank gets when `ranks_on_node` ranks run on its node.
+  double gemm_flops(Precision precision, int ranks_on_node) const;
+  double bandwidth(int ranks_on_node) const;
+  double memory_per_rank(int ranks_on_node) const;
+};
+
+// Reads and checks a description: InputError naming the file and the missing or bad key.
+MachineDescription load_machine_description(const std::string& path);
+
+}  // namespace mlps

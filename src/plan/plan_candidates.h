@@ -1,0 +1,48 @@
+#pragma once
+// Every configuration bin/plan weighs for a model and a world size: each scheme over each grid
+// that its own rules accept (the same resolve/check functions its executable calls, so a
+// candidate is exactly what that executable would run), with checkpointing off and on, in each
+// asked-for precision.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "src/options.h"
+#include "src/schemes/data_parallel_base.h"
+#include "src/schemes/pipeline_layout.h"
+#include "src/schemes/tensor1d/tensor1d_plan.h"
+#include "src/schemes/tensor2d/grid_2d.h"
+#include "src/schemes/tensor3d/grid_3d.h"
+
+namespace mlps {
+
+struct PlanCandidate {
+  std::string scheme;  // "serial", "data", "pipeline", "tensor1d", "tensor2d", "tensor3d"
+  Options options;     // the model, batch, precision and checkpointing it runs with
+  int world = 1;
+  DataParallelConfig data;                // data: --zero
+  std::optional<PipelineLayout> pipeline;  // pipeline
+  std::optional<Tensor1dPlan> tensor1d;   // tensor1d (dp: replicas)
+  GridShape tensor2d;                     // tensor2d
+  Shape3d tensor3d;                       // tensor3d
+  int replicas = 1;                       // D: the data-parallel copies of the model
+  std::vector<std::string> flags;         // the scheme's own flags, e.g. {"--pp", "2", ...}
+
+  int tensor_ranks() const { return world / replicas / pipeline_stages(); }
+  int pipeline_stages() const { return pipeline ? pipeline->stages : 1; }
+  // "pipeline --pp 2 --micro-batches 8 --schedule 1f1b --precision bf16": the label a table row
+  // and --explain use.
+  std::string label() const;
+  // The command that runs it: "mpiexec -n 4 bin/pipeline --pp 2 ..." (the model's options
+  // are the plan's own, so they are not repeated).
+  std::string command() const;
+};
+
+// Every candidate for `world` ranks: serial (one rank), data (--zero 0-3), pipeline (P > 1
+// dividing the world, M = P, 2P, 4P, each schedule; interleaved with v = 2), tensor1d (T > 1),
+// tensor2d (q > 1, q² dividing the world), tensor3d (x·y·z > 1 dividing the world), each with
+// checkpointing off and on, in each of `precisions`; grids the schemes refuse are left out.
+std::vector<PlanCandidate> enumerate_candidates(const Options& options, int world,
+                                                const std::vector<Precision>& precisions);
+
+}  // namespace mlps

@@ -1,0 +1,314 @@
+#include "src/plan/step_prediction.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/kernel_traffic.h"
+#include "src/grid/process_grid.h"
+#include "src/memory/scheme_memory.h"
+#include "src/schemes/data_parallel_volumes.h"
+#include "src/schemes/gradient_bucketer.h"
+#include "src/schemes/pipeline_volumes.h"
+#include "src/schemes/tensor2d/volumes_2d.h"
+#include "src/schemes/tensor3d/volumes_3d.h"
+
+namespace mlps {
+
+namespace {
+
+// What one rank does in a step, as its scheme accounts it.
+struct RankWork {
+  double gemm_flops = 0;         // forward, backward and any recompute
+  double recompute_flops = 0;    // of which checkpointing's second forward
+  StepElementwiseBytes elementwise;
+  double optimized_parameters = 0;
+  std::map<std::string, double> bytes;  // the scheme's analytic volumes
+  std::map<std::string, double> calls;  // collectives per key (latency terms)
+  MemoryNeed memory;
+  int stage = 0;  // pipeline: the rank's stage
+};
+
+// How a scheme's groups map onto its grid, and what it overlaps.
+struct SchemeShape {
+  std::vector<GridAxis> axes;
+  std::map<std::string, std::string> axis_of_group;  // "tp" → "tensor"; "world" for bare kinds
+};
+
+double wire_bytes(const Options& o) {
+  return storage_format(o.precision) != StorageFormat::full
+             ? 2.0
+             : static_cast<double>(element_bytes(o.precision));
+}
+double grad_wire_bytes(const Options& o) { return o.fp32_grad_comm ? 4.0 : wire_bytes(o); }
+
+std::string group_of(const std::string& key) {
+  const size_t colon = key.find(':');
+  return colon == std::string::npos ? "world" : key.substr(colon + 1);
+}
+
+// Where the groups along `axis` sit when ranks fill nodes in order: whether some group holds
+// ranks on two nodes, and then the fewest of its ranks on one node (each with its own NIC, so a
+// ring across nodes crosses them in parallel, as nccl-tests' inter-node busbw shows).
+struct GroupPlacement {
+  bool inter_node = false;
+  int ranks_per_node = 1;
+};
+GroupPlacement place_group(const std::vector<GridAxis>& axes, const std::string& axis,
+                           int ranks_per_node) {
+  int world = 1, index = 0;
+  for (size_t a = 0; a < axes.size(); ++a) {
+    world *= axes[a].size;
+    if (axes[a].name == axis) index = static_cast<int>(a);
+  }
+  GroupPlacement placement{false, axes[index].size};
+  for (int rank = 0; rank < world; ++rank) {
+    std::vector<int> c = grid_coordinates(axes, rank);
+    if (c[index] != 0) continue;  // visit each group once, from its first rank
+    std::map<int, int> per_node;
+    for (int k = 0; k < axes[index].size; ++k) {
+      c[index] = k;
+      ++per_node[grid_rank(axes, c) / ranks_per_node];
+    }
+    if (per_node.size() < 2) continue;
+    placement.inter_node = true;
+    for (const auto& [node, count] : per_node)
+      placement.ranks_per_node = std::min(placement.ranks_per_node, count);
+  }
+  return placement;
+}
+
+// The work of a rank that runs `share` of its replica's model on `rows` rows.
+RankWork replica_share(const Options& o, double rows, double share) {
+  RankWork w;
+  ModelConfig plain = o.model;
+  plain.checkpoint_activations = false;
+  const double all = model_flops_per_sample(o.model, false) * rows * share;
+  w.gemm_flops = all;
+  w.recompute_flops = all - model_flops_per_sample(plain, false) * rows * share;
+  const StepElementwiseBytes e = training_step_elementwise_bytes(
+      o.model, static_cast<int64_t>(std::ceil(rows)),
+      static_cast<double>(element_bytes(o.precision)));
+  w.elementwise = {e.forward * share, e.backward * share};
+  return w;
+}
+
+double max_rows(int64_t batch, int parts) { return std::ceil(static_cast<double>(batch) / parts); }
+
+int linear_count(const ModelConfig& m) { return static_cast<int>(linear_shapes(m).size()); }
+
+std::vector<RankWork> data_work(const PlanCandidate& c, SchemeShape& shape) {
+  const Options& o = c.options;
+  const int n = c.world;
+  shape.axes = {{"data", 1}, {"shard", n}};
+  shape.axis_of_group = {{"world", "shard"}};
+  RankWork w = replica_share(o, max_rows(o.batch, n), 1.0);
+  const double params = static_cast<double>(parameter_count(o.model));
+  w.optimized_parameters = c.data.zero >= 1 ? params / n : params;
+  w.bytes = data_comm_bytes(o.model, c.data, n, element_bytes(o.precision),
+                            static_cast<size_t>(wire_bytes(o)));
+  const double buckets = static_cast<double>(
+      ddp_buckets(parameter_tensor_sizes(o.model), c.data.bucket_mb, element_bytes(o.precision),
+                  c.data.zero >= 1 ? n : 1)
+          .buckets()
+          .size());
+  const double units = o.model.layers + 2.0;
+  for (const auto& [key, bytes] : w.bytes)
+    w.calls[key] = c.data.zero == 3 ? (key.starts_with("allgather") ? 2 * units : units)
+                                    : buckets;
+  w.memory = data_memory(o, n, c.data);
+  return {w};
+}
+
+std::vector<RankWork> pipeline_work(const PlanCandidate& c, SchemeShape& shape) {
+  const Options& o = c.options;
+  const PipelineLayout& layout = *c.pipeline;
+  shape.axes = layout.axes();
+  shape.axis_of_group = {{"pipe", "pipe"}, {"data", "data"}};
+  const double rows = max_rows(o.batch, layout.replicas);
+  const double total = static_cast<double>(parameter_count(o.model));
+  const double message = rows / layout.micro_batches * o.model.hidden * wire_bytes(o);
+  std::vector<RankWork> ranks;
+  for (int s = 0; s < layout.stages; ++s) {
+    const double held = static_cast<double>(pipeline_rank_parameters(o.model, layout, s));
+    RankWork w = replica_share(o, rows, held / total);
+    w.stage = s;
+    w.optimized_parameters = held;
+    w.bytes = pipeline_comm_bytes(o.model, layout, o.batch, layout.rank_of(s, 0),
+                                  static_cast<size_t>(wire_bytes(o)),
+                                  static_cast<size_t>(grad_wire_bytes(o)));
+    for (const auto& [key, bytes] : w.bytes)
+      w.calls[key] = key == "sendrecv:pipe" ? bytes / message : 1;
+    w.memory = pipeline_memory(o, layout, s);
+    ranks.push_back(w);
+  }
+  return ranks;
+}
+
+std::vector<RankWork> tensor1d_work(const PlanCandidate& c, SchemeShape& shape) {
+  const Options& o = c.options;
+  const Tensor1dPlan& plan = *c.tensor1d;
+  shape.axes = {{"data", c.replicas}, {"tensor", plan.tp}};
+  shape.axis_of_group = {{"tp", "tensor"}, {"data", "data"}};
+  const double rows = max_rows(o.batch, c.replicas);
+  const double local = static_cast<double>(local_parameter_count(plan));
+  RankWork w = replica_share(o, rows, local / static_cast<double>(parameter_count(o.model)));
+  w.optimized_parameters = local;
+  w.bytes = tensor1d_comm_bytes(plan, static_cast<int64_t>(rows),
+                                static_cast<size_t>(wire_bytes(o)), c.replicas, false,
+                                static_cast<size_t>(grad_wire_bytes(o)));
+  for (const auto& [key, bytes] : w.bytes)
+    w.calls[key] = key == "allreduce:data" ? 1 : 2.0 * linear_count(o.model);
+  w.memory = tensor1d_memory(o, plan, c.replicas);
+  return {w};
+}
+
+std::vector<RankWork> tensor2d_work(const PlanCandidate& c, SchemeShape& shape) {
+  const Options& o = c.options;
+  const int q = c.tensor2d.q;
+  shape.axes = {{"data", c.replicas}, {"rows", q}, {"cols", q}};
+  shape.axis_of_group = {{"row", "cols"}, {"col", "rows"}, {"data", "data"}};
+  RankWork w = replica_share(o, max_rows(o.batch, c.replicas), 1.0 / (q * q));
+  w.optimized_parameters = static_cast<double>(parameter_count(o.model)) / (q * q);
+  w.bytes = tensor2d_volumes(o.model, o.batch, c.tensor2d, static_cast<size_t>(wire_bytes(o)));
+  // SUMMA broadcasts a panel per grid step of each of a Linear's three GEMMs.
+  for (const auto& [key, bytes] : w.bytes)
+    w.calls[key] = key == "allreduce:data"      ? 1
+                   : key.starts_with("broadcast") ? 3.0 * q * linear_count(o.model)
+                                                  : 2.0 * linear_count(o.model);
+  w.memory = tensor2d_memory(o, c.tensor2d);
+  return {w};
+}
+
+std::vector<RankWork> tensor3d_work(const PlanCandidate& c, SchemeShape& shape) {
+  const Options& o = c.options;
+  const Shape3d& s = c.tensor3d;
+  shape.axes = {{"data", s.dp}, {"depth", s.depth}, {"outer", s.outer}, {"inner", s.inner}};
+  for (const char* axis : {"data", "depth", "outer", "inner"}) shape.axis_of_group[axis] = axis;
+  RankWork w = replica_share(o, max_rows(o.batch, s.dp), 1.0 / s.tensor_ranks());
+  const Local3d local = tensor3d_local_elements(o.model, s);
+  w.optimized_parameters = local.weights + local.vectors;
+  for (const Volume3d& v : tensor3d_layer_volumes(o.model, o.batch, s,
+                                                  static_cast<size_t>(wire_bytes(o)), false,
+                                                  false)) {
+    if (v.group_size <= 1) continue;
+    w.bytes[v.kind] += v.bytes;
+    w.calls[v.kind] += 1;
+  }
+  w.memory = tensor3d_memory(o, s, Overlap3d{});
+  return {w};
+}
+
+std::vector<RankWork> rank_work(const PlanCandidate& c, SchemeShape& shape) {
+  if (c.scheme == "data") return data_work(c, shape);
+  if (c.scheme == "pipeline") return pipeline_work(c, shape);
+  if (c.scheme == "tensor1d") return tensor1d_work(c, shape);
+  if (c.scheme == "tensor2d") return tensor2d_work(c, shape);
+  if (c.scheme == "tensor3d") return tensor3d_work(c, shape);
+  RankWork w = replica_share(c.options, static_cast<double>(c.options.batch), 1.0);
+  w.optimized_parameters = static_cast<double>(parameter_count(c.options.model));
+  w.memory = serial_memory(c.options, false);
+  shape.axes = {{"data", 1}};
+  return {w};
+}
+
+int group_size(const SchemeShape& shape, const std::string& axis) {
+  for (const GridAxis& a : shape.axes)
+    if (a.name == axis) return a.size;
+  return 1;
+}
+
+StepPrediction predict_rank(const PlanCandidate& c, const MachineDescription& m,
+                            const SchemeShape& shape, const RankWork& w) {
+  const Options& o = c.options;
+  const int on_node = std::min(c.world, m.ranks_per_node);
+  const double rate = m.gemm_flops(o.precision, on_node), bandwidth = m.bandwidth(on_node);
+  StepPrediction p;
+  p.compute = w.gemm_flops / rate;
+  p.elementwise = (w.elementwise.forward + w.elementwise.backward) / bandwidth;
+  const double update = o.optimizer.kind == OptimizerKind::adam
+                            ? traffic::adam_update(static_cast<int64_t>(w.optimized_parameters))
+                            : traffic::sgd_update(static_cast<int64_t>(w.optimized_parameters));
+  p.optimizer = update * static_cast<double>(element_bytes(o.precision)) / bandwidth;
+  for (const auto& [key, bytes] : w.bytes) {
+    PredictedComm& comm = p.collectives[key];
+    const std::string axis = shape.axis_of_group.at(group_of(key));
+    comm.group_size = group_size(shape, axis);
+    const GroupPlacement placement = place_group(shape.axes, axis, m.ranks_per_node);
+    comm.inter_node = placement.inter_node;
+    comm.bytes = bytes;
+    comm.calls = std::max(1.0, w.calls.at(key));
+    LinkModel link = m.intra_node;
+    if (placement.inter_node) {
+      link = m.inter_node;
+      link.bus_bandwidth = std::min(m.intra_node.bus_bandwidth,
+                                    link.bus_bandwidth * placement.ranks_per_node);
+    }
+    comm.seconds = comm.calls * link.seconds(comm_kind_of(key), comm.group_size,
+                                             bytes / comm.calls);
+    p.comm += comm.seconds;
+  }
+  const double work = p.compute + p.elementwise;
+  // Forward: a third of the step's GEMM flops (without recompute) and the forward kernels.
+  const double plain_gemm = (w.gemm_flops - w.recompute_flops) / rate;
+  const double forward = plain_gemm / 3 + w.elementwise.forward / bandwidth;
+  const double backward = work - forward;
+  if (c.scheme == "data") {
+    // DDP and ZeRO-1/2 reduce buckets during backward (ZeRO-1/2 then all-gather the updated
+    // shards after the optimizer, exposed); ZeRO-3 also gathers ahead during forward. The last
+    // bucket (or unit) reduced is always exposed.
+    const double window = c.data.zero == 3 ? work : backward;
+    double hidden = 0, last = 0;
+    for (const auto& [key, comm] : p.collectives) {
+      if (c.data.zero != 3 && key.starts_with("allgather")) {
+        p.exposed_comm += comm.seconds;
+        continue;
+      }
+      hidden += comm.seconds;
+      last = std::max(last, comm.seconds / comm.calls);
+    }
+    if (hidden > 0) p.exposed_comm += std::max(hidden - window, last);
+  } else if (c.scheme == "pipeline") {
+    const PipelineLayout& layout = *c.pipeline;
+    const PipelineShape ps = layout.shape();
+    const double passes = static_cast<double>(layout.micro_batches) * ps.chunks;
+    PassTimes t;
+    t.forward = forward / passes;
+    t.weight = plain_gemm / 3 / passes;
+    t.input = backward / passes - t.weight;
+    p.bubble_fraction = ideal_bubble_fraction(ps, t);
+    p.bubble = work * p.bubble_fraction / (1 - p.bubble_fraction);
+    // Transfers overlap the other micro-batches' passes but for the fill and the drain;
+    // the replicas' gradient all-reduce follows the step.
+    for (const auto& [key, comm] : p.collectives)
+      p.exposed_comm += key == "sendrecv:pipe"
+                            ? 2.0 * (ps.virtual_stages() - 1) * comm.seconds / comm.calls
+                            : comm.seconds;
+  } else {
+    p.exposed_comm = p.comm;  // tensor parallelism waits for each collective
+  }
+  p.step = work + p.bubble + p.optimizer + p.exposed_comm;
+  p.samples_per_second = static_cast<double>(o.batch) / p.step;
+  p.memory = w.memory;
+  p.memory_available = m.memory_per_rank(on_node);
+  return p;
+}
+
+}  // namespace
+
+StepPrediction predict_step(const PlanCandidate& candidate, const MachineDescription& machine) {
+  SchemeShape shape;
+  StepPrediction slowest;
+  for (const RankWork& w : rank_work(candidate, shape)) {
+    StepPrediction p = predict_rank(candidate, machine, shape, w);
+    if (p.step > slowest.step) {
+      const MemoryNeed most = slowest.memory.total() > p.memory.total() ? slowest.memory : p.memory;
+      slowest = p;
+      slowest.memory = most;
+    } else if (p.memory.total() > slowest.memory.total()) {
+      slowest.memory = p.memory;
+    }
+  }
+  return slowest;
+}
+
+}  // namespace mlps

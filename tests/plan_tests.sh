@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# bin/plan (README, Planning): it ranks the configurations of a model on N ranks of a machine
+# description; every configuration it offers is a grid its executable accepts (checked with that
+# executable's --check-grid dry run); --json holds every row; --explain breaks one down; bad
+# input is refused in one line. Ends with "N passed, N failed".
+source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
+
+h100=inputs/machines/h100-cluster.json
+model=(--hidden 64 --layers 4 --image-size 8 --batch 32)
+
+if ! bin/plan "${model[@]}" --world 4 --machine "$h100" --top 1000 --precisions fp32,bf16 \
+    --json "$tmp/plan.json" --explain 1 >"$tmp/plan.out" 2>"$tmp/plan.err"; then
+  not_ok "plan runs" "$(head -c 400 "$tmp/plan.err")"
+  finish
+fi
+ok "plan ranks the configurations of 4 ranks"
+
+# The table's count, the JSON's rows and the table's rows agree, fastest first among those that fit.
+verdict=$("$python" - "$tmp/plan.json" "$tmp/plan.out" <<'PY'
+import json, re, sys
+plan = json.load(open(sys.argv[1]))
+text = open(sys.argv[2]).read()
+rows = plan["candidates"]
+stated = int(re.search(r"^(\d+) configurations", text, re.M).group(1))
+table = re.findall(r"^ +\d+ +[\d.]+ ", text, re.M)
+problems = []
+if not (stated == len(rows) == len(table)):
+    problems.append(f"counts: stated {stated}, json {len(rows)}, table {len(table)}")
+fit = [r["step_seconds"] for r in rows if r["fits"]]
+if fit != sorted(fit):
+    problems.append("fitting rows not ordered by step")
+schemes = {r["scheme"] for r in rows}
+if schemes != {"data", "pipeline", "tensor1d", "tensor2d", "tensor3d"}:
+    problems.append(f"schemes {sorted(schemes)}")
+if {r["precision"] for r in rows} != {"fp32", "bf16"}:
+    problems.append("not both precisions")
+for r in rows:
+    parts = r["gemm_seconds"] + r["elementwise_seconds"] + r["optimizer_seconds"] + \
+        r["bubble_seconds"] + r["exposed_comm_seconds"]
+    if abs(parts - r["step_seconds"]) > 1e-12 * max(1, r["step_seconds"]):
+        problems.append(f"{r['label']}: phases {parts} != step {r['step_seconds']}")
+        break
+print("; ".join(problems) or f"{len(rows)} rows, {len(schemes)} schemes, phases sum to the step")
+sys.exit(1 if problems else 0)
+PY
+)
+[[ $? == 0 ]] && ok "table and --json agree: $verdict" || not_ok "table and --json" "$verdict"
+
+if grep -q "^  run it: mpiexec -n 4 bin/" "$tmp/plan.out" &&
+    grep -q "^  memory .* per rank" "$tmp/plan.out"; then
+  ok "--explain 1 gives the command and the memory"
+else
+  not_ok "--explain 1" "$(grep -A3 '^#1' "$tmp/plan.out" | tr '\n' '|')"
+fi
+
+# Every offered configuration is one its executable accepts on 4 ranks.
+refused=0
+while IFS= read -r flags; do
+  read -r -a words <<<"$flags"
+  if ! out=$(bin/"${words[0]}" "${model[@]}" "${words[@]:1}" --check-grid 4 2>&1); then
+    refused=$((refused + 1))
+    echo "  refused: $flags: $out"
+  fi
+done < <("$python" -c 'import json, sys
+for r in json.load(open(sys.argv[1]))["candidates"]: print(r["label"])' "$tmp/plan.json")
+((refused == 0)) && ok "every configuration passes its executable's --check-grid 4" ||
+  not_ok "configurations refused by their executables" "$refused"
+
+# A run's --config file (with options that only a run uses) plans as it is.
+if bin/plan --config inputs/tutorial.json --iters 5 --world 2 --machine "$h100" --top 2 \
+    >"$tmp/config.out" 2>&1 && grep -q "H 2048, L 4" "$tmp/config.out"
+then ok "a run's --config plans"
+else not_ok "a run's --config" "$(head -c 300 "$tmp/config.out")"; fi
+
+# refuse NAME PATTERN ARGS...: exit 2, one line on stderr naming PATTERN, no --json file.
+refuse() {
+  local name=$1 pattern=$2 status=0
+  shift 2
+  rm -f "$tmp/refused.json"
+  bin/plan "${model[@]}" "$@" >/dev/null 2>"$tmp/err" || status=$?
+  if ((status != 2)) || [[ $(grep -c . "$tmp/err") != 1 ]] || ! grep -q -F -- "$pattern" "$tmp/err"
+  then not_ok "$name" "exit $status: $(head -c 300 "$tmp/err")"
+  elif [[ -e $tmp/refused.json ]]; then not_ok "$name" "left a --json file"
+  else ok "$name is refused in one line"; fi
+}
+echo '{"name": "m", "ranks_per_node": 8}' >"$tmp/partial.json"
+refuse "--world 0" "--world" --world 0 --machine "$h100"
+refuse "no --machine" "--machine" --world 4
+refuse "an unreadable machine" "cannot be read" --world 4 --machine "$tmp/absent.json"
+refuse "a machine without its figures" "ranks_share_node" --world 4 --machine "$tmp/partial.json" \
+  --json "$tmp/refused.json"
+refuse "--explain past the table" "--explain 100000" --world 4 --machine "$h100" --explain 100000 \
+  --json "$tmp/refused.json"
+finish
