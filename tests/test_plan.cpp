@@ -78,6 +78,7 @@ TEST_F(PlanMachineFile, AFigureWithoutItsSourceIsRefusedByName) {
   const std::string link =
       R"({"latency_seconds": )" + figure + R"(, "bus_bandwidth": )" + figure + "}";
   const std::string good = R"({"name": "m", "ranks_per_node": 4, "ranks_share_node": true,
+      "comm_overlaps_compute": false,
       "memory_bytes": )" + figure + R"(, "gemm_fp32_flops": )" + figure +
       R"(, "gemm_fp64_flops": )" + figure + R"(, "memory_bandwidth": )" + figure +
       R"(, "intra_node": )" + link + R"(, "inter_node": )" + link + "}";
@@ -184,6 +185,12 @@ TEST(PlanStep, PipelineBubbleIsTheSchedulesFormula) {
   ASSERT_EQ(p.collectives.count("sendrecv:pipe"), 1u);
   EXPECT_EQ(p.collectives.at("sendrecv:pipe").group_size, 4);
   EXPECT_LT(p.exposed_comm, p.comm);  // only the fill and the drain wait for transfers
+  MachineDescription busy = test_machine(8);
+  busy.comm_overlaps_compute = false;  // nothing hides, and the bubble stays
+  const StepPrediction q = predict_step(*c, busy);
+  EXPECT_DOUBLE_EQ(q.exposed_comm, q.comm);
+  EXPECT_DOUBLE_EQ(q.bubble_fraction, p.bubble_fraction);
+  EXPECT_GT(q.bubble, 0);
 }
 
 TEST(PlanStep, GroupsAcrossNodesUseTheNetworkAtOneNicPerRank) {
@@ -219,6 +226,9 @@ TEST(PlanStep, DataParallelHidesReductionsBehindBackwardButNotZeroGathers) {
   // ZeRO-1 gathers the updated shards after the optimizer: all of it waits.
   EXPECT_GE(zero1.exposed_comm, zero1.collectives.at("allgather").seconds);
   EXPECT_LT(zero1.optimizer, ddp.optimizer);  // a quarter of the parameters each
+  m.comm_overlaps_compute = false;  // MPI on busy CPU cores: nothing hides
+  const StepPrediction cpu = predict_step(small_buckets, m);
+  EXPECT_DOUBLE_EQ(cpu.exposed_comm, cpu.comm);
 }
 
 TEST(PlanStep, AModelTooLargeForTheMachineDoesNotFit) {

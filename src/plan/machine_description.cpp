@@ -91,6 +91,7 @@ MachineDescription load_machine_description(const std::string& path) {
   m.ranks_per_node = in.value<int>("ranks_per_node");
   if (m.ranks_per_node < 1) in.fail("ranks_per_node must be at least 1");
   m.ranks_share_node = in.value<bool>("ranks_share_node");
+  m.comm_overlaps_compute = in.value<bool>("comm_overlaps_compute");
   m.memory_bytes = in.figure("memory_bytes");
   m.gemm_fp32_flops = in.figure("gemm_fp32_flops");
   m.gemm_fp64_flops = in.figure("gemm_fp64_flops");

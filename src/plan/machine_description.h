@@ -26,6 +26,9 @@ struct MachineDescription {
   int ranks_per_node = 1;
   // CPU nodes: the ranks on a node share its cores, so its rates are divided among them.
   bool ranks_share_node = false;
+  // Whether a collective in flight progresses while the rank computes (NCCL on its own stream);
+  // not with MPI on CPU cores that the compute keeps busy: then every collective is exposed.
+  bool comm_overlaps_compute = true;
   double memory_bytes = 0;      // per rank (per node when ranks share it)
   double gemm_fp32_flops = 0;   // per rank (per node when shared), true fp32 (no TF32)
   double gemm_fp64_flops = 0;

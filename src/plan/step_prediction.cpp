@@ -217,6 +217,37 @@ int group_size(const SchemeShape& shape, const std::string& axis) {
   return 1;
 }
 
+// What a rank waits for, when collectives progress during compute: DDP and ZeRO-1/2 reduce
+// buckets during backward (ZeRO-1/2 then all-gather the updated shards after the optimizer,
+// exposed); ZeRO-3 also gathers ahead during forward; the last bucket (or unit) reduced is always
+// exposed. A pipeline's transfers overlap the other micro-batches' passes but for the fill and
+// the drain, and the replicas' all-reduce follows the step. Tensor parallelism waits for each.
+double exposed_communication(const PlanCandidate& c, const StepPrediction& p, double work,
+                             double backward) {
+  double exposed = 0;
+  if (c.scheme == "data") {
+    const double window = c.data.zero == 3 ? work : backward;
+    double hidden = 0, last = 0;
+    for (const auto& [key, comm] : p.collectives) {
+      if (c.data.zero != 3 && key.starts_with("allgather")) {
+        exposed += comm.seconds;
+        continue;
+      }
+      hidden += comm.seconds;
+      last = std::max(last, comm.seconds / comm.calls);
+    }
+    return hidden > 0 ? exposed + std::max(hidden - window, last) : exposed;
+  }
+  if (c.pipeline) {
+    const int boundaries = c.pipeline->shape().virtual_stages() - 1;
+    for (const auto& [key, comm] : p.collectives)
+      exposed += key == "sendrecv:pipe" ? 2.0 * boundaries * comm.seconds / comm.calls
+                                        : comm.seconds;
+    return exposed;
+  }
+  return p.comm;
+}
+
 StepPrediction predict_rank(const PlanCandidate& c, const MachineDescription& m,
                             const SchemeShape& shape, const RankWork& w) {
   const Options& o = c.options;
@@ -252,40 +283,17 @@ StepPrediction predict_rank(const PlanCandidate& c, const MachineDescription& m,
   const double plain_gemm = (w.gemm_flops - w.recompute_flops) / rate;
   const double forward = plain_gemm / 3 + w.elementwise.forward / bandwidth;
   const double backward = work - forward;
-  if (c.scheme == "data") {
-    // DDP and ZeRO-1/2 reduce buckets during backward (ZeRO-1/2 then all-gather the updated
-    // shards after the optimizer, exposed); ZeRO-3 also gathers ahead during forward. The last
-    // bucket (or unit) reduced is always exposed.
-    const double window = c.data.zero == 3 ? work : backward;
-    double hidden = 0, last = 0;
-    for (const auto& [key, comm] : p.collectives) {
-      if (c.data.zero != 3 && key.starts_with("allgather")) {
-        p.exposed_comm += comm.seconds;
-        continue;
-      }
-      hidden += comm.seconds;
-      last = std::max(last, comm.seconds / comm.calls);
-    }
-    if (hidden > 0) p.exposed_comm += std::max(hidden - window, last);
-  } else if (c.scheme == "pipeline") {
-    const PipelineLayout& layout = *c.pipeline;
-    const PipelineShape ps = layout.shape();
-    const double passes = static_cast<double>(layout.micro_batches) * ps.chunks;
+  if (c.pipeline) {
+    const PipelineShape ps = c.pipeline->shape();
+    const double passes = static_cast<double>(c.pipeline->micro_batches) * ps.chunks;
     PassTimes t;
     t.forward = forward / passes;
     t.weight = plain_gemm / 3 / passes;
     t.input = backward / passes - t.weight;
     p.bubble_fraction = ideal_bubble_fraction(ps, t);
     p.bubble = work * p.bubble_fraction / (1 - p.bubble_fraction);
-    // Transfers overlap the other micro-batches' passes but for the fill and the drain;
-    // the replicas' gradient all-reduce follows the step.
-    for (const auto& [key, comm] : p.collectives)
-      p.exposed_comm += key == "sendrecv:pipe"
-                            ? 2.0 * (ps.virtual_stages() - 1) * comm.seconds / comm.calls
-                            : comm.seconds;
-  } else {
-    p.exposed_comm = p.comm;  // tensor parallelism waits for each collective
   }
+  p.exposed_comm = m.comm_overlaps_compute ? exposed_communication(c, p, work, backward) : p.comm;
   p.step = work + p.bubble + p.optimizer + p.exposed_comm;
   p.samples_per_second = static_cast<double>(o.batch) / p.step;
   p.memory = w.memory;
