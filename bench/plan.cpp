@@ -31,13 +31,15 @@ int main(int argc, char** argv) {
         ->delimiter(',')->check(CLI::IsMember({"fp32", "fp64", "bf16", "fp16"}));
     app.add_option("--top", top, "rows of the ranked table to print")
         ->capture_default_str()->check(integer_between(1, 1 << 30));
-    app.add_option("--explain", explain, "print the breakdown of this row of the table");
+    app.add_option("--explain", explain, "print the breakdown of this row of the table (0: none)");
     app.add_option("--json", out, "write every candidate and its prediction to this JSON file");
-    // A run's options are accepted (so a run's --config file plans as it is) but plan nothing.
+    // A run's options are accepted (so a run's --config file plans as it is) but change nothing.
     for (const char* run_only : {"--epochs", "--iters", "--warmup", "--seed", "--data", "--device",
                                  "--comm", "--out", "--trace", "--print-every", "--eval-samples",
                                  "--verify", "--timeout", "--skip-memory-check", "--check-grid",
-                                 "--inference"})
+                                 "--inference", "--lr",
+                                 // weighed both ways: every configuration with and without it
+                                 "--checkpoint-activations"})
       if (CLI::Option* option = app.get_option_no_throw(run_only)) option->group("");
     if (!parser.parse(argc, argv)) {
       std::printf("%s", parser.help_text().c_str());
