@@ -117,6 +117,15 @@ TEST(PlanCandidates, EveryCandidateIsAGridItsSchemeAccepts) {
     EXPECT_EQ(c.world, 4);
     EXPECT_EQ(c.tensor_ranks() * c.replicas * c.pipeline_stages(), 4) << c.label();
   }
+  // --fp32-grad-comm belongs to the 16-bit runs only (fp64 gradients travel in fp64).
+  Options grad32 = small_options();
+  grad32.fp32_grad_comm = true;
+  const auto mixed = enumerate_candidates(grad32, 2, {Precision::fp64, Precision::bf16});
+  EXPECT_NE(find(mixed, "data --zero 0 --precision bf16 --fp32-grad-comm"), nullptr);
+  const PlanCandidate* fp64 = find(mixed, "data --zero 0 --precision fp64");
+  ASSERT_NE(fp64, nullptr);
+  EXPECT_EQ(predict_step(*fp64, test_machine(8)).collectives.at("allreduce").bytes,
+            8.0 * static_cast<double>(parameter_count(grad32.model)));
   // H 64 does not split over 3 ranks: tensor1d and tensor3d offer nothing for 3.
   for (const PlanCandidate& c : enumerate_candidates(o, 3, {Precision::fp32}))
     EXPECT_TRUE(c.scheme == "data" || c.scheme == "pipeline") << c.label();

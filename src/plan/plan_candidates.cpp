@@ -95,7 +95,10 @@ std::string PlanCandidate::label() const {
   std::string text = scheme;
   for (const std::string& f : flags) text += " " + f;
   if (options.model.checkpoint_activations) text += " --checkpoint-activations";
-  return text + " --precision " + to_string(options.precision);
+  text += std::string(" --precision ") + to_string(options.precision);
+  if (options.fp32_grad_comm && storage_format(options.precision) != StorageFormat::full)
+    text += " --fp32-grad-comm";
+  return text;
 }
 
 std::string PlanCandidate::command() const {

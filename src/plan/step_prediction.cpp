@@ -39,7 +39,10 @@ double wire_bytes(const Options& o) {
              ? 2.0
              : static_cast<double>(element_bytes(o.precision));
 }
-double grad_wire_bytes(const Options& o) { return o.fp32_grad_comm ? 4.0 : wire_bytes(o); }
+// --fp32-grad-comm applies to the 16-bit precisions only (fp32 and fp64 send their own type).
+double grad_wire_bytes(const Options& o) {
+  return o.fp32_grad_comm && wire_bytes(o) == 2 ? 4.0 : wire_bytes(o);
+}
 
 std::string group_of(const std::string& key) {
   const size_t colon = key.find(':');
