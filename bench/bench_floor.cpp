@@ -20,6 +20,7 @@
 #include "src/driver/training_driver.h"
 #include "src/errors.h"
 #include "src/model/fused_weight_update.h"
+#include "src/plan/kernel_rates.h"
 #include "src/mpi_session.h"
 #include "src/results/run_info.h"
 #include "src/results/run_record.h"
@@ -28,55 +29,6 @@
 
 namespace mlps {
 namespace {
-
-// Counter values of bench_kernels' benchmarks, by name without Google Benchmark's suffixes.
-class KernelRates {
- public:
-  explicit KernelRates(const std::string& path) : path_(path) {
-    std::error_code error;
-    std::ifstream in(path);
-    if (!std::filesystem::is_regular_file(path, error) || !in)
-      throw InputError(path + ": cannot read a file there (run bin/bench_kernels --benchmark_out=" +
-                       path + " first)");
-    try {
-      const nlohmann::json doc = nlohmann::json::parse(in);
-      // A floor takes the machine at its best: of several repetitions, the fastest. Aggregates
-      // (medians, means) are skipped; a file holding only aggregates still gives its medians.
-      for (const auto& b : doc.value("benchmarks", nlohmann::json::array())) {
-        const std::string name = b.value("run_name", b.value("name", ""));
-        const bool iteration = b.value("run_type", "iteration") == "iteration";
-        if (!iteration && b.value("aggregate_name", "") != "median") continue;
-        const auto [it, fresh] = entries_.emplace(name, b);
-        const bool was_median = it->second.value("run_type", "iteration") != "iteration";
-        if (!fresh && (was_median || (iteration && b.value("real_time", 0.0) <
-                                                       it->second.value("real_time", 0.0))))
-          it->second = b;
-      }
-    } catch (const nlohmann::json::exception& e) {  // syntax, or JSON of another shape
-      throw InputError(path + ": not bench_kernels JSON: " + e.what());
-    }
-  }
-  double counter(const std::string& name, const std::string& counter) const {
-    const auto it = entries_.find(name);
-    if (it == entries_.end() || !it->second.contains(counter))
-      throw InputError(path_ + ": no '" + counter + "' for " + name +
-                       " (was bench_kernels run with the same model options and backend?)");
-    return it->second.at(counter).get<double>();
-  }
-  bool has_prefix(const std::string& prefix) const {
-    const auto it = entries_.lower_bound(prefix);
-    return it != entries_.end() && it->first.rfind(prefix, 0) == 0;
-  }
-  // The first benchmark whose name starts with `prefix` (sizes vary with the model options).
-  double counter_by_prefix(const std::string& prefix, const std::string& counter) const {
-    if (!has_prefix(prefix)) throw InputError(path_ + ": no benchmark named " + prefix + "*");
-    return this->counter(entries_.lower_bound(prefix)->first, counter);
-  }
-
- private:
-  std::string path_;
-  std::map<std::string, nlohmann::json> entries_;
-};
 
 std::string gemm_name(const GemmShape& g, const std::string& backend, const std::string& type) {
   return "gemm/" + backend + "/" + type + "/" + (g.trans_a ? "T" : "N") + (g.trans_b ? "T" : "N") +

@@ -32,4 +32,9 @@ struct CommBenchRecord {
 // std::runtime_error naming the path and what failed, e.g. a sweep whose vectors differ in length.
 void write_comm_bench_hdf5(const std::string& path, const CommBenchRecord& record);
 
+// Reads such a file back, as much as bin/plan --calibrate needs: the backend, device, hosts and
+// ranks attributes and, per collective, bytes, time_seconds and busbw. InputError naming the
+// file and what is missing when it is not a bench_comm file.
+CommBenchRecord read_comm_bench_hdf5(const std::string& path);
+
 }  // namespace mlps

@@ -56,4 +56,26 @@ inline std::string error_detail() {
   return detail.empty() ? detail : " (" + detail + ")";
 }
 
+// A string attribute's text, variable-length (as h5py and this project write) or fixed-length;
+// false when HDF5 cannot read it (the caller has checked that `file_type` is a string type).
+inline bool read_text_attribute(hid_t attribute, hid_t file_type, std::string& value) {
+  if (H5Tis_variable_str(file_type) > 0) {
+    Handle memory_type(H5Tcopy(H5T_C_S1), H5Tclose);
+    H5Tset_size(memory_type.get(), H5T_VARIABLE);
+    H5Tset_cset(memory_type.get(), H5Tget_cset(file_type));
+    char* text = nullptr;
+    if (H5Aread(attribute, memory_type.get(), &text) < 0) return false;
+    value = text != nullptr ? text : "";
+    H5free_memory(text);
+    return true;
+  }
+  value.assign(H5Tget_size(file_type), '\0');
+  if (H5Aread(attribute, file_type, value.data()) < 0) return false;
+  if (H5Tget_strpad(file_type) == H5T_STR_SPACEPAD)
+    value.erase(value.find_last_not_of(' ') + 1);
+  else
+    value.resize(value.find('\0') == std::string::npos ? value.size() : value.find('\0'));
+  return true;
+}
+
 }  // namespace mlps::hdf5

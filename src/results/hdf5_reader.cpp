@@ -128,24 +128,9 @@ class ResultFileReader {
     const Attribute attribute = open_attribute(object, name, where);
     const hid_t file_type = attribute.type.get();  // H5Tget_class gives H5T_NO_CLASS if invalid
     if (H5Tget_class(file_type) != H5T_STRING) fail(attribute.what + " is not a string");
-    if (H5Tis_variable_str(file_type) > 0) {
-      Handle memory_type(H5Tcopy(H5T_C_S1), H5Tclose);
-      H5Tset_size(memory_type.get(), H5T_VARIABLE);
-      H5Tset_cset(memory_type.get(), H5Tget_cset(file_type));
-      char* text = nullptr;
-      if (H5Aread(attribute.id.get(), memory_type.get(), &text) < 0)
-        fail("cannot read " + attribute.what + hdf5::error_detail());
-      std::string value = text != nullptr ? text : "";
-      H5free_memory(text);
-      return value;
-    }
-    std::string value(H5Tget_size(file_type), '\0');
-    if (H5Aread(attribute.id.get(), file_type, value.data()) < 0)
+    std::string value;
+    if (!hdf5::read_text_attribute(attribute.id.get(), file_type, value))
       fail("cannot read " + attribute.what + hdf5::error_detail());
-    if (H5Tget_strpad(file_type) == H5T_STR_SPACEPAD)
-      value.erase(value.find_last_not_of(' ') + 1);
-    else
-      value.resize(value.find('\0') == std::string::npos ? value.size() : value.find('\0'));
     return value;
   }
 

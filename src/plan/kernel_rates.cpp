@@ -1,0 +1,65 @@
+#include "src/plan/kernel_rates.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "src/errors.h"
+
+namespace mlps {
+
+KernelRates::KernelRates(const std::string& path) : path_(path) {
+  std::error_code error;
+  std::ifstream in(path);
+  if (!std::filesystem::is_regular_file(path, error) || !in)
+    throw InputError(path + ": cannot read a file there (run bin/bench_kernels --benchmark_out=" +
+                     path + " first)");
+  try {
+    const nlohmann::json doc = nlohmann::json::parse(in);
+    // A floor takes the machine at its best: of several repetitions, the fastest. Aggregates
+    // (medians, means) are skipped; a file holding only aggregates still gives its medians.
+    for (const auto& b : doc.value("benchmarks", nlohmann::json::array())) {
+      const std::string name = b.value("run_name", b.value("name", ""));
+      const bool iteration = b.value("run_type", "iteration") == "iteration";
+      if (!iteration && b.value("aggregate_name", "") != "median") continue;
+      const auto [it, fresh] = entries_.emplace(name, b);
+      const bool was_median = it->second.value("run_type", "iteration") != "iteration";
+      if (!fresh && (was_median || (iteration && b.value("real_time", 0.0) <
+                                                     it->second.value("real_time", 0.0))))
+        it->second = b;
+    }
+  } catch (const nlohmann::json::exception& e) {  // syntax, or JSON of another shape
+    throw InputError(path + ": not bench_kernels JSON: " + e.what());
+  }
+}
+
+double KernelRates::counter(const std::string& name, const std::string& counter) const {
+  const auto it = entries_.find(name);
+  if (it == entries_.end() || !it->second.contains(counter))
+    throw InputError(path_ + ": no '" + counter + "' for " + name +
+                     " (was bench_kernels run with the same model options and backend?)");
+  return it->second.at(counter).get<double>();
+}
+
+bool KernelRates::has_prefix(const std::string& prefix) const {
+  const auto it = entries_.lower_bound(prefix);
+  return it != entries_.end() && it->first.rfind(prefix, 0) == 0;
+}
+
+double KernelRates::counter_by_prefix(const std::string& prefix,
+                                      const std::string& counter) const {
+  if (!has_prefix(prefix)) throw InputError(path_ + ": no benchmark named " + prefix + "*");
+  return this->counter(entries_.lower_bound(prefix)->first, counter);
+}
+
+double KernelRates::max_counter_by_prefix(const std::string& prefix,
+                                          const std::string& counter) const {
+  if (!has_prefix(prefix)) throw InputError(path_ + ": no benchmark named " + prefix + "*");
+  double best = 0;
+  for (auto it = entries_.lower_bound(prefix);
+       it != entries_.end() && it->first.rfind(prefix, 0) == 0; ++it)
+    best = std::max(best, this->counter(it->first, counter));
+  return best;
+}
+
+}  // namespace mlps

@@ -1,0 +1,31 @@
+#pragma once
+// bin/bench_kernels' JSON (Google Benchmark's --benchmark_out) read back: each benchmark's
+// counters (TFLOP/s, GB/s) by name without Google Benchmark's suffixes. Of several repetitions
+// the fastest is kept (a floor and a machine's ceiling take the machine at its best); aggregates
+// are skipped, but a file holding only aggregates still gives its medians. For bin/bench_floor
+// and bin/plan --calibrate.
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace mlps {
+
+class KernelRates {
+ public:
+  // InputError naming the file when it cannot be read or is not bench_kernels JSON.
+  explicit KernelRates(const std::string& path);
+  // InputError naming the benchmark when it or its counter is absent.
+  double counter(const std::string& name, const std::string& counter) const;
+  bool has_prefix(const std::string& prefix) const;
+  // The first benchmark whose name starts with `prefix` (sizes vary with the model options).
+  double counter_by_prefix(const std::string& prefix, const std::string& counter) const;
+  // The largest value of `counter` among the benchmarks whose names start with `prefix`.
+  double max_counter_by_prefix(const std::string& prefix, const std::string& counter) const;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  std::map<std::string, nlohmann::json> entries_;
+};
+
+}  // namespace mlps
