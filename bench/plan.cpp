@@ -5,11 +5,48 @@
 #include <cstdio>
 #include <algorithm>
 #include <exception>
+#include <thread>
 
 #include "src/cli_validators.h"
 #include "src/errors.h"
 #include "src/options.h"
+#include "src/memory/available_memory.h"
+#include "src/plan/machine_calibration.h"
 #include "src/plan/plan_report.h"
+#include "src/results/publish_file.h"
+
+namespace mlps {
+namespace {
+
+int write_calibration(const std::string& path, const std::string& kernels_path,
+                      const std::string& comm_path, int ranks_per_node) {
+  if (kernels_path.empty() || comm_path.empty())
+    throw InputError("--calibrate needs --kernels and --comm-bench");
+  const KernelRates kernels(kernels_path);
+  const CommBenchRecord comm = read_comm_bench_hdf5(comm_path);
+  const std::string device = comm.string_attributes.at("device");
+  const DeviceKind kind = device == "cpu" ? DeviceKind::cpu : DeviceKind::cuda;
+  if (ranks_per_node == 0)
+    ranks_per_node = kind == DeviceKind::cpu
+                         ? static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))
+                         : static_cast<int>(comm.integer_attributes.at("ranks"));
+  const AvailableMemory memory = available_memory_per_rank(kind, RankPlacement{});
+  const std::string text =
+      calibrated_machine({kernels, comm, comm_path, ranks_per_node, memory.bytes,
+                          "measured when calibrating: " + memory.where})
+          .dump(2) + "\n";
+  publish_file(path, std::span<const char>(text.data(), text.size()));
+  const MachineDescription m = load_machine_description(path);  // what plans will read
+  std::printf("wrote %s: %s, %d ranks per node, GEMM %.3g / %.3g TFLOP/s (fp32 / fp64), "
+              "%.3g GB/s, link %.3g us per step and %.3g GB/s\n", path.c_str(), m.name.c_str(),
+              m.ranks_per_node, m.gemm_fp32_flops / 1e12, m.gemm_fp64_flops / 1e12,
+              m.memory_bandwidth / 1e9, m.intra_node.latency_seconds * 1e6,
+              m.intra_node.bus_bandwidth / 1e9);
+  return 0;
+}
+
+}  // namespace
+}  // namespace mlps
 
 int main(int argc, char** argv) {
   using namespace mlps;
@@ -17,15 +54,14 @@ int main(int argc, char** argv) {
     OptionParser parser("plan", "Rank every scheme and grid for a model on --world ranks of "
                                 "--machine by predicted step time and memory (the model options "
                                 "and --config are the schemes').");
-    int world = 0;
-    std::string machine_path, out;
+    int world = 0, ranks_per_node = 0;
+    std::string machine_path, out, calibrate, kernels_path, comm_path;
     std::vector<std::string> precision_names;
     size_t top = 20, explain = 0;
     CLI::App& app = parser.app();
     app.add_option("--world", world, "ranks to plan for (GPUs, or processes on CPUs)")
-        ->required()->check(integer_between(1, 1 << 24));
-    app.add_option("--machine", machine_path, "machine description (inputs/machines/*.json)")
-        ->required();
+        ->check(integer_between(1, 1 << 24));
+    app.add_option("--machine", machine_path, "machine description (inputs/machines/*.json)");
     app.add_option("--precisions", precision_names, "precisions to weigh, e.g. fp32,bf16 "
                    "(default: --precision)")
         ->delimiter(',')->check(CLI::IsMember({"fp32", "fp64", "bf16", "fp16"}));
@@ -33,6 +69,15 @@ int main(int argc, char** argv) {
         ->capture_default_str()->check(integer_between(1, 1 << 30));
     app.add_option("--explain", explain, "print the breakdown of this row of the table (0: none)");
     app.add_option("--json", out, "write every candidate and its prediction to this JSON file");
+    app.add_option("--calibrate", calibrate, "instead of planning, write this machine's "
+                   "description to this file from --kernels and --comm-bench");
+    app.add_option("--kernels", kernels_path, "with --calibrate: bin/bench_kernels' JSON "
+                   "(--benchmark_out=FILE)");
+    app.add_option("--comm-bench", comm_path, "with --calibrate: a bin/bench_comm result file "
+                   "of 2 or more ranks");
+    app.add_option("--ranks-per-node", ranks_per_node, "with --calibrate: the ranks a node runs "
+                   "(default: its cores on CPUs, bench_comm's ranks on GPUs)")
+        ->check(integer_between(1, 1 << 20));
     // A run's options are accepted (so a run's --config file plans as it is) but change nothing.
     for (const char* run_only : {"--epochs", "--iters", "--warmup", "--seed", "--data", "--device",
                                  "--comm", "--out", "--trace", "--print-every", "--eval-samples",
@@ -46,6 +91,11 @@ int main(int argc, char** argv) {
       return 0;
     }
     const Options& o = parser.options();
+    if (!calibrate.empty()) return write_calibration(calibrate, kernels_path, comm_path,
+                                                     ranks_per_node);
+    if (world == 0 || machine_path.empty())
+      throw InputError("--world and --machine are required (or --calibrate to describe this "
+                       "machine)");
     std::vector<Precision> precisions;
     for (const std::string& name : precision_names)
       for (Precision p : {Precision::fp32, Precision::fp64, Precision::bf16, Precision::fp16})

@@ -72,6 +72,26 @@ if bin/plan --config inputs/tutorial.json --iters 5 --world 2 --machine "$h100" 
 then ok "a run's --config plans"
 else not_ok "a run's --config" "$(head -c 300 "$tmp/config.out")"; fi
 
+# --calibrate: this machine described from a (small) bench_kernels and bench_comm, then planned on.
+calibrated=$tmp/machine.json
+if ! timeout 120 mpiexec -n 2 bin/bench_comm -e 64K -n 5 -w 1 --out "$tmp/comm.h5" \
+      >"$tmp/comm.log" 2>&1 ||
+   ! timeout 300 bin/bench_kernels --backends cpu "${model[@]}" \
+      --benchmark_filter='gemm/cpu/f(32|64)/../m:(32|64|10)/|copy/cpu/f32|stream_add/cpu/f32' \
+      --benchmark_min_time=0.01 --benchmark_out="$tmp/kernels.json" \
+      --benchmark_out_format=json >"$tmp/kernels.log" 2>&1; then
+  not_ok "benchmarks for --calibrate" \
+    "$(tail -n 2 "$tmp/comm.log" "$tmp/kernels.log" | tr '\n' '|')"
+elif ! bin/plan --calibrate "$calibrated" --kernels "$tmp/kernels.json" \
+      --comm-bench "$tmp/comm.h5" >"$tmp/calibrate.out" 2>&1; then
+  not_ok "--calibrate" "$(head -c 300 "$tmp/calibrate.out")"
+elif ! bin/plan "${model[@]}" --world 2 --machine "$calibrated" --top 3 >"$tmp/local.out" 2>&1 ||
+     ! grep -q "calibrated on" "$tmp/local.out"; then
+  not_ok "planning on the calibrated machine" "$(head -c 300 "$tmp/local.out")"
+else
+  ok "--calibrate describes this machine and plans on it: $(head -n 1 "$tmp/calibrate.out")"
+fi
+
 # refuse NAME PATTERN ARGS...: exit 2, one line on stderr naming PATTERN, no --json file.
 refuse() {
   local name=$1 pattern=$2 status=0
@@ -91,4 +111,7 @@ refuse "a machine without its figures" "ranks_share_node" --world 4 --machine "$
   --json "$tmp/refused.json"
 refuse "--explain past the table" "--explain 100000" --world 4 --machine "$h100" --explain 100000 \
   --json "$tmp/refused.json"
+refuse "--calibrate without its inputs" "--kernels and --comm-bench" --calibrate "$tmp/c.json"
+refuse "--calibrate from a file that is not bench_comm's" "not an HDF5 file" \
+  --calibrate "$tmp/c.json" --kernels "$tmp/kernels.json" --comm-bench "$tmp/kernels.json"
 finish

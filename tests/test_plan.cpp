@@ -7,6 +7,7 @@
 
 #include "src/errors.h"
 #include "src/memory/scheme_memory.h"
+#include "src/plan/machine_calibration.h"
 #include "src/plan/plan_candidates.h"
 #include "src/plan/step_prediction.h"
 #include "src/schemes/pipeline_volumes.h"
@@ -94,6 +95,41 @@ TEST_F(PlanMachineFile, AFigureWithoutItsSourceIsRefusedByName) {
   }
   EXPECT_THROW(load_machine_description(write("{")), InputError);
   EXPECT_THROW(load_machine_description((dir_ / "absent.json").string()), InputError);
+}
+
+TEST_F(PlanMachineFile, CalibrationTakesTheBestRatesAndTheCommSweepsEnds) {
+  const std::string kernels = (dir_ / "kernels.json").string();
+  std::ofstream(kernels) << R"({"benchmarks": [
+    {"name": "gemm/cpu/f32/NN/m:8/n:8/k:8", "run_type": "iteration", "real_time": 1,
+     "TFLOP/s": 0.01},
+    {"name": "gemm/cpu/f32/NN/m:64/n:64/k:64", "run_type": "iteration", "real_time": 1,
+     "TFLOP/s": 0.05},
+    {"name": "gemm/cpu/f64/NN/m:64/n:64/k:64", "run_type": "iteration", "real_time": 1,
+     "TFLOP/s": 0.02},
+    {"name": "copy/cpu/f32/n:1024", "run_type": "iteration", "real_time": 1, "GB/s": 12},
+    {"name": "stream_add/cpu/f32/n:1024", "run_type": "iteration", "real_time": 1,
+     "GB/s": 15}]})";
+  CommBenchRecord written;
+  written.string_attributes = {{"backend", "mpi"}, {"device", "cpu"}, {"hosts", "node1"}};
+  written.integer_attributes = {{"ranks", 4}};
+  written.sweeps.push_back({"allreduce", {8, 1 << 20}, {2, 262144}, {6e-6, 1e-3},
+                            {0.0013, 1.05}, {0.002, 1.6}, {0, 0}});
+  const std::string comm = (dir_ / "comm.h5").string();
+  write_comm_bench_hdf5(comm, written);
+  const KernelRates rates(kernels);
+  const CommBenchRecord read = read_comm_bench_hdf5(comm);
+  const std::string machine = write(
+      calibrated_machine({rates, read, comm, 2, 8e9, "test"}).dump());
+  const MachineDescription m = load_machine_description(machine);
+  EXPECT_DOUBLE_EQ(m.gemm_fp32_flops, 0.05e12);  // the fastest GEMM of its type
+  EXPECT_DOUBLE_EQ(m.gemm_fp64_flops, 0.02e12);
+  EXPECT_DOUBLE_EQ(m.memory_bandwidth, 15e9);     // the faster of copy and STREAM add
+  EXPECT_DOUBLE_EQ(m.intra_node.latency_seconds, 6e-6 / 6);  // 2(n − 1) ring steps
+  EXPECT_DOUBLE_EQ(m.intra_node.bus_bandwidth, 1.6e9);        // the highest busbw
+  EXPECT_TRUE(m.ranks_share_node);  // CPU ranks share the node, and nothing overlaps
+  EXPECT_FALSE(m.comm_overlaps_compute);
+  EXPECT_EQ(m.ranks_per_node, 2);
+  EXPECT_THROW(read_comm_bench_hdf5(kernels), InputError);  // not an HDF5 bench_comm file
 }
 
 TEST(PlanCandidates, EveryCandidateIsAGridItsSchemeAccepts) {

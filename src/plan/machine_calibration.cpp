@@ -1,0 +1,73 @@
+#include "src/plan/machine_calibration.h"
+
+#include <algorithm>
+
+#include "src/comm/comm_log.h"
+#include "src/errors.h"
+
+namespace mlps {
+
+namespace {
+
+nlohmann::json figure(double value, const std::string& source) {
+  return {{"value", value}, {"source", source}};
+}
+
+}  // namespace
+
+nlohmann::json calibrated_machine(const CalibrationInputs& in) {
+  const std::string device = in.comm.string_attributes.at("device");
+  const std::string hosts = in.comm.string_attributes.at("hosts");
+  const bool cpu = device == "cpu";
+  const std::string kernels = "measured by bin/bench_kernels (" + in.kernels.path() + "): ";
+  auto gemm = [&](const std::string& type) {
+    const std::string prefix = "gemm/" + device + "/" + type + "/";
+    return figure(in.kernels.max_counter_by_prefix(prefix, "TFLOP/s") * 1e12,
+                  kernels + "the fastest of " + prefix + "*");
+  };
+  const std::string stream = "/" + device + "/f32/";
+  const double copy = in.kernels.counter_by_prefix("copy" + stream, "GB/s") * 1e9;
+  const double add = in.kernels.has_prefix("stream_add" + stream)
+                         ? in.kernels.counter_by_prefix("stream_add" + stream, "GB/s") * 1e9
+                         : 0.0;
+
+  const auto sweep = std::find_if(in.comm.sweeps.begin(), in.comm.sweeps.end(),
+                                  [](const CommBenchSweep& s) { return s.op == "allreduce"; });
+  const CommBenchSweep& s = sweep != in.comm.sweeps.end() ? *sweep : in.comm.sweeps.front();
+  const int ranks = static_cast<int>(in.comm.integer_attributes.at("ranks"));
+  const CommKind kind = comm_kind_of(s.op);
+  const double steps = kind == CommKind::all_reduce ? 2.0 * (ranks - 1)
+                       : kind == CommKind::send_recv ? 1.0
+                                                     : ranks - 1.0;
+  if (ranks < 2) throw InputError(in.comm_path + ": bench_comm ran on one rank: no link to time");
+  const std::string measured = "measured by bin/bench_comm (" + in.comm_path + ", " +
+                               std::to_string(ranks) + " " + device + " ranks on " + hosts +
+                               "), " + s.op + ": ";
+  const nlohmann::json link = {
+      {"latency_seconds",
+       figure(s.time_seconds.front() / steps,
+              measured + "the smallest message's time (" + std::to_string(s.bytes.front()) +
+                  " B) over its " + std::to_string(static_cast<int>(steps)) + " ring steps")},
+      {"bus_bandwidth", figure(*std::max_element(s.busbw.begin(), s.busbw.end()) * 1e9,
+                               measured + "the highest busbw of the sweep")}};
+  nlohmann::json inter = link;
+  if (hosts.find(',') == std::string::npos)
+    for (auto& [key, value] : inter.items())
+      value["source"] = "not measured (bench_comm ran on one node): the intra-node figure";
+
+  return {{"name", "calibrated on " + hosts + " (" + device + ")"},
+          {"description", "Written by bin/plan --calibrate from this machine's benchmarks."},
+          {"ranks_per_node", in.ranks_per_node},
+          {"ranks_share_node", cpu},
+          {"comm_overlaps_compute", !cpu},
+          {"memory_bytes", figure(in.memory_bytes, in.memory_source)},
+          {"gemm_fp32_flops", gemm("f32")},
+          {"gemm_fp64_flops", gemm("f64")},
+          {"memory_bandwidth",
+           figure(std::max(copy, add),
+                  kernels + "the faster of copy" + stream + "* and stream_add" + stream + "*")},
+          {"intra_node", link},
+          {"inter_node", inter}};
+}
+
+}  // namespace mlps

@@ -1,0 +1,28 @@
+#pragma once
+// bin/plan --calibrate: this machine's description (machine_description.h) from what
+// bin/bench_kernels and bin/bench_comm measured on it, each figure sourced to its file.
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "src/plan/kernel_rates.h"
+#include "src/results/comm_bench_writer.h"
+
+namespace mlps {
+
+struct CalibrationInputs {
+  const KernelRates& kernels;
+  const CommBenchRecord& comm;
+  std::string comm_path;
+  int ranks_per_node = 1;
+  double memory_bytes = 0;  // per rank, or per node on CPUs
+  std::string memory_source;
+};
+
+// GEMM rates: the fastest GEMM bench_kernels timed per type (its large square is the ceiling);
+// bandwidth: the faster of its copy and STREAM add; links: bench_comm's all-reduce (else its
+// first sweep): the latency of a ring step from the smallest message, the highest busbw. One
+// node measured gives the same figures to both links, saying so. CPU backends share a node's
+// rates among its ranks and do not overlap communication with compute.
+nlohmann::json calibrated_machine(const CalibrationInputs& in);
+
+}  // namespace mlps
