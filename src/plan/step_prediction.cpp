@@ -271,14 +271,15 @@ StepPrediction predict_rank(const PlanCandidate& c, const MachineDescription& m,
     comm.inter_node = placement.inter_node;
     comm.bytes = bytes;
     comm.calls = std::max(1.0, w.calls.at(key));
+    const CommKind kind = comm_kind_of(key);
     LinkModel link = m.intra_node;
-    if (placement.inter_node) {
+    if (placement.inter_node) {  // a ring crosses on every NIC of its ranks; a message on one
       link = m.inter_node;
-      link.bus_bandwidth = std::min(m.intra_node.bus_bandwidth,
-                                    link.bus_bandwidth * placement.ranks_per_node);
+      if (kind != CommKind::send_recv)
+        link.bus_bandwidth = std::min(m.intra_node.bus_bandwidth,
+                                      link.bus_bandwidth * placement.ranks_per_node);
     }
-    comm.seconds = comm.calls * link.seconds(comm_kind_of(key), comm.group_size,
-                                             bytes / comm.calls);
+    comm.seconds = comm.calls * link.seconds(kind, comm.group_size, bytes / comm.calls);
     p.comm += comm.seconds;
   }
   const double work = p.compute + p.elementwise;
