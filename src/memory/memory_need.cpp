@@ -13,6 +13,11 @@ std::string MemoryNeed::breakdown() const {
 
 size_t element_bytes(Precision precision) { return precision == Precision::fp64 ? 8 : 4; }
 
+size_t wire_element_bytes(Precision precision, bool fp32_gradients) {
+  if (storage_format(precision) == StorageFormat::full) return element_bytes(precision);
+  return fp32_gradients ? 4 : 2;
+}
+
 void add_parameter_state(MemoryNeed& need, double held, double optimized,
                          const OptimizerConfig& optimizer, Precision precision) {
   const double e = static_cast<double>(element_bytes(precision));

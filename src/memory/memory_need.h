@@ -28,6 +28,9 @@ struct MemoryNeed {
 // Bytes per stored element: 8 for fp64, else 4 (bf16/fp16 values are kept in fp32 storage
 // rounded to 16 bits: see Device).
 size_t element_bytes(Precision precision);
+// Bytes per element on the wire: 2 for the 16-bit precisions' payloads, 4 for their weight
+// gradients under --fp32-grad-comm (fp32_gradients), else element_bytes.
+size_t wire_element_bytes(Precision precision, bool fp32_gradients = false);
 
 // Parameter values, gradients and optimizer state for `held` parameter elements of which
 // `optimized` are updated on this rank (fewer under ZeRO), in elements of element_bytes.

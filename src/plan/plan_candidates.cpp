@@ -64,7 +64,7 @@ void add_scheme_candidates(std::vector<PlanCandidate>& out, const PlanCandidate&
   for (int t : divisors_above_one(world))
     add_if_accepted(out, make("tensor1d", {"--tp", std::to_string(t)}), [&](PlanCandidate& c) {
       c.replicas = world / t;
-      if (o.batch < c.replicas) throw InputError("a replica without rows");
+      check_batch_covers_ranks(o.batch, c.replicas);
       c.tensor1d = make_tensor1d_plan(o.model, t);
     });
   for (int q = 2; q * q <= world; ++q)

@@ -35,13 +35,10 @@ struct SchemeShape {
 };
 
 double wire_bytes(const Options& o) {
-  return storage_format(o.precision) != StorageFormat::full
-             ? 2.0
-             : static_cast<double>(element_bytes(o.precision));
+  return static_cast<double>(wire_element_bytes(o.precision));
 }
-// --fp32-grad-comm applies to the 16-bit precisions only (fp32 and fp64 send their own type).
 double grad_wire_bytes(const Options& o) {
-  return o.fp32_grad_comm && wire_bytes(o) == 2 ? 4.0 : wire_bytes(o);
+  return static_cast<double>(wire_element_bytes(o.precision, o.fp32_grad_comm));
 }
 
 std::string group_of(const std::string& key) {
