@@ -76,7 +76,7 @@ MPI_TEST_SRCS := $(wildcard tests/mpi/*.cpp)
 MPI_TEST_OBJS := $(MPI_TEST_SRCS:%.cpp=$(BUILD)/%.o)
 MPI_TESTS := $(BIN)/mpi_tests
 
-.PHONY: all deps test bench plots run-tests run-bench clean help
+.PHONY: all deps test bench plots calibrate run-tests run-bench clean help
 all: $(PROGRAMS) $(UNIT_TESTS) $(MPI_TESTS)
 
 help:
@@ -85,6 +85,7 @@ help:
 	@echo "make deps       install missing system and Python packages (Debian/Ubuntu as root), else list them"
 	@echo "make test       deps, build, run the unit and command-line tests (and the emulated GPU's, with HIP_CPU_HOME)"
 	@echo "make bench      deps, build, run the kernel, floor, collective and data-parallel benchmarks, then plots"
+	@echo "make calibrate  measure this machine into inputs/machines/local.json (bin/plan's and every run's prediction)"
 	@echo "make plots      render the result and --trace files under results/ (or RESULTS=DIR) into plots/ there"
 	@echo "make clean      remove build/ and bin/"
 
@@ -112,6 +113,9 @@ endif
 
 run-bench: all
 	@bash bench/run_all.sh
+
+calibrate: all
+	@bash bench/calibrate.sh
 
 $(LIB): $(LIB_OBJS)
 	@mkdir -p $(@D)

@@ -5,7 +5,8 @@ usage: .venv/bin/python analysis/make_plots.py [PATH ...] [--out DIR] [--strict]
 PATH is a folder (searched recursively for *.h5 and *.json; default `results`) or a single file.
 Training runs and bin/bench_comm files are told apart by the root attribute `kind`; each --trace
 file (JSON with a traceEvents list; other JSON files are passed over) gets a timeline figure
-(analysis/timeline_plot.py). Files that are not
+(analysis/timeline_plot.py). When a training file carries the planner's /prediction, the planner
+accuracy figures (analysis/plan_plots.py) are drawn too. Files that are not
 complete mlpscale results are reported on stderr, one line each ("FILE: missing /timing/step"),
 and listed on the page as skipped. Exit status: 0 when at least one file was plotted (1 with
 --strict if any was skipped), 1 when none could be, 2 for a bad command line.
@@ -20,13 +21,15 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import breakdown_plots  # noqa: E402  (after the path is set)
 import busbw_plots  # noqa: E402
 import loss_plots  # noqa: E402
+import plan_accuracy  # noqa: E402
+import plan_plots  # noqa: E402
 import scaling_plots  # noqa: E402
 import summary_page  # noqa: E402
 import timeline_plot  # noqa: E402
 from plot_style import save, slug, unique_name  # noqa: E402
 from result_files import CommBench, ResultFileError, find_result_files, load_result  # noqa: E402
 
-PLOT_PREFIXES = ("scaling-", "breakdown-", "loss-", "busbw-", "timeline-")
+PLOT_PREFIXES = ("scaling-", "breakdown-", "loss-", "busbw-", "timeline-", "plan-")
 SCALING_NOTE = ("Runs of one scheme and grid shape family (e.g. `data dp=N,zero=0`) at several rank "
                 "counts form a series. A series with a fixed global batch is strong scaling; one with "
                 "a fixed per-rank batch (global batch / ranks) and a growing global batch is weak "
@@ -41,6 +44,12 @@ TIMELINE_NOTE = ("The last two steps of each --trace file: one row per rank, its
                  "its communication below (a thin line while a call is in flight, a full bar while "
                  "the rank is blocked waiting on it); empty space is idle time, such as a "
                  "pipeline's bubbles.")
+PLAN_NOTE = ("Runs whose file carries the planner's prediction (/prediction, from --machine): "
+             "predicted against measured step time (median of the slowest rank), log-log, with "
+             "the predicted = measured line and ±10% / ±25% bands; hollow markers and pale bars "
+             "are oversubscribed runs (more ranks on a node than the machine description's ranks "
+             "per node). error = (predicted - measured) / measured; "
+             "`analysis/plan_accuracy.py` prints the table and the summary figures.")
 LOSS_NOTE = ("Runs that train the same model from the same seed with the same global batch; "
              "every scheme should reproduce the serial curve (lower panel: relative difference).")
 
@@ -93,6 +102,23 @@ def render_timelines(json_files, out_dir, skipped):
     return written
 
 
+def plan_rows(runs, skipped):
+    """plan_accuracy rows of the runs with a /prediction; a malformed /prediction is reported and
+    listed as skipped (the run stays in the other figures)."""
+    def report(error):
+        print(error, file=sys.stderr)
+        skipped.append((next((r.name for r in runs if r.path == error.path), error.path),
+                        f"{error.problem} (left out of the planner accuracy figures)"))
+    return plan_accuracy.rows_for(runs, report)
+
+
+def plan_note(rows):
+    """PLAN_NOTE and plan_accuracy's closing line for each set of runs."""
+    lines = [plan_accuracy.closing_line(plan_accuracy.set_figures(members), prefix)
+             for _, prefix, members in plan_accuracy.split_sets(rows)]
+    return PLAN_NOTE + "".join(f"\n\n`{line}`" for line in lines)
+
+
 def default_out(paths):
     first = paths[0]
     return os.path.join(first if os.path.isdir(first) else os.path.dirname(first) or ".", "plots")
@@ -123,10 +149,12 @@ def main(argv):
     # The figures compare training steps; --inference runs appear in the page's table only.
     training = [r for r in runs if r.mode != "inference"]
     stats = scaling_plots.stats_for(training)
+    rows = plan_rows(runs, skipped)
     sections = [
         ("Scaling", scaling_plots.render(training, out_dir, stats), SCALING_NOTE),
         ("Step breakdown", breakdown_plots.render(training, out_dir), BREAKDOWN_NOTE),
         ("Training loss", loss_plots.render(training, out_dir), LOSS_NOTE),
+        ("Planner accuracy", plan_plots.render(rows, out_dir), plan_note(rows)),
         ("Collective bandwidth", busbw_plots.render(benches, out_dir), None),
         ("Timelines", render_timelines(json_files, out_dir, skipped), TIMELINE_NOTE),
     ]

@@ -98,6 +98,8 @@ int run(int argc, char** argv) {
                             std::to_string(m.hidden) + ", layers " + std::to_string(m.layers) +
                             ", ffn_mult " + std::to_string(m.ffn_mult) + ", batch " +
                             std::to_string(options.batch));
+  // What a CPU GEMM or copy ran on: bin/plan --calibrate scales them to the whole node.
+  benchmark::AddCustomContext("mlpscale_cpu_threads", std::to_string(cpu::thread_count()));
 #ifdef MLPSCALE_WITH_CUDA
   if (!kinds.empty() && kinds.back() == DeviceKind::cuda)
     benchmark::AddCustomContext("mlpscale_cuda", cuda::runtime_version_string());

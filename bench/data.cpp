@@ -43,6 +43,10 @@ int main(int argc, char** argv) {
     resolve_shard_group(config, ranks);
     return data_grid_text(ranks, config);
   };
+  scheme.describe = [&](PlanCandidate& c) {
+    c.data = config;
+    c.replicas = c.world;
+  };
   scheme.memory = [&](const Options& o, int, int ranks) { return data_memory(o, ranks, config); };
   scheme.train = [&](SchemeStart& s) {
     return train_in_precision(

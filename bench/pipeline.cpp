@@ -59,6 +59,10 @@ int main(int argc, char** argv) {
     layout = resolve_pipeline_layout(p, o.model, o.batch, ranks);
     return layout->grid();
   };
+  scheme.describe = [&](PlanCandidate& c) {
+    c.pipeline = layout;
+    c.replicas = layout->replicas;
+  };
   scheme.memory = [&](const Options& o, int rank, int) {
     return pipeline_memory(o, *layout, layout->stage_of(rank));
   };

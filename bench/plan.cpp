@@ -13,6 +13,7 @@
 #include "src/memory/available_memory.h"
 #include "src/plan/machine_calibration.h"
 #include "src/plan/plan_report.h"
+#include "src/plan/run_prediction.h"
 #include "src/results/publish_file.h"
 
 namespace mlps {
@@ -55,13 +56,15 @@ int main(int argc, char** argv) {
                                 "--machine by predicted step time and memory (the model options "
                                 "and --config are the schemes').");
     int world = 0, ranks_per_node = 0;
-    std::string machine_path, out, calibrate, kernels_path, comm_path;
+    std::string out, calibrate, kernels_path, comm_path;
     std::vector<std::string> precision_names;
     size_t top = 20, explain = 0;
     CLI::App& app = parser.app();
+    app.get_option("--machine")->description("machine description (inputs/machines/*.json; "
+                                             "default: inputs/machines/local.json, which "
+                                             "`make calibrate` writes)");
     app.add_option("--world", world, "ranks to plan for (GPUs, or processes on CPUs)")
         ->check(integer_between(1, 1 << 24));
-    app.add_option("--machine", machine_path, "machine description (inputs/machines/*.json)");
     app.add_option("--precisions", precision_names, "precisions to weigh, e.g. fp32,bf16 "
                    "(default: --precision)")
         ->delimiter(',')->check(CLI::IsMember({"fp32", "fp64", "bf16", "fp16"}));
@@ -93,9 +96,10 @@ int main(int argc, char** argv) {
     const Options& o = parser.options();
     if (!calibrate.empty()) return write_calibration(calibrate, kernels_path, comm_path,
                                                      ranks_per_node);
+    const std::string machine_path = machine_file_for_run(o.machine);
     if (world == 0 || machine_path.empty())
-      throw InputError("--world and --machine are required (or --calibrate to describe this "
-                       "machine)");
+      throw InputError("--world and --machine are required (--machine defaults to " +
+                       std::string(kCalibratedMachineFile) + ", which `make calibrate` writes)");
     std::vector<Precision> precisions;
     for (const std::string& name : precision_names)
       for (Precision p : {Precision::fp32, Precision::fp64, Precision::bf16, Precision::fp16})

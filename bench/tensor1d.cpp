@@ -81,6 +81,10 @@ int main(int argc, char** argv) {
     return "tp=" + std::to_string(tp) + ",dp=" + std::to_string(dp) +
            (plan->sequence_parallel ? ",sp=1" : "");
   };
+  scheme.describe = [&](PlanCandidate& c) {
+    c.tensor1d = plan;
+    c.replicas = dp;
+  };
   scheme.memory = [&](const Options& o, int, int) { return tensor1d_memory(o, *plan, dp); };
   scheme.train = [&](SchemeStart& s) {
     return train_in_precision(

@@ -59,6 +59,10 @@ int main(int argc, char** argv) {
     return "tp-dims=" + std::to_string(shape.q) + "," + std::to_string(shape.q) +
            ",dp=" + std::to_string(shape.dp);
   };
+  scheme.describe = [&](PlanCandidate& c) {
+    c.tensor2d = shape;
+    c.replicas = shape.dp;
+  };
   scheme.memory = [&](const Options& o, int, int) { return tensor2d_memory(o, shape); };
   scheme.train = [&](SchemeStart& s) {
     return train_in_precision(

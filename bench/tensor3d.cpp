@@ -80,6 +80,10 @@ int main(int argc, char** argv) {
     check_shape_divides(o.model, o.batch, shape);
     return "tp-dims=" + shape.dims() + ",dp=" + std::to_string(shape.dp);
   };
+  scheme.describe = [&](PlanCandidate& c) {
+    c.tensor3d = shape;
+    c.replicas = shape.dp;
+  };
   scheme.memory = [&](const Options& o, int, int) { return tensor3d_memory(o, shape, overlap); };
   scheme.train = [&](SchemeStart& s) {
     return train_in_precision(

@@ -78,6 +78,10 @@ OptionParser::OptionParser(const std::string& program, const std::string& descri
                  "JSON file, for Perfetto, chrome://tracing or analysis/timeline_plot.py; held in "
                  "memory until the end, about 100 bytes per event (a step has a few events per "
                  "phase and one per communication call)");
+  app.add_option("--machine", o.machine, "machine description (inputs/machines/*.json) whose "
+                 "predicted step, communication, bubble and memory the run records and prints "
+                 "beside its measurement; none: no prediction (default: inputs/machines/local.json "
+                 "when `make calibrate` has written it)");
   app.add_option("--print-every", o.print_every, "progress line every N iterations (0: none)")
       ->check(non_negative);
   app.add_option("--eval-samples", o.eval_samples, "test samples evaluated at the end of each "

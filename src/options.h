@@ -35,6 +35,9 @@ struct Options {
   bool inference = false;       // forward only over the test split: latency and samples/s
   std::string out;  // empty: results/<scheme>-<time>.h5
   std::string trace;  // empty: no timeline; else its trace-event JSON file (trace_recorder.h)
+  // Machine description whose prediction a run records (src/plan/run_prediction.h): empty for
+  // this machine's calibrated one when it exists, "none" for no prediction.
+  std::string machine;
   int64_t print_every = 20;
   int64_t eval_samples = 0;  // 0: the whole test split
   bool verify = false;

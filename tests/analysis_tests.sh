@@ -5,6 +5,9 @@
 # sub-communicator, "allreduce:inner", and a /timing/bubble table). analysis/make_plots.py must
 # write every expected figure as a real, non-empty PNG and a summary page listing every run; a
 # file with a field removed must give one line naming the file and the field, never a traceback.
+# Copies given a synthetic /prediction (the planner's, as runs with --machine record it) check
+# analysis/plan_accuracy.py's table, closing lines (figures recomputed here), skipped files,
+# --json and figures, a /prediction lacking a field, and its Kendall tau on hand-made orderings.
 # Builds nothing: expects bin/serial, bin/data and bin/bench_comm. Ends with "N passed, N failed".
 source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
 
@@ -182,5 +185,188 @@ for bad in "zero-batch.h5:global_batch 0 is not positive" \
     not_ok "run_table.py on $file" "exit status $status, stderr: $(head -c 600 "$tmp/err")"
   fi
 done
+
+# --- The planner's predictions: analysis/plan_accuracy.py and its figures ------------------
+# Copies of the runs above, each given a synthetic /prediction (the step a known factor of the
+# measured one, one run oversubscribed, one with a pipeline bubble), and two files without one.
+# The expected closing lines are computed here from the files, independently of the script.
+planned=$tmp/planned
+mkdir -p "$planned"
+cp "$results/serial.h5" "$results/zero3-2.h5" "$results/future-2.h5" "$planned/"
+cp "$results/strong/data-1.h5" "$results/strong/data-2.h5" "$results/strong/data-4.h5" "$planned/"
+cp "$results/weak/data-2.h5" "$planned/weak-data-2.h5"
+cp "$results/comm-2.h5" "$planned/comm-2.h5"
+if ! "$python" - "$planned" "$tmp/plan-expected" <<'EOF' 2>"$tmp/log"; then
+import json, sys
+import h5py
+import numpy as np
+folder, expected = sys.argv[1], sys.argv[2]
+# file: (step factor, peak memory factor, oversubscribed); data-4.h5 and comm-2.h5 get none
+plan = {"serial.h5": (1.1, 1.25, 0), "data-1.h5": (0.8, 0.9, 0), "data-2.h5": (1.2, 1.0, 0),
+        "zero3-2.h5": (0.9, 1.1, 0), "future-2.h5": (1.05, 0.95, 0),
+        "weak-data-2.h5": (1.5, 1.3, 1)}
+runs = []
+for name, (step_factor, memory_factor, oversubscribed) in plan.items():
+    with h5py.File(f"{folder}/{name}", "a") as f:
+        warmup = int(f.attrs["warmup_iterations"])
+        step_table = f["timing/step"][()]
+        step = float(np.median(step_table[warmup:].max(axis=1)))
+        peak = float(np.max(f["memory/peak_bytes"][()]))
+        config = json.loads(f.attrs["config_json"])
+        # runs of one problem: world size, global batch, device, mode and model shape
+        key = (int(f.attrs["world_size"]), int(f.attrs["global_batch"]), f.attrs["device"],
+               f.attrs.get("mode", "train"),
+               tuple(config[k] for k in ("hidden", "layers", "ffn-mult", "image-size", "block")))
+        bubble = None
+        if "bubble" in f["timing"]:
+            busy = step_table[warmup:] - f["timing/data"][()][warmup:]
+            bubble = float(np.mean(np.median(f["timing/bubble"][()][warmup:] / busy, axis=0)))
+        g = f.create_group("prediction")
+        g.attrs["machine"] = "test-machine"
+        g.attrs["machine_file"] = "inputs/machines/test-machine.json"
+        for part in ("compute_seconds", "optimizer_seconds", "comm_seconds", "exposed_comm_seconds"):
+            g.attrs[part] = 0.25 * step
+        g.attrs["step_seconds"] = step_factor * step
+        g.attrs["peak_bytes"] = memory_factor * peak
+        g.attrs["bubble_fraction"] = 0.2
+        g.attrs["samples_per_second"] = int(f.attrs["global_batch"]) / (step_factor * step)
+        g.attrs["oversubscribed"] = np.int64(oversubscribed)
+        predicted, predicted_peak = float(g.attrs["step_seconds"]), float(g.attrs["peak_bytes"])
+    runs.append(dict(over=oversubscribed, key=key, predicted=predicted, step=step,
+                     error=abs((predicted - step) / step), memory=abs(predicted_peak - peak) / peak,
+                     bubble=bubble))
+
+
+def line(members, prefix):
+    concordant = discordant = 0
+    slowdowns = []
+    for key in {r["key"] for r in members}:
+        group = [r for r in members if r["key"] == key]
+        for i in range(len(group)):
+            for j in range(i + 1, len(group)):
+                a = (group[i]["predicted"] - group[j]["predicted"]) * (group[i]["step"] - group[j]["step"])
+                concordant, discordant = concordant + (a > 0), discordant + (a < 0)
+        if len(group) >= 2:
+            chosen = min(group, key=lambda r: r["predicted"])
+            slowdowns.append(chosen["step"] / min(r["step"] for r in group) - 1)
+    pairs = concordant + discordant
+    tau = f"{(concordant - discordant) / pairs:.2f}" if pairs else "n/a"
+    slowdown = f"{max(slowdowns) * 100:.1f}%" if slowdowns else "n/a"
+    errors = [r["error"] for r in members]
+    return (f"{prefix}runs {len(members)}, median error {np.median(errors) * 100:.1f}%, max error "
+            f"{max(errors) * 100:.1f}%, kendall tau {tau}, best slowdown {slowdown}, memory max "
+            f"error {max(r['memory'] for r in members) * 100:.1f}%")
+
+
+with open(expected, "w") as out:
+    print(line([r for r in runs if r["over"]], "oversubscribed: "), file=out)
+    print(line([r for r in runs if not r["over"]], ""), file=out)
+    print(next(r["bubble"] for r in runs if r["bubble"] is not None), file=out)
+EOF
+  not_ok "result files with a /prediction" "$(tail -n 1 "$tmp/log")"
+  finish
+fi
+status=0
+timeout 120 "$python" analysis/plan_accuracy.py "$planned" --out "$tmp/plan-plots" \
+  --json "$tmp/plan.json" >"$tmp/out" 2>"$tmp/err" || status=$?
+if ((status == 0)) && [[ ! -s $tmp/err ]]; then
+  ok "plan_accuracy.py on files with a prediction exits 0 with nothing on stderr"
+else
+  not_ok "plan_accuracy.py" "exit status $status, stderr: $(head -c 600 "$tmp/err")"
+fi
+closing='^runs [0-9]+, median error [0-9]+\.[0-9]%, max error [0-9]+\.[0-9]%, kendall tau (-?[0-9]\.[0-9]{2}|n/a), best slowdown ([0-9]+\.[0-9]%|n/a), memory max error ([0-9]+\.[0-9]%|n/a)$'
+last=$(tail -n 1 "$tmp/out")
+if [[ $last =~ $closing ]]; then
+  ok "the last line is the closing line: $last"
+else
+  not_ok "plan_accuracy.py closing line" "last line: $last"
+fi
+expected=$(sed -n 2p "$tmp/plan-expected")
+if [[ $last == "$expected" ]]; then
+  ok "median and max error, kendall tau, best slowdown and memory error are the constructed ones"
+else
+  not_ok "plan_accuracy.py figures" "got '$last', expected '$expected'"
+fi
+expected=$(sed -n 1p "$tmp/plan-expected")
+got=$(tail -n 2 "$tmp/out" | head -n 1)
+if [[ $got == "$expected" ]]; then
+  ok "the oversubscribed run is summarised apart, before the dedicated line"
+else
+  not_ok "oversubscribed line" "got '$got', expected '$expected'"
+fi
+if grep -qx "skipped 2 files without a prediction: comm-2.h5, data-4.h5" "$tmp/out"; then
+  ok "files without /prediction are skipped in one line naming them"
+else
+  not_ok "files without /prediction" "$(grep skipped "$tmp/out")"
+fi
+rows=$(grep -cE '^(serial|data-1|data-2|zero3-2|future-2|weak-data-2)\.h5 ' "$tmp/out")
+if ((rows == 6)) && grep -E '^future-2\.h5 ' "$tmp/out" | grep -q ' 0\.200/'; then
+  ok "one table row per predicted run, the bubble shown for the run with /timing/bubble"
+else
+  not_ok "plan_accuracy.py table" "$rows rows: $(head -c 600 "$tmp/out")"
+fi
+if "$python" - "$tmp/plan.json" "$(sed -n 3p "$tmp/plan-expected")" <<'EOF' 2>"$tmp/log"; then
+import json, math, sys
+doc = json.load(open(sys.argv[1]))
+assert doc["sets"]["dedicated"]["runs"] == 5 and doc["sets"]["oversubscribed"]["runs"] == 1, doc["sets"]
+assert len(doc["runs"]) == 6, len(doc["runs"])
+assert doc["skipped_without_prediction"] == ["comm-2.h5", "data-4.h5"], doc["skipped_without_prediction"]
+pipeline = next(r for r in doc["runs"] if r["file"] == "future-2.h5")
+assert math.isclose(pipeline["measured_bubble_fraction"], float(sys.argv[2]), rel_tol=1e-12), pipeline
+EOF
+  ok "--json holds both sets, every row and the measured bubble fraction"
+else
+  not_ok "plan_accuracy.py --json" "$(tail -n 1 "$tmp/log")"
+fi
+for png in plan-step-scatter plan-error-by-scheme; do
+  if is_png "$tmp/plan-plots/$png.png"; then
+    ok "plan_accuracy.py --out wrote $png.png"
+  else
+    not_ok "$png figure" "missing or not a PNG: $(ls "$tmp/plan-plots" 2>&1 | tr '\n' ' ')"
+  fi
+done
+status=0
+timeout 120 "$python" analysis/make_plots.py "$planned" --out "$tmp/plan-page" >/dev/null \
+  2>"$tmp/err" || status=$?
+if ((status == 0)) && [[ ! -s $tmp/err ]] && is_png "$tmp/plan-page/plan-step-scatter.png" &&
+   is_png "$tmp/plan-page/plan-error-by-scheme.png" &&
+   grep -qF "](plan-step-scatter.png)" "$tmp/plan-page/index.md" &&
+   grep -qF "](plan-error-by-scheme.png)" "$tmp/plan-page/index.md" &&
+   ! compgen -G "$plots/plan-*.png" >/dev/null; then
+  ok "make_plots draws the planner figures when a file has /prediction, and only then"
+else
+  not_ok "make_plots planner figures" "exit status $status, stderr: $(head -c 300 "$tmp/err");\
+ on the page: $(grep -c 'plan-' "$tmp/plan-page/index.md"); without predictions:\
+ $(ls "$plots" | grep plan- | tr '\n' ' ')"
+fi
+
+# A /prediction without step_seconds, among good files: one line naming the file and the
+# attribute, exit status 1.
+mkdir -p "$tmp/planned-bad"
+cp "$planned/serial.h5" "$planned/data-1.h5" "$tmp/planned-bad/"
+"$python" -c 'import sys, h5py; h5py.File(sys.argv[1], "a")["prediction"].attrs.__delitem__("step_seconds")' \
+  "$tmp/planned-bad/serial.h5"
+status=0
+"$python" analysis/plan_accuracy.py "$tmp/planned-bad" >/dev/null 2>"$tmp/err" || status=$?
+if ((status == 1)) && [[ $(grep -c . "$tmp/err") -eq 1 ]] && ! grep -q Traceback "$tmp/err" &&
+   grep -qxF "$tmp/planned-bad/serial.h5: missing attribute /prediction step_seconds" "$tmp/err"; then
+  ok "a /prediction without step_seconds: exit 1 and one line naming the file and the field"
+else
+  not_ok "plan_accuracy.py on a /prediction without step_seconds" \
+    "exit status $status, stderr: $(head -c 600 "$tmp/err")"
+fi
+
+# Kendall tau on hand-computed orderings: in order 1, reversed -1, one swap of four (5 - 1) / 6.
+if out=$("$python" -c '
+import sys
+sys.path.insert(0, "analysis")
+from plan_accuracy import kendall_tau
+print(f"{kendall_tau([1, 2, 3, 4], [10, 20, 30, 40]):.2f}", f"{kendall_tau([1, 2, 3, 4], [4, 3, 2, 1]):.2f}",
+      f"{kendall_tau([1, 2, 3, 4], [1, 2, 4, 3]):.2f}", kendall_tau([1], [1]))' 2>&1) &&
+   [[ $out == "1.00 -1.00 0.67 nan" ]]; then
+  ok "kendall_tau: ordered 1.00, reversed -1.00, one swap of four 0.67, no pair nan"
+else
+  not_ok "kendall_tau" "got: $out"
+fi
 
 finish

@@ -92,6 +92,53 @@ else
   ok "--calibrate describes this machine and plans on it: $(head -n 1 "$tmp/calibrate.out")"
 fi
 
+# A run records its own prediction (--machine) beside its measurement: /prediction in the
+# result file, agreeing with bin/plan's row for the same configuration, and a table in its
+# summary; --machine none records none; a malformed description stops every rank in one line.
+run_model=("${model[@]}" --iters 3 --warmup 1 --print-every 0 --eval-samples 32)
+if [[ -s $calibrated ]] &&
+   timeout 120 mpiexec -n 2 bin/data "${run_model[@]}" --zero 1 --machine "$calibrated" \
+     --out "$tmp/predicted.h5" >"$tmp/predicted.out" 2>&1 &&
+   timeout 60 bin/plan "${model[@]}" --world 2 --machine "$calibrated" --top 1000 \
+     --json "$tmp/plan2.json" >/dev/null 2>&1; then
+  verdict=$("$python" - "$tmp/predicted.h5" "$tmp/plan2.json" "$tmp/predicted.out" <<'PY'
+import json, sys
+import h5py
+problems = []
+with h5py.File(sys.argv[1]) as f:
+    if "prediction" not in f:
+        sys.exit("no /prediction in the result file")
+    p = dict(f["prediction"].attrs)
+rows = [r for r in json.load(open(sys.argv[2]))["candidates"]
+        if r["label"] == "data --zero 1 --precision fp32"]
+if len(rows) != 1:
+    sys.exit(f"bin/plan has {len(rows)} rows for data --zero 1")
+plan = rows[0]
+for name in ("step_seconds", "exposed_comm_seconds", "optimizer_seconds"):
+    if abs(p[name] - plan[name]) > 1e-9 * max(1.0, abs(plan[name])):
+        problems.append(f"{name}: run {p[name]} vs plan {plan[name]}")
+if int(p["oversubscribed"]) != 0:
+    problems.append("2 ranks on a 2-rank description marked oversubscribed")
+text = open(sys.argv[3]).read()
+if "prediction: " not in text or "step ms" not in text:
+    problems.append("no prediction table in the summary")
+print("; ".join(problems) or f"step {p['step_seconds'] * 1e3:.3f} ms as bin/plan's row")
+sys.exit(1 if problems else 0)
+PY
+  )
+  [[ $? == 0 ]] && ok "a run records bin/plan's prediction: $verdict" ||
+    not_ok "a run's prediction" "$verdict"
+else
+  not_ok "a run with --machine" "$(tail -n 3 "$tmp/predicted.out" | tr '\n' '|')"
+fi
+if timeout 60 bin/serial "${run_model[@]}" --machine none --out "$tmp/none.h5" >/dev/null 2>&1 &&
+   "$python" -c 'import h5py, sys; sys.exit("prediction" in h5py.File(sys.argv[1]))' "$tmp/none.h5"
+then ok "--machine none records no prediction"
+else not_ok "--machine none" "a prediction was recorded (or the run failed)"; fi
+echo '{"name": "m", "ranks_per_node": 8}' >"$tmp/partial.json"
+expect_refusal "a run given a malformed machine" 2 "ranks_share_node" bin/data "${run_model[@]}" \
+  --machine "$tmp/partial.json" --out "$tmp/refused.h5"
+
 # refuse NAME PATTERN ARGS...: exit 2, one line on stderr naming PATTERN, no --json file.
 refuse() {
   local name=$1 pattern=$2 status=0
@@ -103,9 +150,8 @@ refuse() {
   elif [[ -e $tmp/refused.json ]]; then not_ok "$name" "left a --json file"
   else ok "$name is refused in one line"; fi
 }
-echo '{"name": "m", "ranks_per_node": 8}' >"$tmp/partial.json"
 refuse "--world 0" "--world" --world 0 --machine "$h100"
-refuse "no --machine" "--machine" --world 4
+refuse "no --machine" "--machine" --world 4 --machine none
 refuse "an unreadable machine" "cannot be read" --world 4 --machine "$tmp/absent.json"
 refuse "a machine without its figures" "ranks_share_node" --world 4 --machine "$tmp/partial.json" \
   --json "$tmp/refused.json"

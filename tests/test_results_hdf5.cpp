@@ -93,6 +93,10 @@ void expect_records_equal(const RunRecord& a, const RunRecord& b) {
   EXPECT_EQ(a.verification.tolerance, b.verification.tolerance);
   EXPECT_EQ(a.verification.worst_at, b.verification.worst_at);
   EXPECT_EQ(a.verification.serial_fp32_error, b.verification.serial_fp32_error);
+  EXPECT_EQ(a.prediction.machine, b.prediction.machine);
+  EXPECT_EQ(a.prediction.machine_file, b.prediction.machine_file);
+  EXPECT_EQ(a.prediction.oversubscribed, b.prediction.oversubscribed);
+  EXPECT_EQ(a.prediction.figures, b.prediction.figures);
 }
 
 // Expects read_results_hdf5 to throw an InputError whose message contains every fragment.
@@ -142,6 +146,15 @@ TEST_F(ResultsHdf5Test, RoundTripKeepsEveryField) {
   with_accuracy.string_attributes["config_json"] = "[" + std::string(200000, '1') + "]";
   write_results_hdf5(path, with_accuracy);  // replaces the earlier file
   expect_records_equal(with_accuracy, read_results_hdf5(path));
+
+  // A run given --machine records its prediction beside the measurement.
+  RunRecord predicted = written;
+  predicted.prediction = {"h100 cluster", "inputs/machines/h100-cluster.json",
+                          {{"step_seconds", 0.125}, {"peak_bytes", 3.5e9}}, true};
+  write_results_hdf5(path, predicted);
+  const RunRecord read_back = read_results_hdf5(path);
+  expect_records_equal(predicted, read_back);
+  EXPECT_EQ(read_back.prediction.figures.size(), 2u);
 }
 
 TEST_F(ResultsHdf5Test, WriteLeavesNoTemporaryFile) {

@@ -1,5 +1,6 @@
 #include "src/driver/console_report.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "src/comm/comm_log.h"
@@ -99,6 +100,56 @@ void print_summary(const RunRecord& record, int64_t iterations, int64_t warmup,
     std::printf("  %-14s %12.3f %12.3f %10.3f %10.3f\n", kind.c_str(), bytes / 1e6, t * 1e3,
                 algbw, busbw);
   }
+  std::fflush(stdout);
+}
+
+namespace {
+
+// The pipeline's bubble as its report measures it: per rank the median over the timed
+// iterations of bubble / (step − data), averaged over the ranks.
+double measured_bubble_fraction(const RunRecord& record, int64_t warmup) {
+  const IterationRankTable& bubble = record.timing.at("bubble");
+  const IterationRankTable& step = record.timing.at("step");
+  const IterationRankTable& data = record.timing.at("data");
+  double sum = 0;
+  for (int64_t r = 0; r < bubble.ranks; ++r) {
+    std::vector<double> fractions;
+    for (int64_t i = warmup; i < bubble.iterations; ++i) {
+      const size_t at = static_cast<size_t>(i * bubble.ranks + r);
+      const double busy = step.values[at] - data.values[at];
+      fractions.push_back(busy > 0 ? bubble.values[at] / busy : 0.0);
+    }
+    sum += fractions.empty() ? 0.0 : median(fractions);
+  }
+  return bubble.ranks > 0 ? sum / static_cast<double>(bubble.ranks) : 0.0;
+}
+
+}  // namespace
+
+void print_prediction(const RunRecord& record, int64_t warmup) {
+  const RecordedPrediction& p = record.prediction;
+  if (p.machine.empty()) return;
+  auto slowest = [&](const char* phase) {
+    const auto it = record.timing.find(phase);
+    return it == record.timing.end() ? 0.0 : median(slowest_rank_per_iteration(it->second, warmup));
+  };
+  auto row = [](const char* what, double predicted, double measured, double scale) {
+    const double error = measured > 0 ? 100.0 * (predicted - measured) / measured : 0.0;
+    std::printf("  %-14s %12.3f %12.3f %+9.1f%%\n", what, predicted * scale, measured * scale,
+                error);
+  };
+  std::printf("prediction: %s (%s)%s\n", p.machine_file.c_str(), p.machine.c_str(),
+              p.oversubscribed ? ", more ranks than its ranks per node (time-shared cores)" : "");
+  std::printf("  %-14s %12s %12s %10s\n", "", "predicted", "measured", "error");
+  row("step ms", p.figures.at("step_seconds"), slowest("step"), 1e3);
+  row("exposed comm ms", p.figures.at("exposed_comm_seconds"), slowest("exposed_comm"), 1e3);
+  if (record.timing.count("bubble"))
+    row("bubble %", p.figures.at("bubble_fraction"), measured_bubble_fraction(record, warmup), 1e2);
+  const double peak = record.peak_bytes.empty()
+                          ? 0.0
+                          : static_cast<double>(*std::max_element(record.peak_bytes.begin(),
+                                                                  record.peak_bytes.end()));
+  row("peak memory MB", p.figures.at("peak_bytes"), peak, 1e-6);
   std::fflush(stdout);
 }
 

@@ -18,4 +18,8 @@ void print_settings_header(const RunContext& context, const Options& options,
 void print_summary(const RunRecord& record, int64_t iterations, int64_t warmup,
                    int64_t global_batch, double flops_per_sample, bool inference);
 
+// With a prediction (--machine): bin/plan's model beside the measurement (step, exposed
+// communication, pipeline bubble, peak memory) and the error of each.
+void print_prediction(const RunRecord& record, int64_t warmup);
+
 }  // namespace mlps

@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "src/results/run_record.h"
+
 namespace mlps {
 
 struct RunContext {
@@ -15,6 +17,8 @@ struct RunContext {
   // This rank's memory accounting (scheme_memory.h), bytes: recorded beside the measured peak.
   double estimated_bytes = 0;
   double largest_estimated_bytes = 0;  // the largest rank's
+  // What bin/plan's model predicts for this run (--machine), recorded beside the measurement.
+  RecordedPrediction prediction{};
   bool is_root() const { return rank == 0; }
 };
 

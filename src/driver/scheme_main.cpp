@@ -5,6 +5,7 @@
 #include "src/errors.h"
 #include "src/memory/available_memory.h"
 #include "src/mpi_session.h"
+#include "src/plan/run_prediction.h"
 #include "src/results/run_info.h"
 
 namespace mlps {
@@ -25,6 +26,21 @@ void account_memory(RunContext& context, const MemoryNeed& need, DeviceKind devi
     throw InputError(std::string(e.what()) + ": use a smaller --hidden, --layers or --batch, or "
                      "more ranks (--skip-memory-check to try anyway)");
   }
+}
+
+// The model's prediction for this run on --machine (none for --inference: it predicts a training
+// step), made on every rank so a malformed description stops each with the same line.
+RecordedPrediction predict_this_run(const SchemeDefinition& scheme, const SchemeStart& s) {
+  const std::string machine = machine_file_for_run(s.options.machine);
+  if (machine.empty() || s.options.inference) return {};
+  PlanCandidate c;
+  c.scheme = scheme.name;
+  c.options = s.options;
+  c.world = s.context.size;
+  c.ranks_on_node = s.placement.local_size;
+  c.threads_per_rank = s.device.kind == DeviceKind::cpu ? cpu::thread_count() : 0;
+  scheme.describe(c);
+  return predict_run(c, machine);
 }
 
 int start(const MpiSession& mpi, int argc, char** argv, const SchemeDefinition& scheme) {
@@ -52,6 +68,7 @@ int start(const MpiSession& mpi, int argc, char** argv, const SchemeDefinition& 
   share_node_cores(s.placement, s.device.kind);
   bind_gpu(s.placement, s.device.kind);
   s.backend = resolve_comm_backend(o.comm, s.device.kind, s.placement, MPI_COMM_WORLD);
+  s.context.prediction = predict_this_run(scheme, s);
   account_memory(s.context, scheme.memory(o, mpi.rank(), mpi.size()), s.device.kind,
                  s.placement, o.skip_memory_check);
   s.dataset = open_dataset(o.data, o.seed);

@@ -16,6 +16,7 @@
 #include "src/driver/training_schedule.h"
 #include "src/memory/memory_need.h"
 #include "src/options.h"
+#include "src/plan/plan_candidates.h"
 #include "src/schemes/scheme_trainer.h"
 
 namespace mlps {
@@ -59,6 +60,9 @@ struct SchemeDefinition {
   // InputError naming the problem, else the grid as --check-grid prints it. Called first, so
   // memory() and train() may use what it resolved.
   std::function<std::string(const Options&, int ranks)> check_grid;
+  // Sets the grid check_grid resolved in the candidate the run's own prediction is made for
+  // (src/plan/run_prediction.h); serial has none.
+  std::function<void(PlanCandidate&)> describe = [](PlanCandidate&) {};
   // What world rank `rank` of `ranks` will hold at its peak (src/memory/scheme_memory.h).
   std::function<MemoryNeed(const Options&, int rank, int ranks)> memory;
   // Builds the trainer and trains; returns the exit code.

@@ -120,6 +120,8 @@ void gather_and_summarise(const RunContext& context, const Options& o, const Tra
   n["flops_per_sample"] = std::llround(flops);
   n["cpu_threads"] = trainer.device().kind() == DeviceKind::cpu ? cpu::thread_count() : 0;
   print_summary(record, iterations, o.warmup, global_batch, flops, o.inference);
+  record.prediction = context.prediction;
+  print_prediction(record, o.warmup);
 }
 
 // Rank 0 writes the result file; returns on every rank 0, or 3 when verification failed.

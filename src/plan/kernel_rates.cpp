@@ -16,6 +16,9 @@ KernelRates::KernelRates(const std::string& path) : path_(path) {
                      path + " first)");
   try {
     const nlohmann::json doc = nlohmann::json::parse(in);
+    const nlohmann::json context = doc.value("context", nlohmann::json::object());
+    if (context.contains("mlpscale_cpu_threads"))
+      cpu_threads_ = std::stoi(context.at("mlpscale_cpu_threads").get<std::string>());
     // A floor takes the machine at its best: of several repetitions, the fastest. Aggregates
     // (medians, means) are skipped; a file holding only aggregates still gives its medians.
     for (const auto& b : doc.value("benchmarks", nlohmann::json::array())) {
@@ -28,7 +31,7 @@ KernelRates::KernelRates(const std::string& path) : path_(path) {
                                                      it->second.value("real_time", 0.0))))
         it->second = b;
     }
-  } catch (const nlohmann::json::exception& e) {  // syntax, or JSON of another shape
+  } catch (const std::exception& e) {  // syntax, JSON of another shape, a bad thread count
     throw InputError(path + ": not bench_kernels JSON: " + e.what());
   }
 }

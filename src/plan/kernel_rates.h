@@ -22,9 +22,12 @@ class KernelRates {
   // The largest value of `counter` among the benchmarks whose names start with `prefix`.
   double max_counter_by_prefix(const std::string& prefix, const std::string& counter) const;
   const std::string& path() const { return path_; }
+  // The threads its CPU kernels ran on (0: not recorded, files before it was).
+  int cpu_threads() const { return cpu_threads_; }
 
  private:
   std::string path_;
+  int cpu_threads_ = 0;
   std::map<std::string, nlohmann::json> entries_;
 };
 

@@ -19,10 +19,20 @@ nlohmann::json calibrated_machine(const CalibrationInputs& in) {
   const std::string device = in.comm.string_attributes.at("device");
   const std::string hosts = in.comm.string_attributes.at("hosts");
   const bool cpu = device == "cpu";
-  const std::string kernels = "measured by bin/bench_kernels (" + in.kernels.path() + "): ";
+  // A CPU node's rates are its cores': kernels timed on fewer threads are scaled up to them.
+  const int threads = in.kernels.cpu_threads();
+  const double node_scale = cpu && threads > 0 ? static_cast<double>(in.ranks_per_node) / threads
+                                               : 1.0;
+  const std::string kernels =
+      "measured by bin/bench_kernels (" + in.kernels.path() + ")" +
+      (node_scale != 1.0 ? " on " + std::to_string(threads) + " thread(s), times " +
+                               std::to_string(in.ranks_per_node) + " cores / " +
+                               std::to_string(threads) + " for the node"
+                         : std::string()) +
+      ": ";
   auto gemm = [&](const std::string& type) {
     const std::string prefix = "gemm/" + device + "/" + type + "/";
-    return figure(in.kernels.max_counter_by_prefix(prefix, "TFLOP/s") * 1e12,
+    return figure(in.kernels.max_counter_by_prefix(prefix, "TFLOP/s") * 1e12 * node_scale,
                   kernels + "the fastest of " + prefix + "*");
   };
   const std::string stream = "/" + device + "/f32/";
@@ -48,8 +58,11 @@ nlohmann::json calibrated_machine(const CalibrationInputs& in) {
        figure(s.time_seconds.front() / steps,
               measured + "the smallest message's time (" + std::to_string(s.bytes.front()) +
                   " B) over its " + std::to_string(static_cast<int>(steps)) + " ring steps")},
-      {"bus_bandwidth", figure(*std::max_element(s.busbw.begin(), s.busbw.end()) * 1e9,
-                               measured + "the highest busbw of the sweep")}};
+      // The largest message's: gradients and activations are large messages, and a
+      // mid-sized one that stays in cache overstates a CPU's bandwidth.
+      {"bus_bandwidth", figure(s.busbw.back() * 1e9,
+                               measured + "the busbw of the largest message (" +
+                                   std::to_string(s.bytes.back()) + " B)")}};
   nlohmann::json inter = link;
   if (hosts.find(',') == std::string::npos)
     for (auto& [key, value] : inter.items())
@@ -64,7 +77,7 @@ nlohmann::json calibrated_machine(const CalibrationInputs& in) {
           {"gemm_fp32_flops", gemm("f32")},
           {"gemm_fp64_flops", gemm("f64")},
           {"memory_bandwidth",
-           figure(std::max(copy, add),
+           figure(std::max(copy, add) * node_scale,
                   kernels + "the faster of copy" + stream + "* and stream_add" + stream + "*")},
           {"intra_node", link},
           {"inter_node", inter}};

@@ -20,7 +20,7 @@ struct CalibrationInputs {
 
 // GEMM rates: the fastest GEMM bench_kernels timed per type (its large square is the ceiling);
 // bandwidth: the faster of its copy and STREAM add; links: bench_comm's all-reduce (else its
-// first sweep): the latency of a ring step from the smallest message, the highest busbw. One
+// first sweep): the latency of a ring step from the smallest message, the busbw of the largest. One
 // node measured gives the same figures to both links, saying so. CPU backends share a node's
 // rates among its ranks and do not overlap communication with compute.
 nlohmann::json calibrated_machine(const CalibrationInputs& in);

@@ -1,5 +1,6 @@
 #include "src/plan/machine_description.h"
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -71,13 +72,21 @@ class DescriptionReader {
 
 }  // namespace
 
-double MachineDescription::gemm_flops(Precision precision, int ranks_on_node) const {
-  return shared(precision == Precision::fp64 ? gemm_fp64_flops : gemm_fp32_flops,
-                ranks_share_node, ranks_on_node);
+double MachineDescription::rate_share(int ranks_on_node, int threads_per_rank) const {
+  if (!ranks_share_node) return 1.0;
+  const double ranks = std::max(1, ranks_on_node), cores = std::max(1, ranks_per_node);
+  if (threads_per_rank <= 0) return 1.0 / ranks;
+  return std::min(static_cast<double>(threads_per_rank), cores / ranks) / cores;
 }
 
-double MachineDescription::bandwidth(int ranks_on_node) const {
-  return shared(memory_bandwidth, ranks_share_node, ranks_on_node);
+double MachineDescription::gemm_flops(Precision precision, int ranks_on_node,
+                                      int threads_per_rank) const {
+  return (precision == Precision::fp64 ? gemm_fp64_flops : gemm_fp32_flops) *
+         rate_share(ranks_on_node, threads_per_rank);
+}
+
+double MachineDescription::bandwidth(int ranks_on_node, int threads_per_rank) const {
+  return memory_bandwidth * rate_share(ranks_on_node, threads_per_rank);
 }
 
 double MachineDescription::memory_per_rank(int ranks_on_node) const {

@@ -35,9 +35,14 @@ struct MachineDescription {
   double memory_bandwidth = 0;  // bytes/s, element-wise kernels and the optimizer
   LinkModel intra_node, inter_node;
 
+  // The share of the node's rates a rank gets when `ranks_on_node` ranks run on it: all of them
+  // on a GPU; on a CPU node (ranks_per_node its cores) the cores its `threads_per_rank` use (0:
+  // the cores split among its ranks, as the executables do), no more than its time slice when
+  // the ranks' threads outnumber the cores.
+  double rate_share(int ranks_on_node, int threads_per_rank = 0) const;
   // The rate a rank gets when `ranks_on_node` ranks run on its node.
-  double gemm_flops(Precision precision, int ranks_on_node) const;
-  double bandwidth(int ranks_on_node) const;
+  double gemm_flops(Precision precision, int ranks_on_node, int threads_per_rank = 0) const;
+  double bandwidth(int ranks_on_node, int threads_per_rank = 0) const;
   double memory_per_rank(int ranks_on_node) const;
 };
 

@@ -27,6 +27,10 @@ struct PlanCandidate {
   Shape3d tensor3d;                       // tensor3d
   int replicas = 1;                       // D: the data-parallel copies of the model
   std::vector<std::string> flags;         // the scheme's own flags, e.g. {"--pp", "2", ...}
+  // How a run places its ranks (0: the machine's ranks per node, and the executables' split of
+  // a CPU node's cores among its ranks); a run's own prediction sets them (run_prediction.h).
+  int ranks_on_node = 0;
+  int threads_per_rank = 0;
 
   int tensor_ranks() const { return world / replicas / pipeline_stages(); }
   int pipeline_stages() const { return pipeline ? pipeline->stages : 1; }

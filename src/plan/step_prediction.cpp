@@ -226,6 +226,7 @@ double exposed_communication(const PlanCandidate& c, const StepPrediction& p, do
                              double backward) {
   double exposed = 0;
   if (c.scheme == "data") {
+    if (!c.data.overlap) return p.comm;  // --no-overlap: after the backward pass
     const double window = c.data.zero == 3 ? work : backward;
     double hidden = 0, last = 0;
     for (const auto& [key, comm] : p.collectives) {
@@ -251,8 +252,11 @@ double exposed_communication(const PlanCandidate& c, const StepPrediction& p, do
 StepPrediction predict_rank(const PlanCandidate& c, const MachineDescription& m,
                             const SchemeShape& shape, const RankWork& w) {
   const Options& o = c.options;
-  const int on_node = std::min(c.world, m.ranks_per_node);
-  const double rate = m.gemm_flops(o.precision, on_node), bandwidth = m.bandwidth(on_node);
+  const int on_node = c.ranks_on_node > 0 ? c.ranks_on_node : std::min(c.world, m.ranks_per_node);
+  const double rate = m.gemm_flops(o.precision, on_node, c.threads_per_rank);
+  const double bandwidth = m.bandwidth(on_node, c.threads_per_rank);
+  // A run with more ranks on its node than the machine's (time-sharing cores) is one node still.
+  const int ranks_per_node = std::max(m.ranks_per_node, on_node);
   StepPrediction p;
   p.compute = w.gemm_flops / rate;
   p.elementwise = (w.elementwise.forward + w.elementwise.backward) / bandwidth;
@@ -264,7 +268,7 @@ StepPrediction predict_rank(const PlanCandidate& c, const MachineDescription& m,
     PredictedComm& comm = p.collectives[key];
     const std::string axis = shape.axis_of_group.at(group_of(key));
     comm.group_size = group_size(shape, axis);
-    const GroupPlacement placement = place_group(shape.axes, axis, m.ranks_per_node);
+    const GroupPlacement placement = place_group(shape.axes, axis, ranks_per_node);
     comm.inter_node = placement.inter_node;
     comm.bytes = bytes;
     comm.calls = std::max(1.0, w.calls.at(key));

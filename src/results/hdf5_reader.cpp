@@ -54,6 +54,7 @@ class ResultFileReader {
     if (exists("/memory/estimated_bytes"))  // older files: none
       record.estimated_bytes = read_vector<int64_t>("/memory/estimated_bytes");
     read_verification(record.verification);
+    if (exists("/prediction")) read_prediction(record.prediction);  // runs given --machine
     if (!file_.close()) fail("cannot close the file" + hdf5::error_detail());
     validate_run_record(record, path_);
     return record;
@@ -240,6 +241,26 @@ class ResultFileReader {
     verification.worst_at = read_string_attribute(group.get(), "worst_at", where);
     verification.serial_fp32_error =
         read_number_attribute<double>(group.get(), "serial_fp32_error", where);
+  }
+
+  void read_prediction(RecordedPrediction& prediction) const {
+    const std::string where = "/prediction";
+    Handle group = open_object(where, H5I_GROUP);
+    std::vector<std::string> names;
+    hsize_t index = 0;
+    if (H5Aiterate2(group.get(), H5_INDEX_NAME, H5_ITER_INC, &index, append_name<H5A_info_t>,
+                    &names) < 0)
+      fail("cannot list the attributes of " + where + hdf5::error_detail());
+    for (const std::string& name : names) {
+      if (name == "machine" || name == "machine_file")
+        (name == "machine" ? prediction.machine : prediction.machine_file) =
+            read_string_attribute(group.get(), name, where);
+      else if (name == "oversubscribed")
+        prediction.oversubscribed = read_number_attribute<int64_t>(group.get(), name, where) != 0;
+      else
+        prediction.figures[name] = read_number_attribute<double>(group.get(), name, where);
+    }
+    if (prediction.machine.empty()) fail("missing attribute machine of " + where);
   }
 
   std::string path_;

@@ -66,6 +66,15 @@ void write_verification(hid_t file, const Verification& verification) {
   write_attribute(group.get(), "serial_fp32_error", verification.serial_fp32_error);
 }
 
+void write_prediction(hid_t file, const RecordedPrediction& prediction) {
+  if (prediction.machine.empty()) return;
+  Handle group = create_group(file, "prediction");
+  write_attribute(group.get(), "machine", prediction.machine);
+  write_attribute(group.get(), "machine_file", prediction.machine_file);
+  write_attribute(group.get(), "oversubscribed", int64_t{prediction.oversubscribed ? 1 : 0});
+  for (const auto& [name, value] : prediction.figures) write_attribute(group.get(), name, value);
+}
+
 }  // namespace
 
 void write_results_hdf5(const std::string& path, const RunRecord& record) {
@@ -81,6 +90,7 @@ void write_results_hdf5(const std::string& path, const RunRecord& record) {
     write_train(file, record);
     write_memory(file, record);
     write_verification(file, record.verification);
+    write_prediction(file, record.prediction);
   });
 }
 

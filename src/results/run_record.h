@@ -26,6 +26,15 @@ struct Verification {
   double serial_fp32_error = 0.0;  // fp32 runs: serial fp32's own error against fp64
 };
 
+// What bin/plan's model predicted for this run (--machine; src/plan/run_prediction.h), recorded
+// beside the measurement: /prediction, present only when a machine description was given.
+struct RecordedPrediction {
+  std::string machine;       // the description's name; empty: no prediction
+  std::string machine_file;  // its path
+  std::map<std::string, double> figures;  // step_seconds, exposed_comm_seconds, peak_bytes, ...
+  bool oversubscribed = false;  // more ranks on a node than its description's ranks per node
+};
+
 struct RunRecord {
   // Root attributes. Strings: scheme, grid, device, comm, precision, config_json, command_line,
   // git_commit, mpi_version, nccl_version, cuda_version, hdf5_version, hosts, start_time, data.
@@ -40,6 +49,7 @@ struct RunRecord {
   std::vector<int64_t> peak_bytes;                   // /memory/peak_bytes [ranks]
   std::vector<int64_t> estimated_bytes;  // /memory/estimated_bytes [ranks]: the accounting
   Verification verification;                         // /verification attributes
+  RecordedPrediction prediction;                     // /prediction attributes (optional)
 };
 
 void write_results_hdf5(const std::string& path, const RunRecord& record);

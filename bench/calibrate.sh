@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# `make calibrate`: this machine's description (inputs/machines/local.json, not tracked), which
+# bin/plan and every run's own prediction use by default: bin/bench_kernels' GEMMs and streams
+# at the plan-validation model's shapes, a bin/bench_comm all-reduce sweep on 2 ranks, then
+# bin/plan --calibrate. The kernels run on all of a CPU's cores (unless OPENBLAS_NUM_THREADS says
+# otherwise; rates from fewer threads are scaled to the cores), so the node's rates include what
+# its cores cost each other when all are busy. Inputs stay in results/calibration/. Argument:
+# another output file.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+out=${1:-inputs/machines/local.json}
+dir=results/calibration
+mkdir -p "$dir"
+
+echo "calibrate: bin/bench_kernels (GEMMs, copy, STREAM add; about a minute)"
+bin/bench_kernels --hidden 512 --layers 4 --image-size 32 --batch 64 \
+  --benchmark_filter='^(gemm|copy|stream_add)/' --benchmark_repetitions=2 \
+  --benchmark_out="$dir/kernels.json" --benchmark_out_format=json >"$dir/kernels.log" 2>&1 ||
+  { tail -n 3 "$dir/kernels.log"; exit 1; }
+echo "calibrate: bin/bench_comm all-reduce on 2 ranks"
+mpiexec -n 2 bin/bench_comm --op allreduce -e 16M -n 10 --out "$dir/comm-2.h5" \
+  >"$dir/comm.log" 2>&1 || { tail -n 3 "$dir/comm.log"; exit 1; }
+bin/plan --calibrate "$out" --kernels "$dir/kernels.json" --comm-bench "$dir/comm-2.h5"
