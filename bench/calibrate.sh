@@ -17,7 +17,18 @@ bin/bench_kernels --hidden 512 --layers 4 --image-size 32 --batch 64 \
   --benchmark_filter='^(gemm|copy|stream_add)/' --benchmark_repetitions=2 \
   --benchmark_out="$dir/kernels.json" --benchmark_out_format=json >"$dir/kernels.log" 2>&1 ||
   { tail -n 3 "$dir/kernels.log"; exit 1; }
+echo "calibrate: bin/bench_kernels' GEMMs by rows (8 to 512, one thread)"
+by_rows=()
+for rows in 8 16 32 64 128 256 512; do
+  OPENBLAS_NUM_THREADS=1 bin/bench_kernels --hidden 512 --layers 4 --image-size 32 \
+    --batch "$rows" --backends cpu --benchmark_min_time=0.1 \
+    --benchmark_filter="^gemm/cpu/f32/(NT/m:$rows/n:2048|NN/m:$rows/n:512/k:2048|TN/m:2048/n:512/k:$rows\$|NN/m:2048/n:2048)" \
+    --benchmark_out="$dir/kernels-rows$rows.json" --benchmark_out_format=json \
+    >"$dir/kernels.log" 2>&1 || { tail -n 3 "$dir/kernels.log"; exit 1; }
+  by_rows+=("$dir/kernels-rows$rows.json")
+done
 echo "calibrate: bin/bench_comm all-reduce on 2 ranks"
 mpiexec -n 2 bin/bench_comm --op allreduce -e 16M -n 10 --out "$dir/comm-2.h5" \
   >"$dir/comm.log" 2>&1 || { tail -n 3 "$dir/comm.log"; exit 1; }
-bin/plan --calibrate "$out" --kernels "$dir/kernels.json" --comm-bench "$dir/comm-2.h5"
+bin/plan --calibrate "$out" --kernels "$dir/kernels.json" --comm-bench "$dir/comm-2.h5" \
+  --kernels-by-rows "$(IFS=,; echo "${by_rows[*]}")"

@@ -20,7 +20,8 @@ namespace mlps {
 namespace {
 
 int write_calibration(const std::string& path, const std::string& kernels_path,
-                      const std::string& comm_path, int ranks_per_node) {
+                      const std::string& comm_path, int ranks_per_node,
+                      const std::vector<std::string>& by_rows_paths) {
   if (kernels_path.empty() || comm_path.empty())
     throw InputError("--calibrate needs --kernels and --comm-bench");
   const KernelRates kernels(kernels_path);
@@ -32,9 +33,11 @@ int write_calibration(const std::string& path, const std::string& kernels_path,
                          ? static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))
                          : static_cast<int>(comm.integer_attributes.at("ranks"));
   const AvailableMemory memory = available_memory_per_rank(kind, RankPlacement{});
+  std::vector<KernelRates> by_rows;
+  for (const std::string& file : by_rows_paths) by_rows.emplace_back(file);
   const std::string text =
       calibrated_machine({kernels, comm, comm_path, ranks_per_node, memory.bytes,
-                          "measured when calibrating: " + memory.where})
+                          "measured when calibrating: " + memory.where, by_rows})
           .dump(2) + "\n";
   publish_file(path, std::span<const char>(text.data(), text.size()));
   const MachineDescription m = load_machine_description(path);  // what plans will read
@@ -43,6 +46,8 @@ int write_calibration(const std::string& path, const std::string& kernels_path,
               m.ranks_per_node, m.gemm_fp32_flops / 1e12, m.gemm_fp64_flops / 1e12,
               m.memory_bandwidth / 1e9, m.intra_node.latency_seconds * 1e6,
               m.intra_node.bus_bandwidth / 1e9);
+  for (const auto& [rows, fraction] : m.gemm_rows_fraction)
+    std::printf("  GEMM at %g rows: %.2f of that rate\n", rows, fraction);
   return 0;
 }
 
@@ -57,7 +62,7 @@ int main(int argc, char** argv) {
                                 "and --config are the schemes').");
     int world = 0, ranks_per_node = 0;
     std::string out, calibrate, kernels_path, comm_path;
-    std::vector<std::string> precision_names;
+    std::vector<std::string> precision_names, by_rows_paths;
     size_t top = 20, explain = 0;
     CLI::App& app = parser.app();
     app.get_option("--machine")->description("machine description (inputs/machines/*.json; "
@@ -78,6 +83,10 @@ int main(int argc, char** argv) {
                    "(--benchmark_out=FILE)");
     app.add_option("--comm-bench", comm_path, "with --calibrate: a bin/bench_comm result file "
                    "of 2 or more ranks");
+    app.add_option("--kernels-by-rows", by_rows_paths, "with --calibrate: bin/bench_kernels JSON "
+                   "files of the same model at several --batch values, for the GEMM rate by "
+                   "rows (comma-separated)")
+        ->delimiter(',');
     app.add_option("--ranks-per-node", ranks_per_node, "with --calibrate: the ranks a node runs "
                    "(default: its cores on CPUs, bench_comm's ranks on GPUs)")
         ->check(integer_between(1, 1 << 20));
@@ -95,7 +104,7 @@ int main(int argc, char** argv) {
     }
     const Options& o = parser.options();
     if (!calibrate.empty()) return write_calibration(calibrate, kernels_path, comm_path,
-                                                     ranks_per_node);
+                                                     ranks_per_node, by_rows_paths);
     const std::string machine_path = machine_file_for_run(o.machine);
     if (world == 0 || machine_path.empty())
       throw InputError("--world and --machine are required (--machine defaults to " +

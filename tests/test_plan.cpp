@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 
 #include "src/errors.h"
@@ -125,11 +126,84 @@ TEST_F(PlanMachineFile, CalibrationTakesTheBestRatesAndTheCommSweepsEnds) {
   EXPECT_DOUBLE_EQ(m.gemm_fp64_flops, 0.02e12);
   EXPECT_DOUBLE_EQ(m.memory_bandwidth, 15e9);     // the faster of copy and STREAM add
   EXPECT_DOUBLE_EQ(m.intra_node.latency_seconds, 6e-6 / 6);  // 2(n − 1) ring steps
-  EXPECT_DOUBLE_EQ(m.intra_node.bus_bandwidth, 1.6e9);        // the highest busbw
+  EXPECT_DOUBLE_EQ(m.intra_node.bus_bandwidth, 1.6e9);        // the largest message's busbw
   EXPECT_TRUE(m.ranks_share_node);  // CPU ranks share the node, and nothing overlaps
   EXPECT_FALSE(m.comm_overlaps_compute);
   EXPECT_EQ(m.ranks_per_node, 2);
   EXPECT_THROW(read_comm_bench_hdf5(kernels), InputError);  // not an HDF5 bench_comm file
+}
+
+// bench_kernels JSON at one batch: the model's GEMMs at `block` TFLOP/s, the square at `square`.
+std::string kernels_at_rows(int rows, double block, double square) {
+  const std::string r = std::to_string(rows);
+  auto entry = [](const std::string& name, double rate) {
+    return R"({"name": ")" + name + R"(", "run_type": "iteration", "real_time": 1, "TFLOP/s": )" +
+           std::to_string(rate) + "}";
+  };
+  return R"({"context": {"mlpscale_model": "image_size 8, hidden 64, layers 1, ffn_mult 4, )"
+         R"(batch )" + r + R"(", "mlpscale_cpu_threads": "1"}, "benchmarks": [)" +
+         entry("gemm/cpu/f32/NT/m:" + r + "/n:256/k:64", block) + "," +
+         entry("gemm/cpu/f32/TN/m:256/n:64/k:" + r, block) + "," +
+         entry("gemm/cpu/f32/NN/m:2048/n:2048/k:2048", square) + "," +
+         entry("gemm/cpu/f64/NN/m:2048/n:2048/k:2048", square / 2) + "," +
+         R"({"name": "copy/cpu/f32/n:1024", "run_type": "iteration", "real_time": 1, )"
+         R"("GB/s": 12}]})";
+}
+
+TEST_F(PlanMachineFile, GemmRateByRowsIsMeasuredAndInterpolated) {
+  std::vector<KernelRates> by_rows;
+  for (const auto& [rows, block] : {std::pair{64, 0.04}, std::pair{8, 0.02}}) {
+    const std::string path = (dir_ / ("rows" + std::to_string(rows) + ".json")).string();
+    std::ofstream(path) << kernels_at_rows(rows, block, 0.04);
+    by_rows.emplace_back(path);
+  }
+  const std::string kernels = (dir_ / "kernels.json").string();
+  std::ofstream(kernels) << kernels_at_rows(32, 0.03, 0.04);
+  CommBenchRecord comm;
+  comm.string_attributes = {{"backend", "mpi"}, {"device", "cpu"}, {"hosts", "node1"}};
+  comm.integer_attributes = {{"ranks", 2}};
+  comm.sweeps.push_back({"allreduce", {8, 1 << 20}, {2, 262144}, {6e-6, 1e-3},
+                         {0.0013, 1.05}, {0.002, 1.6}, {0, 0}});
+  const KernelRates rates(kernels);
+  EXPECT_EQ(rates.model_batch(), 32);
+  EXPECT_EQ(rates.cpu_threads(), 1);
+  const MachineDescription m = load_machine_description(
+      write(calibrated_machine({rates, comm, "comm.h5", 2, 8e9, "test", by_rows}).dump()));
+  EXPECT_DOUBLE_EQ(m.gemm_fp32_flops, 0.08e12);  // one thread's rate times the node's 2 cores
+  ASSERT_EQ(m.gemm_rows_fraction.size(), 2u);    // sorted by rows
+  EXPECT_DOUBLE_EQ(m.gemm_efficiency(8), 0.5);
+  EXPECT_DOUBLE_EQ(m.gemm_efficiency(4), 0.5);   // the end values beyond the table
+  EXPECT_DOUBLE_EQ(m.gemm_efficiency(64), 1.0);
+  EXPECT_DOUBLE_EQ(m.gemm_efficiency(1000), 1.0);
+  EXPECT_NEAR(m.gemm_efficiency(std::sqrt(8.0 * 64)), 0.75, 1e-12);  // halfway in log(rows)
+
+  // The serial step's GEMMs run at the rate for its batch, here 32 rows.
+  Options o = small_options();
+  PlanCandidate serial = *find(enumerate_candidates(o, 1, {Precision::fp32}),
+                               "serial --precision fp32");
+  serial.threads_per_rank = 1;
+  const double flops = 6 * static_cast<double>(parameter_count(o.model)) * 32;
+  const double rate = 0.08e12 / 2 * (0.5 + 0.5 * std::log(4.0) / std::log(8.0));
+  EXPECT_NEAR(predict_step(serial, m).compute, flops / rate, 1e-12);
+
+  std::string bad = kernels_at_rows(8, 0.02, 0.04);
+  bad.replace(bad.find("batch 8"), 7, "no batch");
+  const std::string bad_path = (dir_ / "bad.json").string();
+  std::ofstream(bad_path) << bad;
+  EXPECT_THROW(calibrated_machine({rates, comm, "comm.h5", 2, 8e9, "test", {KernelRates(bad_path)}}),
+               InputError);
+}
+
+TEST(PlanMachine, RatesAreSharedByTheCoresARanksThreadsUse) {
+  MachineDescription cpu = test_machine(2);  // a node of 2 cores
+  cpu.ranks_share_node = true;
+  EXPECT_DOUBLE_EQ(cpu.rate_share(1), 1.0);      // one rank on every core
+  EXPECT_DOUBLE_EQ(cpu.rate_share(2), 0.5);      // the cores split among the ranks
+  EXPECT_DOUBLE_EQ(cpu.rate_share(1, 1), 0.5);   // one rank on one thread uses one core
+  EXPECT_DOUBLE_EQ(cpu.rate_share(2, 1), 0.5);
+  EXPECT_DOUBLE_EQ(cpu.rate_share(4, 1), 0.25);  // 4 ranks time-share 2 cores
+  EXPECT_DOUBLE_EQ(cpu.rate_share(1, 8), 1.0);   // threads beyond the cores add nothing
+  EXPECT_DOUBLE_EQ(test_machine(8).rate_share(8, 1), 1.0);  // a GPU is a rank's own
 }
 
 TEST(PlanCandidates, EveryCandidateIsAGridItsSchemeAccepts) {

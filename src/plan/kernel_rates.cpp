@@ -19,6 +19,11 @@ KernelRates::KernelRates(const std::string& path) : path_(path) {
     const nlohmann::json context = doc.value("context", nlohmann::json::object());
     if (context.contains("mlpscale_cpu_threads"))
       cpu_threads_ = std::stoi(context.at("mlpscale_cpu_threads").get<std::string>());
+    if (context.contains("mlpscale_model")) {  // "image_size 64, ..., batch 32"
+      const std::string model = context.at("mlpscale_model").get<std::string>();
+      const size_t at = model.rfind("batch ");
+      if (at != std::string::npos) model_batch_ = std::stoi(model.substr(at + 6));
+    }
     // A floor takes the machine at its best: of several repetitions, the fastest. Aggregates
     // (medians, means) are skipped; a file holding only aggregates still gives its medians.
     for (const auto& b : doc.value("benchmarks", nlohmann::json::array())) {
@@ -53,6 +58,15 @@ double KernelRates::counter_by_prefix(const std::string& prefix,
                                       const std::string& counter) const {
   if (!has_prefix(prefix)) throw InputError(path_ + ": no benchmark named " + prefix + "*");
   return this->counter(entries_.lower_bound(prefix)->first, counter);
+}
+
+std::vector<std::pair<std::string, double>> KernelRates::counters_by_prefix(
+    const std::string& prefix, const std::string& counter) const {
+  std::vector<std::pair<std::string, double>> found;
+  for (auto it = entries_.lower_bound(prefix);
+       it != entries_.end() && it->first.rfind(prefix, 0) == 0; ++it)
+    found.emplace_back(it->first, this->counter(it->first, counter));
+  return found;
 }
 
 double KernelRates::max_counter_by_prefix(const std::string& prefix,

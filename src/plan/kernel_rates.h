@@ -7,6 +7,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace mlps {
 
@@ -21,13 +23,19 @@ class KernelRates {
   double counter_by_prefix(const std::string& prefix, const std::string& counter) const;
   // The largest value of `counter` among the benchmarks whose names start with `prefix`.
   double max_counter_by_prefix(const std::string& prefix, const std::string& counter) const;
+  // Every benchmark whose name starts with `prefix`, with its `counter`.
+  std::vector<std::pair<std::string, double>> counters_by_prefix(const std::string& prefix,
+                                                                 const std::string& counter) const;
   const std::string& path() const { return path_; }
+  // The --batch its model-shaped benchmarks ran at (0: not recorded).
+  int model_batch() const { return model_batch_; }
   // The threads its CPU kernels ran on (0: not recorded, files before it was).
   int cpu_threads() const { return cpu_threads_; }
 
  private:
   std::string path_;
   int cpu_threads_ = 0;
+  int model_batch_ = 0;
   std::map<std::string, nlohmann::json> entries_;
 };
 

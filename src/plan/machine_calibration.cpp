@@ -13,6 +13,45 @@ nlohmann::json figure(double value, const std::string& source) {
   return {{"value", value}, {"source", source}};
 }
 
+// {"rows": [...], "fraction": [...], "source": ...} from bench_kernels files at several batches.
+nlohmann::json rows_fraction(const std::vector<KernelRates>& files, const std::string& device) {
+  std::vector<std::pair<double, double>> points;
+  std::string names;
+  const std::string prefix = "gemm/" + device + "/f32/";
+  for (const KernelRates& file : files) {
+    const int rows = file.model_batch();
+    if (rows <= 0) throw InputError(file.path() + ": no model batch recorded (bench_kernels "
+                                    "writes it in the JSON's context)");
+    const std::string square = prefix + "NN/m:2048/n:2048/k:2048";
+    const double ceiling = file.counter(square, "TFLOP/s");
+    const std::string m = "/m:" + std::to_string(rows) + "/", k = "/k:" + std::to_string(rows);
+    double sum = 0;
+    int count = 0;
+    for (const auto& [name, rate] : file.counters_by_prefix(prefix, "TFLOP/s"))
+      if (name != square && (name.find(m) != std::string::npos || name.ends_with(k))) {
+        sum += rate;
+        ++count;
+      }
+    if (count == 0) throw InputError(file.path() + ": no " + prefix + " GEMM at " +
+                                     std::to_string(rows) + " rows");
+    points.emplace_back(rows, sum / count / ceiling);
+    names += (names.empty() ? "" : ", ") + file.path();
+  }
+  std::sort(points.begin(), points.end());
+  nlohmann::json rows = nlohmann::json::array(), fraction = nlohmann::json::array();
+  for (const auto& [r, f] : points) {
+    if (!rows.empty() && rows.back().get<double>() == r)
+      throw InputError("two bench_kernels files at " + std::to_string(static_cast<int>(r)) +
+                       " rows");
+    rows.push_back(r);
+    fraction.push_back(f);
+  }
+  return {{"rows", rows},
+          {"fraction", fraction},
+          {"source", "measured by bin/bench_kernels (" + names + "): per file the mean " + prefix +
+                         " rate of the model's GEMMs at its batch over its 2048^3 square GEMM"}};
+}
+
 }  // namespace
 
 nlohmann::json calibrated_machine(const CalibrationInputs& in) {
@@ -68,7 +107,7 @@ nlohmann::json calibrated_machine(const CalibrationInputs& in) {
     for (auto& [key, value] : inter.items())
       value["source"] = "not measured (bench_comm ran on one node): the intra-node figure";
 
-  return {{"name", "calibrated on " + hosts + " (" + device + ")"},
+  nlohmann::json machine = {{"name", "calibrated on " + hosts + " (" + device + ")"},
           {"description", "Written by bin/plan --calibrate from this machine's benchmarks."},
           {"ranks_per_node", in.ranks_per_node},
           {"ranks_share_node", cpu},
@@ -81,6 +120,8 @@ nlohmann::json calibrated_machine(const CalibrationInputs& in) {
                   kernels + "the faster of copy" + stream + "* and stream_add" + stream + "*")},
           {"intra_node", link},
           {"inter_node", inter}};
+  if (!in.by_rows.empty()) machine["gemm_rows_fraction"] = rows_fraction(in.by_rows, device);
+  return machine;
 }
 
 }  // namespace mlps

@@ -3,6 +3,7 @@
 // bin/bench_kernels and bin/bench_comm measured on it, each figure sourced to its file.
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "src/plan/kernel_rates.h"
 #include "src/results/comm_bench_writer.h"
@@ -16,12 +17,17 @@ struct CalibrationInputs {
   int ranks_per_node = 1;
   double memory_bytes = 0;  // per rank, or per node on CPUs
   std::string memory_source;
+  // bench_kernels files of the same model at several --batch values (one thread is enough):
+  // the GEMM rate by rows, as a fraction of each file's square GEMM (gemm_rows_fraction).
+  std::vector<KernelRates> by_rows = {};
 };
 
 // GEMM rates: the fastest GEMM bench_kernels timed per type (its large square is the ceiling);
 // bandwidth: the faster of its copy and STREAM add; links: bench_comm's all-reduce (else its
 // first sweep): the latency of a ring step from the smallest message, the busbw of the largest. One
-// node measured gives the same figures to both links, saying so. CPU backends share a node's
+// node measured gives the same figures to both links, saying so. With by_rows: per file, the mean
+// rate of the model's GEMMs at its batch (rows m, or the inner k of a weight gradient) over its
+// square GEMM's. CPU backends share a node's
 // rates among its ranks and do not overlap communication with compute.
 nlohmann::json calibrated_machine(const CalibrationInputs& in);
 

@@ -1,6 +1,7 @@
 #include "src/plan/machine_description.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -52,6 +53,27 @@ class DescriptionReader {
     if (link.bus_bandwidth <= 0) fail(name + ".bus_bandwidth must be positive");
     return link;
   }
+  // The optional {"rows": [...], "fraction": [...], "source": "..."} table at `key`.
+  std::vector<std::pair<double, double>> rows_table(const std::string& key) const {
+    std::vector<std::pair<double, double>> table;
+    if (!json_.contains(key)) return table;
+    const nlohmann::json& t = json_[key];
+    const std::string shape = key + " must be {\"rows\": [ascending numbers], \"fraction\": "
+                              "[positive numbers of the same count], \"source\": \"...\"}";
+    if (!t.is_object() || !t.contains("rows") || !t.contains("fraction") || !t.contains("source") ||
+        !t["rows"].is_array() || !t["fraction"].is_array() || !t["source"].is_string() ||
+        t["source"].get<std::string>().empty() || t["rows"].size() != t["fraction"].size() ||
+        t["rows"].empty())
+      fail(shape);
+    for (size_t i = 0; i < t["rows"].size(); ++i) {
+      if (!t["rows"][i].is_number() || !t["fraction"][i].is_number()) fail(shape);
+      const double rows = t["rows"][i].get<double>(), fraction = t["fraction"][i].get<double>();
+      if (!(rows > 0) || !(fraction > 0) || (!table.empty() && rows <= table.back().first))
+        fail(shape);
+      table.emplace_back(rows, fraction);
+    }
+    return table;
+  }
   template <typename T>
   T value(const std::string& key) const {
     if (!json_.contains(key)) fail("no \"" + key + "\"");
@@ -89,6 +111,17 @@ double MachineDescription::bandwidth(int ranks_on_node, int threads_per_rank) co
   return memory_bandwidth * rate_share(ranks_on_node, threads_per_rank);
 }
 
+double MachineDescription::gemm_efficiency(double rows) const {
+  const auto& t = gemm_rows_fraction;
+  if (t.empty()) return 1.0;
+  if (rows <= t.front().first) return t.front().second;
+  if (rows >= t.back().first) return t.back().second;
+  size_t i = 1;
+  while (t[i].first < rows) ++i;
+  const double x = std::log(rows / t[i - 1].first) / std::log(t[i].first / t[i - 1].first);
+  return t[i - 1].second + x * (t[i].second - t[i - 1].second);
+}
+
 double MachineDescription::memory_per_rank(int ranks_on_node) const {
   return shared(memory_bytes, ranks_share_node, ranks_on_node);
 }
@@ -109,6 +142,7 @@ MachineDescription load_machine_description(const std::string& path) {
     in.fail("GEMM rates and memory bandwidth must be positive");
   m.intra_node = in.link("intra_node");
   m.inter_node = in.link("inter_node");
+  m.gemm_rows_fraction = in.rows_table("gemm_rows_fraction");
   return m;
 }
 

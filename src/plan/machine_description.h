@@ -5,6 +5,8 @@
 // ring step plus the bytes nccl-tests' bus-bandwidth counts at the link's bus bandwidth. Every
 // figure in the file carries its source ({"value": 4.5e11, "source": "..."}).
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "src/comm/comm_log.h"
 
@@ -34,6 +36,13 @@ struct MachineDescription {
   double gemm_fp64_flops = 0;
   double memory_bandwidth = 0;  // bytes/s, element-wise kernels and the optimizer
   LinkModel intra_node, inter_node;
+  // The GEMM rate at a given number of rows (the batch dimension a GEMM runs on: a replica's, a
+  // micro-batch's, a grid row's), as a fraction of the rates above: (rows, fraction) ascending;
+  // empty: every GEMM at the full rate.
+  std::vector<std::pair<double, double>> gemm_rows_fraction;
+
+  // gemm_rows_fraction at `rows`: interpolated in log(rows), the end values beyond the table.
+  double gemm_efficiency(double rows) const;
 
   // The share of the node's rates a rank gets when `ranks_on_node` ranks run on it: all of them
   // on a GPU; on a CPU node (ranks_per_node its cores) the cores its `threads_per_rank` use (0:

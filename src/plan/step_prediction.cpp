@@ -20,6 +20,7 @@ namespace {
 struct RankWork {
   double gemm_flops = 0;         // forward, backward and any recompute
   double recompute_flops = 0;    // of which checkpointing's second forward
+  double gemm_rows = 1;          // the rows its GEMMs run on (their rate depends on it)
   StepElementwiseBytes elementwise;
   double optimized_parameters = 0;
   std::map<std::string, double> bytes;  // the scheme's analytic volumes
@@ -84,6 +85,7 @@ RankWork replica_share(const Options& o, double rows, double share) {
   plain.checkpoint_activations = false;
   const double all = model_flops_per_sample(o.model, false) * rows * share;
   w.gemm_flops = all;
+  w.gemm_rows = rows;
   w.recompute_flops = all - model_flops_per_sample(plain, false) * rows * share;
   const StepElementwiseBytes e = training_step_elementwise_bytes(
       o.model, static_cast<int64_t>(std::ceil(rows)),
@@ -131,6 +133,7 @@ std::vector<RankWork> pipeline_work(const PlanCandidate& c, SchemeShape& shape) 
   for (int s = 0; s < layout.stages; ++s) {
     const double held = static_cast<double>(pipeline_rank_parameters(o.model, layout, s));
     RankWork w = replica_share(o, rows, held / total);
+    w.gemm_rows = rows / layout.micro_batches;
     w.stage = s;
     w.optimized_parameters = held;
     w.bytes = pipeline_comm_bytes(o.model, layout, o.batch, layout.rank_of(s, 0),
@@ -168,6 +171,7 @@ std::vector<RankWork> tensor2d_work(const PlanCandidate& c, SchemeShape& shape) 
   shape.axes = {{"data", c.replicas}, {"rows", q}, {"cols", q}};
   shape.axis_of_group = {{"row", "cols"}, {"col", "rows"}, {"data", "data"}};
   RankWork w = replica_share(o, max_rows(o.batch, c.replicas), 1.0 / (q * q));
+  w.gemm_rows = max_rows(o.batch, c.replicas * q);  // a grid row's share of the replica's rows
   w.optimized_parameters = static_cast<double>(parameter_count(o.model)) / (q * q);
   w.bytes = tensor2d_volumes(o.model, o.batch, c.tensor2d, static_cast<size_t>(wire_bytes(o)));
   // SUMMA broadcasts a panel per grid step of each of a Linear's three GEMMs.
@@ -185,6 +189,7 @@ std::vector<RankWork> tensor3d_work(const PlanCandidate& c, SchemeShape& shape) 
   shape.axes = {{"data", s.dp}, {"depth", s.depth}, {"outer", s.outer}, {"inner", s.inner}};
   for (const char* axis : {"data", "depth", "outer", "inner"}) shape.axis_of_group[axis] = axis;
   RankWork w = replica_share(o, max_rows(o.batch, s.dp), 1.0 / s.tensor_ranks());
+  w.gemm_rows = max_rows(o.batch, s.dp * s.depth);  // the depth axis splits the rows
   const Local3d local = tensor3d_local_elements(o.model, s);
   w.optimized_parameters = local.weights + local.vectors;
   for (const Volume3d& v : tensor3d_layer_volumes(o.model, o.batch, s,
@@ -253,7 +258,8 @@ StepPrediction predict_rank(const PlanCandidate& c, const MachineDescription& m,
                             const SchemeShape& shape, const RankWork& w) {
   const Options& o = c.options;
   const int on_node = c.ranks_on_node > 0 ? c.ranks_on_node : std::min(c.world, m.ranks_per_node);
-  const double rate = m.gemm_flops(o.precision, on_node, c.threads_per_rank);
+  const double rate =
+      m.gemm_flops(o.precision, on_node, c.threads_per_rank) * m.gemm_efficiency(w.gemm_rows);
   const double bandwidth = m.bandwidth(on_node, c.threads_per_rank);
   // A run with more ranks on its node than the machine's (time-sharing cores) is one node still.
   const int ranks_per_node = std::max(m.ranks_per_node, on_node);
