@@ -82,6 +82,17 @@ echo
 echo "== local scaling study (jobs/sweep inputs/sweeps/local-small.json --launcher mpiexec)"
 jobs/sweep inputs/sweeps/local-small.json --launcher mpiexec
 
+# bin/plan's model against runs on this machine: every scheme on 2 ranks (and 4, time-sharing
+# the cores), each run recording its own prediction from this machine's description (written
+# once by make calibrate); the closing lines are plan_accuracy's figures.
+echo
+echo "== bin/plan's predictions against runs (inputs/sweeps/plan-validation.json)"
+[[ -s inputs/machines/local.json ]] || bash bench/calibrate.sh
+rm -rf results/plan-validation
+jobs/sweep inputs/sweeps/plan-validation.json --launcher mpiexec | tail -n 1
+.venv/bin/python analysis/plan_accuracy.py results/plan-validation \
+  --out results/plan-validation/plots | tail -n 3
+
 # Plots of everything above (and of any other results), with a summary page to look at.
 echo
 echo "== plots"
