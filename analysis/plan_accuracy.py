@@ -25,7 +25,8 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import h5py  # noqa: E402
-from result_files import CommBench, ResultFileError, find_result_files, load_result  # noqa: E402
+from result_files import (CommBench, ResultFileError, find_result_files, load_result,  # noqa: E402
+                          open_result_file)
 from run_stats import measured, median_of_slowest  # noqa: E402
 
 # /prediction attributes: the ones every row needs, and the ones read when present.
@@ -42,12 +43,7 @@ SETS = (("oversubscribed", "oversubscribed: "), ("dedicated", ""))
 def read_prediction(path):
     """The /prediction attributes of `path` as a dict, or None when it has none; raises
     ResultFileError naming the file and the attribute when one is missing or malformed."""
-    try:
-        f = h5py.File(path, "r")
-    except OSError as e:
-        reason = " ".join(str(e).split()) or "cannot be opened"
-        raise ResultFileError(path, f"not a readable HDF5 file ({reason})") from None
-    with f:
+    with open_result_file(path) as f:
         try:
             if "prediction" not in f:
                 return None

@@ -190,15 +190,19 @@ def _load_bench(path, f):
     return bench
 
 
-def load_result(path):
-    """A TrainingRun or a CommBench; raises ResultFileError naming the file and field."""
-    path = os.fspath(path)
+def open_result_file(path):
+    """`path` opened read-only; raises ResultFileError when it is not a readable HDF5 file."""
     try:
-        f = h5py.File(path, "r")
+        return h5py.File(path, "r")
     except OSError as e:
         reason = " ".join(str(e).split()) or "cannot be opened"
         raise ResultFileError(path, f"not a readable HDF5 file ({reason})") from None
-    with f:
+
+
+def load_result(path):
+    """A TrainingRun or a CommBench; raises ResultFileError naming the file and field."""
+    path = os.fspath(path)
+    with open_result_file(path) as f:
         try:
             kind = _text(f.attrs.get("kind", "training"))
             if kind == "bench_comm":
