@@ -40,6 +40,8 @@ expect_config_refusal "unknown option" "unknown option 'hiden'" \
   "{$base, \"schemes\": [{\"executable\": \"serial\"}], \"options\": {\"hiden\": 8}}"
 expect_config_refusal "batch among the options" "options.batch is set by the sweep" \
   "{$base, \"schemes\": [{\"executable\": \"serial\"}], \"options\": {\"batch\": 8}}"
+expect_config_refusal "a machine description that is not there" "options.machine nosuch.json not found" \
+  "{$base, \"schemes\": [{\"executable\": \"serial\"}], \"options\": {\"machine\": \"nosuch.json\"}}"
 expect_config_refusal "unknown scaling mode" "unknown scaling mode 'medium'" \
   '{"nodes": [1], "tasks_per_node": [1], "scaling": {"medium": {"batch": 8}},
     "schemes": [{"executable": "serial"}]}'

@@ -47,7 +47,7 @@ SCHEMES = {
 # --batch comes from the scaling mode and --out from the point, so neither is listed.
 COMMON_OPTIONS = ("config", "layers", "hidden", "ffn-mult", "image-size", "block", "epochs",
                   "iters", "warmup", "optimizer", "lr", "seed", "data", "device", "comm",
-                  "precision", "print-every", "eval-samples", "verify")
+                  "precision", "print-every", "eval-samples", "verify", "machine")
 
 TOP_KEYS = ("study", "description", "nodes", "tasks_per_node", "scaling", "schemes", "options",
             "time")
@@ -247,9 +247,11 @@ def load_sweep(path):
             raise InputError(f"{where}: options: unknown option '{key}' "
                              f"(known: {', '.join(COMMON_OPTIONS)})")
         check_option_value(key, value, f"{where}: options")
-    if "config" in options and not os.path.isfile(os.path.join(ROOT, str(options["config"]))):
-        raise InputError(f"{where}: options.config {options['config']} not found "
-                         "(paths are relative to the repository root)")
+    for key in ("config", "machine"):
+        value = str(options.get(key, "none"))
+        if value != "none" and not os.path.isfile(os.path.join(ROOT, value)):
+            raise InputError(f"{where}: options.{key} {value} not found "
+                             "(paths are relative to the repository root)")
 
     time_limit = raw.get("time", "")
     if time_limit:
