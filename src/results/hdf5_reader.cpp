@@ -147,12 +147,19 @@ class ResultFileReader {
   }
 
   // The file's own attributes are its root group's.
-  void read_root_attributes(RunRecord& record) const {
-    const hid_t root = file_.get();
+  // The names of `object`'s attributes (`what` names it in messages).
+  std::vector<std::string> attribute_names(hid_t object, const std::string& what) const {
     std::vector<std::string> names;
     hsize_t index = 0;
-    if (H5Aiterate2(root, H5_INDEX_NAME, H5_ITER_INC, &index, append_name<H5A_info_t>, &names) < 0)
-      fail("cannot list the root attributes" + hdf5::error_detail());
+    if (H5Aiterate2(object, H5_INDEX_NAME, H5_ITER_INC, &index, append_name<H5A_info_t>,
+                    &names) < 0)
+      fail("cannot list the attributes of " + what + hdf5::error_detail());
+    return names;
+  }
+
+  void read_root_attributes(RunRecord& record) const {
+    const hid_t root = file_.get();
+    const std::vector<std::string> names = attribute_names(root, "the file");
 
     const std::string version_name(result_schema::kVersionAttribute);
     bool has_version = false;
@@ -246,15 +253,11 @@ class ResultFileReader {
   void read_prediction(RecordedPrediction& prediction) const {
     const std::string where = "/prediction";
     Handle group = open_object(where, H5I_GROUP);
-    std::vector<std::string> names;
-    hsize_t index = 0;
-    if (H5Aiterate2(group.get(), H5_INDEX_NAME, H5_ITER_INC, &index, append_name<H5A_info_t>,
-                    &names) < 0)
-      fail("cannot list the attributes of " + where + hdf5::error_detail());
-    for (const std::string& name : names) {
-      if (name == "machine" || name == "machine_file")
-        (name == "machine" ? prediction.machine : prediction.machine_file) =
-            read_string_attribute(group.get(), name, where);
+    for (const std::string& name : attribute_names(group.get(), where)) {
+      if (name == "machine")
+        prediction.machine = read_string_attribute(group.get(), name, where);
+      else if (name == "machine_file")
+        prediction.machine_file = read_string_attribute(group.get(), name, where);
       else if (name == "oversubscribed")
         prediction.oversubscribed = read_number_attribute<int64_t>(group.get(), name, where) != 0;
       else
