@@ -1,5 +1,7 @@
 // Memory of the CPU backend: 64-byte aligned host allocations (cache lines, AVX-512 loads),
 // copies and fills split across the rank's threads, and nothing to synchronise.
+#include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -42,18 +44,27 @@ void parallel_memcpy(void* dst, const void* src, size_t bytes) {
 
 }  // namespace
 
+// Aligned by hand from plain malloc, the block's start kept just below the pointer: glibc's
+// aligned_alloc asks its bins for the size plus the alignment and more, so a freed block never
+// serves the next request of the same size, and a buffer freed and made again every step (a
+// ZeRO-2 bucket) grew the heap by its size each step, every new page faulted in.
 void* device_alloc(size_t bytes) {
   keep_freed_memory();
   detail::rank_threads();  // settles the thread count before the first GEMM
-  // aligned_alloc wants a multiple of the alignment; zero bytes still gets a unique pointer.
-  const size_t rounded =
-      bytes == 0 ? kAlignment : (bytes + kAlignment - 1) / kAlignment * kAlignment;
-  void* p = std::aligned_alloc(kAlignment, rounded);
-  if (!p) throw std::bad_alloc();
-  return p;
+  static_assert(kAlignment >= sizeof(void*) && kAlignment % alignof(std::max_align_t) == 0);
+  // The slack holds the start pointer and the shift to the boundary; zero bytes still gets a
+  // unique pointer.
+  void* block = std::malloc(bytes + kAlignment);
+  if (!block) throw std::bad_alloc();
+  const auto start = reinterpret_cast<uintptr_t>(block);
+  const uintptr_t aligned = (start + sizeof(void*) + kAlignment - 1) / kAlignment * kAlignment;
+  reinterpret_cast<void**>(aligned)[-1] = block;
+  return reinterpret_cast<void*>(aligned);
 }
 
-void device_free(void* p) { std::free(p); }
+void device_free(void* p) {
+  if (p) std::free(static_cast<void**>(p)[-1]);
+}
 
 void copy_to_device(void* dst, const void* host_src, size_t bytes) {
   parallel_memcpy(dst, host_src, bytes);
