@@ -27,8 +27,15 @@ for rows in 8 16 32 64 128 256 512; do
     >"$dir/kernels.log" 2>&1 || { tail -n 3 "$dir/kernels.log"; exit 1; }
   by_rows+=("$dir/kernels-rows$rows.json")
 done
+# Adam at the default model's largest weight (16M elements, 448 MB of traffic): a step's update
+# streams the whole model from memory, which the plan-validation model's 1M would not.
+echo "calibrate: bin/bench_kernels' Adam update beyond the caches"
+bin/bench_kernels --backends cpu --benchmark_filter='^adam_update/cpu/f32/' \
+  --benchmark_repetitions=2 --benchmark_out="$dir/kernels-optimizer.json" \
+  --benchmark_out_format=json >"$dir/kernels.log" 2>&1 || { tail -n 3 "$dir/kernels.log"; exit 1; }
 echo "calibrate: bin/bench_comm all-reduce on 2 ranks"
-mpiexec -n 2 bin/bench_comm --op allreduce -e 16M -n 10 --out "$dir/comm-2.h5" \
+mpiexec -n 2 bin/bench_comm --op allreduce -e 32M -n 10 --out "$dir/comm-2.h5" \
   >"$dir/comm.log" 2>&1 || { tail -n 3 "$dir/comm.log"; exit 1; }
 bin/plan --calibrate "$out" --kernels "$dir/kernels.json" --comm-bench "$dir/comm-2.h5" \
-  --kernels-by-rows "$(IFS=,; echo "${by_rows[*]}")"
+  --kernels-by-rows "$(IFS=,; echo "${by_rows[*]}")" \
+  --optimizer-kernels "$dir/kernels-optimizer.json"

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <algorithm>
 #include <exception>
+#include <optional>
 #include <thread>
 
 #include "src/cli_validators.h"
@@ -21,7 +22,8 @@ namespace {
 
 int write_calibration(const std::string& path, const std::string& kernels_path,
                       const std::string& comm_path, int ranks_per_node,
-                      const std::vector<std::string>& by_rows_paths) {
+                      const std::vector<std::string>& by_rows_paths,
+                      const std::string& optimizer_path) {
   if (kernels_path.empty() || comm_path.empty())
     throw InputError("--calibrate needs --kernels and --comm-bench");
   const KernelRates kernels(kernels_path);
@@ -35,16 +37,19 @@ int write_calibration(const std::string& path, const std::string& kernels_path,
   const AvailableMemory memory = available_memory_per_rank(kind, RankPlacement{});
   std::vector<KernelRates> by_rows;
   for (const std::string& file : by_rows_paths) by_rows.emplace_back(file);
+  std::optional<KernelRates> optimizer;
+  if (!optimizer_path.empty()) optimizer.emplace(optimizer_path);
   const std::string text =
       calibrated_machine({kernels, comm, comm_path, ranks_per_node, memory.bytes,
-                          "measured when calibrating: " + memory.where, by_rows})
+                          "measured when calibrating: " + memory.where, by_rows,
+                          optimizer ? &*optimizer : nullptr})
           .dump(2) + "\n";
   publish_file(path, std::span<const char>(text.data(), text.size()));
   const MachineDescription m = load_machine_description(path);  // what plans will read
   std::printf("wrote %s: %s, %d ranks per node, GEMM %.3g / %.3g TFLOP/s (fp32 / fp64), "
-              "%.3g GB/s, link %.3g us per step and %.3g GB/s\n", path.c_str(), m.name.c_str(),
-              m.ranks_per_node, m.gemm_fp32_flops / 1e12, m.gemm_fp64_flops / 1e12,
-              m.memory_bandwidth / 1e9, m.intra_node.latency_seconds * 1e6,
+              "%.3g GB/s (optimizer %.3g GB/s), link %.3g us per step and %.3g GB/s\n", path.c_str(),
+              m.name.c_str(), m.ranks_per_node, m.gemm_fp32_flops / 1e12,
+              m.gemm_fp64_flops / 1e12, m.memory_bandwidth / 1e9, m.optimizer_bandwidth / 1e9, m.intra_node.latency_seconds * 1e6,
               m.intra_node.bus_bandwidth / 1e9);
   for (const auto& [rows, fraction] : m.gemm_rows_fraction)
     std::printf("  GEMM at %g rows: %.2f of that rate\n", rows, fraction);
@@ -61,7 +66,7 @@ int main(int argc, char** argv) {
                                 "--machine by predicted step time and memory (the model options "
                                 "and --config are the schemes').");
     int world = 0, ranks_per_node = 0;
-    std::string out, calibrate, kernels_path, comm_path;
+    std::string out, calibrate, kernels_path, comm_path, optimizer_path;
     std::vector<std::string> precision_names, by_rows_paths;
     size_t top = 20, explain = 0;
     CLI::App& app = parser.app();
@@ -87,6 +92,9 @@ int main(int argc, char** argv) {
                    "files of the same model at several --batch values, for the GEMM rate by "
                    "rows (comma-separated)")
         ->delimiter(',');
+    app.add_option("--optimizer-kernels", optimizer_path, "with --calibrate: bin/bench_kernels "
+                   "JSON with adam_update at a size that does not fit in cache, for the "
+                   "optimizer's bandwidth (default: the streaming bandwidth)");
     app.add_option("--ranks-per-node", ranks_per_node, "with --calibrate: the ranks a node runs "
                    "(default: its cores on CPUs, bench_comm's ranks on GPUs)")
         ->check(integer_between(1, 1 << 20));
@@ -104,7 +112,8 @@ int main(int argc, char** argv) {
     }
     const Options& o = parser.options();
     if (!calibrate.empty()) return write_calibration(calibrate, kernels_path, comm_path,
-                                                     ranks_per_node, by_rows_paths);
+                                                     ranks_per_node, by_rows_paths,
+                                                     optimizer_path);
     const std::string machine_path = machine_file_for_run(o.machine);
     if (world == 0 || machine_path.empty())
       throw InputError("--world and --machine are required (--machine defaults to " +

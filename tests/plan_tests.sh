@@ -35,8 +35,8 @@ if schemes != {"data", "pipeline", "tensor1d", "tensor2d", "tensor3d"}:
 if {r["precision"] for r in rows} != {"fp32", "bf16"}:
     problems.append("not both precisions")
 for r in rows:
-    parts = r["gemm_seconds"] + r["elementwise_seconds"] + r["optimizer_seconds"] + \
-        r["bubble_seconds"] + r["exposed_comm_seconds"]
+    parts = r["gemm_seconds"] + r["weights_from_memory_seconds"] + r["elementwise_seconds"] + \
+        r["optimizer_seconds"] + r["bubble_seconds"] + r["exposed_comm_seconds"]
     if abs(parts - r["step_seconds"]) > 1e-12 * max(1, r["step_seconds"]):
         problems.append(f"{r['label']}: phases {parts} != step {r['step_seconds']}")
         break

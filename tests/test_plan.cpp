@@ -34,6 +34,7 @@ MachineDescription test_machine(int ranks_per_node) {
   m.gemm_fp32_flops = 1e12;
   m.gemm_fp64_flops = 5e11;
   m.memory_bandwidth = 1e11;
+  m.optimizer_bandwidth = 2e11;
   m.intra_node = {1e-6, 1e11};
   m.inter_node = {5e-6, 1e10};
   return m;
@@ -122,6 +123,15 @@ TEST_F(PlanMachineFile, CalibrationTakesTheBestRatesAndTheCommSweepsEnds) {
   const std::string machine = write(
       calibrated_machine({rates, read, comm, 2, 8e9, "test"}).dump());
   const MachineDescription m = load_machine_description(machine);
+  EXPECT_DOUBLE_EQ(m.optimizer_bandwidth, m.memory_bandwidth);  // no Adam file: the stream's
+  const std::string adam = (dir_ / "adam.json").string();
+  std::ofstream(adam) << R"({"context": {"mlpscale_cpu_threads": "1"}, "benchmarks": [
+    {"name": "adam_update/cpu/f32/n:16777216", "run_type": "iteration", "real_time": 1,
+     "GB/s": 25}]})";
+  const KernelRates adam_rates(adam);
+  const MachineDescription with_adam = load_machine_description(write(
+      calibrated_machine({rates, read, comm, 2, 8e9, "test", {}, &adam_rates}).dump()));
+  EXPECT_DOUBLE_EQ(with_adam.optimizer_bandwidth, 50e9);  // one thread's, for the node's 2 cores
   EXPECT_DOUBLE_EQ(m.gemm_fp32_flops, 0.05e12);  // the fastest GEMM of its type
   EXPECT_DOUBLE_EQ(m.gemm_fp64_flops, 0.02e12);
   EXPECT_DOUBLE_EQ(m.memory_bandwidth, 15e9);     // the faster of copy and STREAM add
@@ -287,9 +297,11 @@ TEST(PlanStep, SerialIsFlopsAtTheRateAndBytesAtTheBandwidth) {
   EXPECT_DOUBLE_EQ(p.compute, 6 * params * 32 / m.gemm_fp32_flops);
   const StepElementwiseBytes e = training_step_elementwise_bytes(o.model, 32, 4);
   EXPECT_DOUBLE_EQ(p.elementwise, (e.forward + e.backward) / m.memory_bandwidth);
-  EXPECT_DOUBLE_EQ(p.optimizer, 7 * params * 4 / m.memory_bandwidth);  // Adam: 7 reads/writes
+  EXPECT_DOUBLE_EQ(p.optimizer, 7 * params * 4 / m.optimizer_bandwidth);  // Adam: 7 accesses
+  // Each weight read by forward and by the input gradient, its gradient read and written.
+  EXPECT_DOUBLE_EQ(p.weights_from_memory, 4 * (params * 4 / m.memory_bandwidth));
   EXPECT_EQ(p.comm, 0);
-  EXPECT_DOUBLE_EQ(p.step, p.compute + p.elementwise + p.optimizer);
+  EXPECT_DOUBLE_EQ(p.step, p.compute + p.weights_from_memory + p.elementwise + p.optimizer);
   EXPECT_EQ(p.memory.total(), serial_memory(serial->options, false).total());
 }
 

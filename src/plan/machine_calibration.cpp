@@ -121,6 +121,20 @@ nlohmann::json calibrated_machine(const CalibrationInputs& in) {
           {"intra_node", link},
           {"inter_node", inter}};
   if (!in.by_rows.empty()) machine["gemm_rows_fraction"] = rows_fraction(in.by_rows, device);
+  if (in.optimizer) {
+    const int optimizer_threads = in.optimizer->cpu_threads();
+    const double scale = cpu && optimizer_threads > 0
+                             ? static_cast<double>(in.ranks_per_node) / optimizer_threads
+                             : 1.0;
+    const std::string adam = "adam_update" + stream;
+    machine["optimizer_bandwidth"] = figure(
+        in.optimizer->counter_by_prefix(adam, "GB/s") * 1e9 * scale,
+        "measured by bin/bench_kernels (" + in.optimizer->path() + ")" +
+            (scale != 1.0 ? " times " + std::to_string(in.ranks_per_node) + " cores / " +
+                                std::to_string(optimizer_threads) + " threads"
+                          : std::string()) +
+            ": " + adam + "*");
+  }
   return machine;
 }
 

@@ -20,6 +20,8 @@ struct CalibrationInputs {
   // bench_kernels files of the same model at several --batch values (one thread is enough):
   // the GEMM rate by rows, as a fraction of each file's square GEMM (gemm_rows_fraction).
   std::vector<KernelRates> by_rows = {};
+  // bench_kernels with adam_update at a size beyond the caches: optimizer_bandwidth (optional).
+  const KernelRates* optimizer = nullptr;
 };
 
 // GEMM rates: the fastest GEMM bench_kernels timed per type (its large square is the ceiling);
@@ -27,7 +29,7 @@ struct CalibrationInputs {
 // first sweep): the latency of a ring step from the smallest message, the busbw of the largest. One
 // node measured gives the same figures to both links, saying so. With by_rows: per file, the mean
 // rate of the model's GEMMs at its batch (rows m, or the inner k of a weight gradient) over its
-// square GEMM's. CPU backends share a node's
+// square GEMM's. With optimizer: adam_update's GB/s. CPU backends share a node's
 // rates among its ranks and do not overlap communication with compute.
 nlohmann::json calibrated_machine(const CalibrationInputs& in);
 

@@ -48,6 +48,7 @@ class DescriptionReader {
     if (!(value >= 0)) fail(name + " must not be negative");
     return value;
   }
+  bool has(const std::string& key) const { return json_.contains(key); }
   LinkModel link(const std::string& name) const {
     LinkModel link{figure(name, "latency_seconds"), figure(name, "bus_bandwidth")};
     if (link.bus_bandwidth <= 0) fail(name + ".bus_bandwidth must be positive");
@@ -111,6 +112,10 @@ double MachineDescription::bandwidth(int ranks_on_node, int threads_per_rank) co
   return memory_bandwidth * rate_share(ranks_on_node, threads_per_rank);
 }
 
+double MachineDescription::update_bandwidth(int ranks_on_node, int threads_per_rank) const {
+  return optimizer_bandwidth * rate_share(ranks_on_node, threads_per_rank);
+}
+
 double MachineDescription::gemm_efficiency(double rows) const {
   const auto& t = gemm_rows_fraction;
   if (t.empty()) return 1.0;
@@ -138,8 +143,11 @@ MachineDescription load_machine_description(const std::string& path) {
   m.gemm_fp32_flops = in.figure("gemm_fp32_flops");
   m.gemm_fp64_flops = in.figure("gemm_fp64_flops");
   m.memory_bandwidth = in.figure("memory_bandwidth");
-  if (m.gemm_fp32_flops <= 0 || m.gemm_fp64_flops <= 0 || m.memory_bandwidth <= 0)
-    in.fail("GEMM rates and memory bandwidth must be positive");
+  m.optimizer_bandwidth = in.has("optimizer_bandwidth") ? in.figure("optimizer_bandwidth")
+                                                        : m.memory_bandwidth;
+  if (m.gemm_fp32_flops <= 0 || m.gemm_fp64_flops <= 0 || m.memory_bandwidth <= 0 ||
+      m.optimizer_bandwidth <= 0)
+    in.fail("GEMM rates and bandwidths must be positive");
   m.intra_node = in.link("intra_node");
   m.inter_node = in.link("inter_node");
   m.gemm_rows_fraction = in.rows_table("gemm_rows_fraction");

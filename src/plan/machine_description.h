@@ -34,7 +34,10 @@ struct MachineDescription {
   double memory_bytes = 0;      // per rank (per node when ranks share it)
   double gemm_fp32_flops = 0;   // per rank (per node when shared), true fp32 (no TF32)
   double gemm_fp64_flops = 0;
-  double memory_bandwidth = 0;  // bytes/s, element-wise kernels and the optimizer
+  double memory_bandwidth = 0;  // bytes/s: element-wise kernels, GEMM operands from memory
+  // bytes/s of the optimizer's update (kernel_traffic.h's count): the Adam kernel's own rate,
+  // which streams four arrays at once faster than a copy; optional, else memory_bandwidth.
+  double optimizer_bandwidth = 0;
   LinkModel intra_node, inter_node;
   // The GEMM rate at a given number of rows (the batch dimension a GEMM runs on: a replica's, a
   // micro-batch's, a grid row's), as a fraction of the rates above: (rows, fraction) ascending;
@@ -52,6 +55,7 @@ struct MachineDescription {
   // The rate a rank gets when `ranks_on_node` ranks run on its node.
   double gemm_flops(Precision precision, int ranks_on_node, int threads_per_rank = 0) const;
   double bandwidth(int ranks_on_node, int threads_per_rank = 0) const;
+  double update_bandwidth(int ranks_on_node, int threads_per_rank = 0) const;
   double memory_per_rank(int ranks_on_node) const;
 };
 

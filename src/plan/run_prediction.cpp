@@ -21,7 +21,7 @@ RecordedPrediction predict_run(const PlanCandidate& candidate, const std::string
   r.machine_file = machine_file;
   r.oversubscribed = machine.ranks_share_node && candidate.ranks_on_node > machine.ranks_per_node;
   r.figures = {{"step_seconds", p.step},
-               {"compute_seconds", p.compute + p.elementwise},
+               {"compute_seconds", p.work()},
                {"optimizer_seconds", p.optimizer},
                {"comm_seconds", p.comm},
                {"exposed_comm_seconds", p.exposed_comm},

@@ -21,6 +21,7 @@ struct RankWork {
   double gemm_flops = 0;         // forward, backward and any recompute
   double recompute_flops = 0;    // of which checkpointing's second forward
   double gemm_rows = 1;          // the rows its GEMMs run on (their rate depends on it)
+  double gemm_parameters = 0;    // the weights its GEMMs read (gathered ones included)
   StepElementwiseBytes elementwise;
   double optimized_parameters = 0;
   std::map<std::string, double> bytes;  // the scheme's analytic volumes
@@ -105,6 +106,7 @@ std::vector<RankWork> data_work(const PlanCandidate& c, SchemeShape& shape) {
   shape.axis_of_group = {{"world", "shard"}};
   RankWork w = replica_share(o, max_rows(o.batch, n), 1.0);
   const double params = static_cast<double>(parameter_count(o.model));
+  w.gemm_parameters = params;  // ZeRO-3 gathers each unit whole before its GEMMs
   w.optimized_parameters = c.data.zero >= 1 ? params / n : params;
   w.bytes = data_comm_bytes(o.model, c.data, n, element_bytes(o.precision),
                             static_cast<size_t>(wire_bytes(o)));
@@ -134,6 +136,7 @@ std::vector<RankWork> pipeline_work(const PlanCandidate& c, SchemeShape& shape) 
     const double held = static_cast<double>(pipeline_rank_parameters(o.model, layout, s));
     RankWork w = replica_share(o, rows, held / total);
     w.gemm_rows = rows / layout.micro_batches;
+    w.gemm_parameters = held;
     w.stage = s;
     w.optimized_parameters = held;
     w.bytes = pipeline_comm_bytes(o.model, layout, o.batch, layout.rank_of(s, 0),
@@ -155,6 +158,7 @@ std::vector<RankWork> tensor1d_work(const PlanCandidate& c, SchemeShape& shape) 
   const double rows = max_rows(o.batch, c.replicas);
   const double local = static_cast<double>(local_parameter_count(plan));
   RankWork w = replica_share(o, rows, local / static_cast<double>(parameter_count(o.model)));
+  w.gemm_parameters = local;
   w.optimized_parameters = local;
   w.bytes = tensor1d_comm_bytes(plan, static_cast<int64_t>(rows),
                                 static_cast<size_t>(wire_bytes(o)), c.replicas, false,
@@ -173,6 +177,7 @@ std::vector<RankWork> tensor2d_work(const PlanCandidate& c, SchemeShape& shape) 
   RankWork w = replica_share(o, max_rows(o.batch, c.replicas), 1.0 / (q * q));
   w.gemm_rows = max_rows(o.batch, c.replicas * q);  // a grid row's share of the replica's rows
   w.optimized_parameters = static_cast<double>(parameter_count(o.model)) / (q * q);
+  w.gemm_parameters = w.optimized_parameters;
   w.bytes = tensor2d_volumes(o.model, o.batch, c.tensor2d, static_cast<size_t>(wire_bytes(o)));
   // SUMMA broadcasts a panel per grid step of each of a Linear's three GEMMs.
   for (const auto& [key, bytes] : w.bytes)
@@ -192,6 +197,8 @@ std::vector<RankWork> tensor3d_work(const PlanCandidate& c, SchemeShape& shape) 
   w.gemm_rows = max_rows(o.batch, s.dp * s.depth);  // the depth axis splits the rows
   const Local3d local = tensor3d_local_elements(o.model, s);
   w.optimized_parameters = local.weights + local.vectors;
+  // Weights are all-gathered over depth before the GEMMs: a rank computes with a depth's worth.
+  w.gemm_parameters = w.optimized_parameters * s.depth;
   for (const Volume3d& v : tensor3d_layer_volumes(o.model, o.batch, s,
                                                   static_cast<size_t>(wire_bytes(o)), false,
                                                   false)) {
@@ -211,6 +218,7 @@ std::vector<RankWork> rank_work(const PlanCandidate& c, SchemeShape& shape) {
   if (c.scheme == "tensor3d") return tensor3d_work(c, shape);
   RankWork w = replica_share(c.options, static_cast<double>(c.options.batch), 1.0);
   w.optimized_parameters = static_cast<double>(parameter_count(c.options.model));
+  w.gemm_parameters = w.optimized_parameters;
   w.memory = serial_memory(c.options, false);
   shape.axes = {{"data", 1}};
   return {w};
@@ -261,15 +269,24 @@ StepPrediction predict_rank(const PlanCandidate& c, const MachineDescription& m,
   const double rate =
       m.gemm_flops(o.precision, on_node, c.threads_per_rank) * m.gemm_efficiency(w.gemm_rows);
   const double bandwidth = m.bandwidth(on_node, c.threads_per_rank);
+  const double element = static_cast<double>(element_bytes(o.precision));
   // A run with more ranks on its node than the machine's (time-sharing cores) is one node still.
   const int ranks_per_node = std::max(m.ranks_per_node, on_node);
   StepPrediction p;
   p.compute = w.gemm_flops / rate;
+  // The GEMM rates are measured with their operands in cache; in a step each weight comes from
+  // memory (the optimizer's pass evicts them): read by the forward GEMM, by the input-gradient
+  // GEMM and again by checkpointing's recompute, and its gradient read and written by the
+  // accumulating weight-gradient GEMM.
+  const double forward_passes = w.recompute_flops > 0 ? 2 : 1;
+  const double backward_passes = 3;
+  const double weight_pass = w.gemm_parameters * element / bandwidth;
+  p.weights_from_memory = (forward_passes + backward_passes) * weight_pass;
   p.elementwise = (w.elementwise.forward + w.elementwise.backward) / bandwidth;
   const double update = o.optimizer.kind == OptimizerKind::adam
                             ? traffic::adam_update(static_cast<int64_t>(w.optimized_parameters))
                             : traffic::sgd_update(static_cast<int64_t>(w.optimized_parameters));
-  p.optimizer = update * static_cast<double>(element_bytes(o.precision)) / bandwidth;
+  p.optimizer = update * element / m.update_bandwidth(on_node, c.threads_per_rank);
   for (const auto& [key, bytes] : w.bytes) {
     PredictedComm& comm = p.collectives[key];
     const std::string axis = shape.axis_of_group.at(group_of(key));
@@ -289,10 +306,11 @@ StepPrediction predict_rank(const PlanCandidate& c, const MachineDescription& m,
     comm.seconds = comm.calls * link.seconds(kind, comm.group_size, bytes / comm.calls);
     p.comm += comm.seconds;
   }
-  const double work = p.compute + p.elementwise;
-  // Forward: a third of the step's GEMM flops (without recompute) and the forward kernels.
+  const double work = p.work();
+  // Forward: a third of the step's GEMM flops (without recompute), its read of the weights and
+  // the forward kernels.
   const double plain_gemm = (w.gemm_flops - w.recompute_flops) / rate;
-  const double forward = plain_gemm / 3 + w.elementwise.forward / bandwidth;
+  const double forward = plain_gemm / 3 + weight_pass + w.elementwise.forward / bandwidth;
   const double backward = work - forward;
   if (c.pipeline) {
     const PipelineShape ps = c.pipeline->shape();
