@@ -30,7 +30,7 @@ done
 # Adam at the default model's largest weight (16M elements, 448 MB of traffic): a step's update
 # streams the whole model from memory, which the plan-validation model's 1M would not.
 echo "calibrate: bin/bench_kernels' Adam update beyond the caches"
-bin/bench_kernels --backends cpu --benchmark_filter='^adam_update/cpu/f32/' \
+bin/bench_kernels --benchmark_filter='^adam_update/' \
   --benchmark_repetitions=2 --benchmark_out="$dir/kernels-optimizer.json" \
   --benchmark_out_format=json >"$dir/kernels.log" 2>&1 || { tail -n 3 "$dir/kernels.log"; exit 1; }
 echo "calibrate: bin/bench_comm all-reduce on 2 ranks"

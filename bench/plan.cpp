@@ -47,10 +47,10 @@ int write_calibration(const std::string& path, const std::string& kernels_path,
   publish_file(path, std::span<const char>(text.data(), text.size()));
   const MachineDescription m = load_machine_description(path);  // what plans will read
   std::printf("wrote %s: %s, %d ranks per node, GEMM %.3g / %.3g TFLOP/s (fp32 / fp64), "
-              "%.3g GB/s (optimizer %.3g GB/s), link %.3g us per step and %.3g GB/s\n", path.c_str(),
-              m.name.c_str(), m.ranks_per_node, m.gemm_fp32_flops / 1e12,
-              m.gemm_fp64_flops / 1e12, m.memory_bandwidth / 1e9, m.optimizer_bandwidth / 1e9, m.intra_node.latency_seconds * 1e6,
-              m.intra_node.bus_bandwidth / 1e9);
+              "%.3g GB/s (optimizer %.3g GB/s), link %.3g us per step and %.3g GB/s\n",
+              path.c_str(), m.name.c_str(), m.ranks_per_node, m.gemm_fp32_flops / 1e12,
+              m.gemm_fp64_flops / 1e12, m.memory_bandwidth / 1e9, m.optimizer_bandwidth / 1e9,
+              m.intra_node.latency_seconds * 1e6, m.intra_node.bus_bandwidth / 1e9);
   for (const auto& [rows, fraction] : m.gemm_rows_fraction)
     std::printf("  GEMM at %g rows: %.2f of that rate\n", rows, fraction);
   return 0;

@@ -54,6 +54,7 @@ void* device_alloc(size_t bytes) {
   static_assert(kAlignment >= sizeof(void*) && kAlignment % alignof(std::max_align_t) == 0);
   // The slack holds the start pointer and the shift to the boundary; zero bytes still gets a
   // unique pointer.
+  if (bytes > std::numeric_limits<size_t>::max() - kAlignment) throw std::bad_alloc();
   void* block = std::malloc(bytes + kAlignment);
   if (!block) throw std::bad_alloc();
   const auto start = reinterpret_cast<uintptr_t>(block);
