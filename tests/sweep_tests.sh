@@ -152,6 +152,26 @@ else
     "missing: ${missing_skips[*]:-none}; $(head -c 600 "$tmp/grids.out" | tr '\n' '|')"
 fi
 
+# --checkpoint-activations is a grid flag of every executable: a point with it passes the flag
+# and names its file after it; one without it does neither.
+cat >"$tmp/checkpoint.json" <<'EOF'
+{"nodes": [1], "tasks_per_node": [2], "scaling": {"strong": {"batch": 16}},
+ "schemes": [{"executable": "serial", "tasks_per_node": [1],
+              "grids": [{}, {"checkpoint-activations": true}]},
+             {"executable": "data", "grids": [{"zero": 3, "checkpoint-activations": true}]}]}
+EOF
+status=0
+jobs/sweep "$tmp/checkpoint.json" --launcher mpiexec --dry-run >"$tmp/checkpoint.out" 2>&1 ||
+  status=$?
+with=$(grep -c -- '--checkpoint-activations .*-checkpoint-activations-1x[12]\.h5' "$tmp/checkpoint.out")
+plain=$(grep -- 'serial-1x1\.h5' "$tmp/checkpoint.out" | grep -vc -- '--checkpoint-activations')
+if ((status == 0 && with == 2 && plain == 1)); then
+  ok "checkpoint-activations in grids: passed on and named in the file, absent elsewhere"
+else
+  not_ok "checkpoint-activations in grids" "exit status $status, $with points with it," \
+    "$plain plain: $(head -c 600 "$tmp/checkpoint.out" | tr '\n' '|')"
+fi
+
 # --launcher mpiexec: the same points here, one after another.
 status=0
 timeout 300 jobs/sweep "$tmp/tiny.json" --launcher mpiexec --results "$tmp/mpiexec" \

@@ -27,20 +27,24 @@ class Scheme:
     dims: tuple = ()        # allowed entry counts of tp-dims
 
 
+# Every executable's own choices a point may vary beside its grid (the planner weighs each
+# configuration with and without them).
+RUN_FLAGS = ("checkpoint-activations",)
+
 # As the executables' --help describes their grids; `dp` always splits the global batch.
 SCHEMES = {
-    "serial": Scheme(flags=()),
-    "data": Scheme(flags=("dp", "zero", "bucket-mb", "no-overlap", "shard-group"),
+    "serial": Scheme(flags=RUN_FLAGS),
+    "data": Scheme(flags=("dp", "zero", "bucket-mb", "no-overlap", "shard-group") + RUN_FLAGS,
                    factors=("dp",), optional=("dp",)),
     "pipeline": Scheme(flags=("pp", "dp", "micro-batches", "schedule", "virtual-stages",
-                              "partition"),
+                              "partition") + RUN_FLAGS,
                        factors=("pp", "dp"), optional=("pp", "dp")),
-    "tensor1d": Scheme(flags=("tp", "dp", "sequence-parallel"), factors=("tp", "dp"),
+    "tensor1d": Scheme(flags=("tp", "dp", "sequence-parallel") + RUN_FLAGS, factors=("tp", "dp"),
                        optional=("tp", "dp")),
-    "tensor2d": Scheme(flags=("tp-dims", "dp"), factors=("tp-dims", "dp"),
+    "tensor2d": Scheme(flags=("tp-dims", "dp") + RUN_FLAGS, factors=("tp-dims", "dp"),
                        optional=("tp-dims", "dp"), dims=(2,)),
-    "tensor3d": Scheme(flags=("tp-dims", "dp"), factors=("tp-dims", "dp"), optional=("dp",),
-                       dims=(3,)),
+    "tensor3d": Scheme(flags=("tp-dims", "dp") + RUN_FLAGS, factors=("tp-dims", "dp"),
+                       optional=("dp",), dims=(3,)),
 }
 
 # The options every executable shares (README's table) that a sweep may set for all points.
