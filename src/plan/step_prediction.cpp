@@ -177,7 +177,8 @@ std::vector<RankWork> tensor2d_work(const PlanCandidate& c, SchemeShape& shape) 
   RankWork w = replica_share(o, max_rows(o.batch, c.replicas), 1.0 / (q * q));
   w.gemm_rows = max_rows(o.batch, c.replicas * q);  // a grid row's share of the replica's rows
   w.optimized_parameters = static_cast<double>(parameter_count(o.model)) / (q * q);
-  w.gemm_parameters = w.optimized_parameters;
+  // A rank's GEMMs take a weight panel from each of the q steps: a grid row's worth, P/q.
+  w.gemm_parameters = w.optimized_parameters * q;
   w.bytes = tensor2d_volumes(o.model, o.batch, c.tensor2d, static_cast<size_t>(wire_bytes(o)));
   // SUMMA broadcasts a panel per grid step of each of a Linear's three GEMMs.
   for (const auto& [key, bytes] : w.bytes)
