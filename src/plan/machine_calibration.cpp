@@ -59,20 +59,28 @@ nlohmann::json calibrated_machine(const CalibrationInputs& in) {
   const std::string hosts = in.comm.string_attributes.at("hosts");
   const bool cpu = device == "cpu";
   // A CPU node's rates are its cores': kernels timed on fewer threads are scaled up to them.
-  const int threads = in.kernels.cpu_threads();
-  const double node_scale = cpu && threads > 0 ? static_cast<double>(in.ranks_per_node) / threads
-                                               : 1.0;
-  const std::string kernels =
-      "measured by bin/bench_kernels (" + in.kernels.path() + ")" +
-      (node_scale != 1.0 ? " on " + std::to_string(threads) + " thread(s), times " +
-                               std::to_string(in.ranks_per_node) + " cores / " +
-                               std::to_string(threads) + " for the node"
-                         : std::string()) +
-      ": ";
+  struct NodeRates {
+    double scale;
+    std::string source;  // the file and the scaling, before the benchmark's name
+  };
+  auto node_rates = [&](const KernelRates& file) {
+    const int threads = file.cpu_threads();
+    const double scale =
+        cpu && threads > 0 ? static_cast<double>(in.ranks_per_node) / threads : 1.0;
+    return NodeRates{scale, "measured by bin/bench_kernels (" + file.path() + ")" +
+                                (scale != 1.0 ? " on " + std::to_string(threads) +
+                                                    " thread(s), times " +
+                                                    std::to_string(in.ranks_per_node) +
+                                                    " cores / " + std::to_string(threads) +
+                                                    " for the node"
+                                              : std::string()) +
+                                ": "};
+  };
+  const NodeRates node = node_rates(in.kernels);
   auto gemm = [&](const std::string& type) {
     const std::string prefix = "gemm/" + device + "/" + type + "/";
-    return figure(in.kernels.max_counter_by_prefix(prefix, "TFLOP/s") * 1e12 * node_scale,
-                  kernels + "the fastest of " + prefix + "*");
+    return figure(in.kernels.max_counter_by_prefix(prefix, "TFLOP/s") * 1e12 * node.scale,
+                  node.source + "the fastest of " + prefix + "*");
   };
   const std::string stream = "/" + device + "/f32/";
   const double copy = in.kernels.counter_by_prefix("copy" + stream, "GB/s") * 1e9;
@@ -116,24 +124,17 @@ nlohmann::json calibrated_machine(const CalibrationInputs& in) {
           {"gemm_fp32_flops", gemm("f32")},
           {"gemm_fp64_flops", gemm("f64")},
           {"memory_bandwidth",
-           figure(std::max(copy, add) * node_scale,
-                  kernels + "the faster of copy" + stream + "* and stream_add" + stream + "*")},
+           figure(std::max(copy, add) * node.scale,
+                  node.source + "the faster of copy" + stream + "* and stream_add" + stream + "*")},
           {"intra_node", link},
           {"inter_node", inter}};
   if (!in.by_rows.empty()) machine["gemm_rows_fraction"] = rows_fraction(in.by_rows, device);
   if (in.optimizer) {
-    const int optimizer_threads = in.optimizer->cpu_threads();
-    const double scale = cpu && optimizer_threads > 0
-                             ? static_cast<double>(in.ranks_per_node) / optimizer_threads
-                             : 1.0;
+    const NodeRates adam_node = node_rates(*in.optimizer);
     const std::string adam = "adam_update" + stream;
-    machine["optimizer_bandwidth"] = figure(
-        in.optimizer->counter_by_prefix(adam, "GB/s") * 1e9 * scale,
-        "measured by bin/bench_kernels (" + in.optimizer->path() + ")" +
-            (scale != 1.0 ? " times " + std::to_string(in.ranks_per_node) + " cores / " +
-                                std::to_string(optimizer_threads) + " threads"
-                          : std::string()) +
-            ": " + adam + "*");
+    machine["optimizer_bandwidth"] =
+        figure(in.optimizer->counter_by_prefix(adam, "GB/s") * 1e9 * adam_node.scale,
+               adam_node.source + adam + "*");
   }
   return machine;
 }
