@@ -30,8 +30,8 @@
                                          double);
 
 #define MLPS_OPTIMIZER_INSTANCES(T)                                                  \
-  template void adam_update<T>(T*, const T*, T*, T*, int64_t, const AdamStep&);      \
-  template void sgd_update<T>(T*, const T*, int64_t, double);
+  template void adam_update<T>(T*, T*, T*, T*, int64_t, const AdamStep&, GradAfterUpdate); \
+  template void sgd_update<T>(T*, T*, int64_t, double, GradAfterUpdate);
 
 #define MLPS_NONFINITE_COUNT_INSTANCES(T)                          \
   template int64_t count_nonfinite<T>(const T*, int64_t);          \

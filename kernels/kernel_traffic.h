@@ -5,6 +5,8 @@
 // (training_step_elementwise_bytes) and the optimizer's bytes per step.
 #include <cstdint>
 
+#include "kernels/kernels.h"
+
 namespace mlps::traffic {
 
 inline double d(int64_t n) { return static_cast<double>(n); }
@@ -36,9 +38,13 @@ inline double softmax_xent_backward(int64_t rows, int64_t classes) {
   return 2 * d(rows) * d(classes);
 }
 inline double label_bytes(int64_t rows) { return 4 * d(rows); }
-// read p, g, m, v; write p, m, v
-inline double adam_update(int64_t n) { return 7 * d(n); }
-// read p, g; write p
-inline double sgd_update(int64_t n) { return 3 * d(n); }
+// read p, g, m, v; write p, m, v (and g when it is zeroed)
+inline double adam_update(int64_t n, GradAfterUpdate after = GradAfterUpdate::kept) {
+  return (after == GradAfterUpdate::zeroed ? 8 : 7) * d(n);
+}
+// read p, g; write p (and g when it is zeroed)
+inline double sgd_update(int64_t n, GradAfterUpdate after = GradAfterUpdate::kept) {
+  return (after == GradAfterUpdate::zeroed ? 4 : 3) * d(n);
+}
 
 }  // namespace mlps::traffic

@@ -17,6 +17,11 @@ struct AdamStep {
   double grad_scale = 1.0;        // gradients are multiplied by this first (1/loss scale)
 };
 
+// What an optimizer kernel leaves in the gradient it reads. `zeroed` writes zeros in the same
+// pass, while the gradient's lines are in cache: the next backward then adds its weight
+// gradients into them (GEMM beta = 1) and no longer zeroes them in a pass of its own.
+enum class GradAfterUpdate { kept, zeroed };
+
 // How activations, weights and gradients are stored: fp32 (or fp64) as computed, or rounded to
 // 16 bits after every kernel that produces them (mixed precision; accumulation stays fp32).
 enum class StorageFormat { full, bf16, fp16 };

@@ -165,12 +165,14 @@ class Device {
     round_to_storage(dlogits, rows * classes);
   }
   template <typename T>
-  void adam_update(T* param, const T* grad, T* m, T* v, int64_t n, const AdamStep& step) const {
-    MLPS_ON_BACKEND(adam_update, param, grad, m, v, n, step);
+  void adam_update(T* param, T* grad, T* m, T* v, int64_t n, const AdamStep& step,
+                   GradAfterUpdate after = GradAfterUpdate::kept) const {
+    MLPS_ON_BACKEND(adam_update, param, grad, m, v, n, step, after);
   }
   template <typename T>
-  void sgd_update(T* param, const T* grad, int64_t n, double lr) const {
-    MLPS_ON_BACKEND(sgd_update, param, grad, n, lr);
+  void sgd_update(T* param, T* grad, int64_t n, double lr,
+                  GradAfterUpdate after = GradAfterUpdate::kept) const {
+    MLPS_ON_BACKEND(sgd_update, param, grad, n, lr, after);
   }
 
  private:

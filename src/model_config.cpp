@@ -55,7 +55,7 @@ std::vector<GemmShape> training_step_gemms(const ModelConfig& c, int64_t batch) 
   for (const auto& s : linear_shapes(c)) {
     gemms.push_back({s.name + ".forward", false, true, batch, s.out, s.in});
     if (!first) gemms.push_back({s.name + ".grad_input", false, false, batch, s.in, s.out});
-    gemms.push_back({s.name + ".grad_weight", true, false, s.out, s.in, batch});
+    gemms.push_back({s.name + ".grad_weight", true, false, s.out, s.in, batch, 1.0});
     first = false;
   }
   return gemms;

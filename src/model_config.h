@@ -51,13 +51,16 @@ struct GemmShape {
   bool trans_a = false;
   bool trans_b = false;
   int64_t m = 0, n = 0, k = 0;
+  // C = A·B + beta·C. 1 for dW: serial and DDP steps add it into the gradient their optimizer
+  // zeroed (GradAfterUpdate), which spares a zeroing pass over C.
+  double beta = 0;
   double flops() const {
     return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   }
 };
 
 // Every GEMM of one training step at `batch` rows: forward Y = X·Wᵀ, backward dX = dY·W
-// (skipped for the first layer, whose input needs no gradient) and dW = dYᵀ·X.
+// (skipped for the first layer, whose input needs no gradient) and dW = dYᵀ·X (added, beta 1).
 std::vector<GemmShape> training_step_gemms(const ModelConfig& config, int64_t batch);
 
 // Bytes the element-wise kernels of one training step read and write at `batch` rows, each input

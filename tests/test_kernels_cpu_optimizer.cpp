@@ -35,7 +35,7 @@ TYPED_TEST(CpuOptimizerKernelsTest, AdamUpdateOverSeveralSteps) {
     step.bias_correction1 = 1.0 - std::pow(step.beta1, t);
     step.bias_correction2 = 1.0 - std::pow(step.beta2, t);
     const Vec grad = ref::rounded_to<T>(ref::random_values(n, 60 + t));
-    const std::vector<T> grad_t = ref::cast_to<T>(grad);
+    std::vector<T> grad_t = ref::cast_to<T>(grad);
     const Vec param_before = ref::to_double(param_t);
     cpu::adam_update<T>(param_t.data(), grad_t.data(), m_t.data(), v_t.data(), n, step);
     ref::adam_update(param, grad, m, v, step.lr, step.beta1, step.beta2, step.eps,
@@ -62,10 +62,44 @@ TYPED_TEST(CpuOptimizerKernelsTest, SgdUpdate) {
   Vec param = ref::rounded_to<T>(ref::random_values(n, 70));
   const Vec grad = ref::rounded_to<T>(ref::random_values(n, 71));
   std::vector<T> param_t = ref::cast_to<T>(param);
-  const std::vector<T> grad_t = ref::cast_to<T>(grad);
+  std::vector<T> grad_t = ref::cast_to<T>(grad);
   cpu::sgd_update<T>(param_t.data(), grad_t.data(), n, 0.1);
   ref::sgd_update(param, grad, 0.1);
   EXPECT_TRUE(ref::all_close(param_t, param, this->tol, "param"));
+}
+
+// GradAfterUpdate::zeroed: the same parameter and moment bits as keeping the gradient (scaled
+// and unscaled), and every gradient element zero afterwards (so a backward can add into it).
+TYPED_TEST(CpuOptimizerKernelsTest, ZeroingTheGradientLeavesTheUpdateUnchanged) {
+  using T = TypeParam;
+  const int64_t n = 100003;  // several threads' chunks, and a vector tail
+  const std::vector<T> grad = ref::cast_to<T>(ref::random_values(n, 80));
+  const std::vector<T> param = ref::cast_to<T>(ref::random_values(n, 81));
+  const std::vector<T> m0 = ref::cast_to<T>(ref::random_values(n, 82, -0.1, 0.1));
+  const std::vector<T> v0 = ref::cast_to<T>(ref::random_values(n, 83, 0.0, 0.01));
+  const std::vector<T> zeros(n, T(0));
+  for (double grad_scale : {1.0, 0.5}) {
+    AdamStep step;
+    step.lr = 0.01;
+    step.grad_scale = grad_scale;
+    std::vector<T> p_kept = param, m_kept = m0, v_kept = v0, g_kept = grad;
+    std::vector<T> p_zero = param, m_zero = m0, v_zero = v0, g_zero = grad;
+    cpu::adam_update<T>(p_kept.data(), g_kept.data(), m_kept.data(), v_kept.data(), n, step,
+                        GradAfterUpdate::kept);
+    cpu::adam_update<T>(p_zero.data(), g_zero.data(), m_zero.data(), v_zero.data(), n, step,
+                        GradAfterUpdate::zeroed);
+    EXPECT_EQ(p_zero, p_kept) << "grad scale " << grad_scale;
+    EXPECT_EQ(m_zero, m_kept) << "grad scale " << grad_scale;
+    EXPECT_EQ(v_zero, v_kept) << "grad scale " << grad_scale;
+    EXPECT_EQ(g_kept, grad) << "kept";
+    EXPECT_EQ(g_zero, zeros) << "zeroed, grad scale " << grad_scale;
+  }
+  std::vector<T> p_kept = param, p_zero = param, g_kept = grad, g_zero = grad;
+  cpu::sgd_update<T>(p_kept.data(), g_kept.data(), n, 0.1, GradAfterUpdate::kept);
+  cpu::sgd_update<T>(p_zero.data(), g_zero.data(), n, 0.1, GradAfterUpdate::zeroed);
+  EXPECT_EQ(p_zero, p_kept);
+  EXPECT_EQ(g_kept, grad);
+  EXPECT_EQ(g_zero, zeros);
 }
 
 TEST(CpuKernelsMemory, AllocIsAlignedAndCopiesRoundTrip) {

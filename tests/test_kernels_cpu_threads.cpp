@@ -74,22 +74,28 @@ TYPED_TEST(CpuThreadsTest, AdamAndSgdGiveTheReferenceBitsAtAnyThreadCount) {
     step.bias_correction1 = 1.0 - 0.9 * 0.9;
     step.bias_correction2 = 1.0 - 0.999 * 0.999;
     step.grad_scale = grad_scale;
-    const std::vector<T> g = random_tensor<T>(kN, 2);
+    std::vector<T> g = random_tensor<T>(kN, 2);  // kept by every call but the zeroing ones
     std::vector<T> p = random_tensor<T>(kN, 1), m = random_tensor<T>(kN, 3, -0.1, 0.1),
                    v = random_tensor<T>(kN, 4, 0.0, 0.01);
     std::vector<T> p_ref = p, m_ref = m, v_ref = v, sgd_ref = p;
     cpu::reference::adam_update<T>(p_ref.data(), g.data(), m_ref.data(), v_ref.data(), kN, step);
     cpu::reference::sgd_update<T>(sgd_ref.data(), g.data(), kN, 0.1);
     for (int threads : {1, 2, 3}) {
-      std::vector<T> pt = p, mt = m, vt = v, sgd = p;
+      std::vector<T> pt = p, mt = m, vt = v, sgd = p, pz = p, mz = m, vz = v, gz = g;
       with_threads(threads, [&] {
         cpu::adam_update<T>(pt.data(), g.data(), mt.data(), vt.data(), kN, step);
         cpu::sgd_update<T>(sgd.data(), g.data(), kN, 0.1);
+        cpu::adam_update<T>(pz.data(), gz.data(), mz.data(), vz.data(), kN, step,
+                            GradAfterUpdate::zeroed);
       });
       EXPECT_EQ(pt, p_ref) << threads << " threads, grad scale " << grad_scale;
       EXPECT_EQ(mt, m_ref) << threads << " threads";
       EXPECT_EQ(vt, v_ref) << threads << " threads";
       EXPECT_EQ(sgd, sgd_ref) << threads << " threads";
+      EXPECT_EQ(pz, p_ref) << threads << " threads, gradient zeroed";
+      EXPECT_EQ(mz, m_ref) << threads << " threads, gradient zeroed";
+      EXPECT_EQ(vz, v_ref) << threads << " threads, gradient zeroed";
+      EXPECT_EQ(gz, std::vector<T>(kN, T(0))) << threads << " threads";
     }
   }
 }

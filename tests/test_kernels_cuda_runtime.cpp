@@ -43,10 +43,13 @@ TYPED_TEST(CudaOptimizerKernelsTest, AdamUpdate) {
   for (int t = 1; t <= 3; ++t) {
     step.bias_correction1 = 1.0 - std::pow(step.beta1, t);
     step.bias_correction2 = 1.0 - std::pow(step.beta2, t);
-    const std::vector<T> grad = random_t<T>(n, 60 + t);
+    std::vector<T> grad = random_t<T>(n, 60 + t);
     GpuArray<T> grad_d(grad);
-    cuda::adam_update<T>(param_d.get(), grad_d.get(), m_d.get(), v_d.get(), n, step);
+    // The last step zeroes the GPU's gradient as it goes: the update must not change.
+    const auto after = t == 3 ? GradAfterUpdate::zeroed : GradAfterUpdate::kept;
+    cuda::adam_update<T>(param_d.get(), grad_d.get(), m_d.get(), v_d.get(), n, step, after);
     cpu::adam_update<T>(param.data(), grad.data(), m.data(), v.data(), n, step);
+    EXPECT_EQ(grad_d.host(), t == 3 ? std::vector<T>(n, T(0)) : grad) << "step " << t;
   }
   EXPECT_TRUE(matches_cpu(param_d.host(), param, "param"));
   EXPECT_TRUE(matches_cpu(m_d.host(), m, "m"));
@@ -60,11 +63,12 @@ TYPED_TEST(CudaOptimizerKernelsTest, SgdUpdate) {
   using T = TypeParam;
   const int64_t n = 100001;
   std::vector<T> param = random_t<T>(n, 70);
-  const std::vector<T> grad = random_t<T>(n, 71);
+  std::vector<T> grad = random_t<T>(n, 71);
   GpuArray<T> param_d(param), grad_d(grad);
-  cuda::sgd_update<T>(param_d.get(), grad_d.get(), n, 0.1);
+  cuda::sgd_update<T>(param_d.get(), grad_d.get(), n, 0.1, GradAfterUpdate::zeroed);
   cpu::sgd_update<T>(param.data(), grad.data(), n, 0.1);
   EXPECT_TRUE(matches_cpu(param_d.host(), param, "param"));
+  EXPECT_EQ(grad_d.host(), std::vector<T>(n, T(0)));
 #endif
 }
 

@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <limits>
+#include <stdexcept>
+#include <vector>
 
 #include "src/data/dataset.h"
 #include "src/data/shuffle.h"
@@ -80,6 +82,29 @@ TEST(MixedPrecisionOptimizer, NaNGradientOnlyInSomeTensorStillSkipsEverything) {
   EXPECT_FALSE(optimizer.step());
   EXPECT_EQ(a[0], 1.0f);
   EXPECT_EQ(a[1], 1.0f);
+}
+
+// zero_gradients_after_step: a step that updates zeroes every gradient and says so; one that
+// loss scaling skips leaves them (the next backward must overwrite), and so does the first.
+TEST(ZeroingOptimizer, AStepZeroesTheGradientsASkippedOneKeepsThem) {
+  Device device(DeviceConfig(DeviceKind::cpu, StorageFormat::fp16));
+  Optimizer<float> optimizer(device, OptimizerConfig{}, MPI_COMM_SELF);
+  std::vector<float> value{1, 2}, grad{std::numeric_limits<float>::infinity(), 4};
+  optimizer.add(value.data(), grad.data(), 2);
+  optimizer.zero_gradients_after_step();
+  EXPECT_FALSE(optimizer.gradients_zeroed());
+  EXPECT_FALSE(optimizer.step());  // inf: skipped
+  EXPECT_FALSE(optimizer.gradients_zeroed());
+  EXPECT_EQ(grad[1], 4.0f);
+  grad = {1000, -1000};
+  EXPECT_TRUE(optimizer.step());
+  EXPECT_TRUE(optimizer.gradients_zeroed());
+  EXPECT_EQ(grad, (std::vector<float>{0, 0}));
+  EXPECT_NE(value[1], 2.0f);
+  Device full(DeviceKind::cpu);  // fp16 storage refuses the fused update for its own reason
+  Optimizer<float> fused(full, OptimizerConfig{}, MPI_COMM_SELF);
+  fused.zero_gradients_after_step();
+  EXPECT_THROW(fused.enable_fused_update(64), std::logic_error);
 }
 
 ModelConfig small_model(bool checkpoint) {

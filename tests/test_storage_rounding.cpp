@@ -318,7 +318,7 @@ TYPED_TEST(AdamGradScaleTest, ScaledGradientsGiveTheUnscaledStep) {
   for (const double factor : {2.0, 65536.0, 0x1p-10}) {
     AdamState<T> plain = initial_state<T>(n), scaled = plain;
     for (int t = 1; t <= 3; ++t) {
-      const std::vector<T> g = gradient<T>(n, t);
+      std::vector<T> g = gradient<T>(n, t);
       std::vector<T> g_times = g;
       for (T& x : g_times) x *= static_cast<T>(factor);
       AdamStep step = adam_step(t);
@@ -339,7 +339,7 @@ TYPED_TEST(AdamGradScaleTest, ScaleChangesTheStep) {
   using T = TypeParam;
   const size_t n = 257;
   AdamState<T> a = initial_state<T>(n), b = a, c = a;
-  const std::vector<T> g = gradient<T>(n, 1);
+  std::vector<T> g = gradient<T>(n, 1);
   std::vector<T> half = g;
   for (T& x : half) x /= 2;
   AdamStep step = adam_step(1);
@@ -363,7 +363,7 @@ TYPED_TEST(AdamGradScaleTest, UnitScaleIsTheUnscaledFormulaBitForBit) {
   const size_t n = 1003;
   AdamState<T> kernel = initial_state<T>(n), formula = kernel;
   for (int t = 1; t <= 3; ++t) {
-    const std::vector<T> g = gradient<T>(n, t);
+    std::vector<T> g = gradient<T>(n, t);
     const AdamStep step = adam_step(t);
     cpu::adam_update<T>(kernel.param.data(), g.data(), kernel.m.data(), kernel.v.data(),
                         static_cast<int64_t>(n), step);

@@ -22,7 +22,8 @@ void register_gemm(Backend backend, const GemmShape& s, const std::string& label
   b.name = name;
   b.tensors = {{s.m * s.k}, {s.k * s.n}, {s.m * s.n}};
   b.call = [s, lda, ldb](const Device& d, Tensors<T>& t) {
-    d.gemm<T>(s.trans_a, s.trans_b, s.m, s.n, s.k, T(1), t[0], lda, t[1], ldb, T(0), t[2], s.n);
+    d.gemm<T>(s.trans_a, s.trans_b, s.m, s.n, s.k, T(1), t[0], lda, t[1], ldb, T(s.beta), t[2],
+              s.n);
   };
   b.counter = "TFLOP/s";
   b.counter_units = s.flops() / 1e12;

@@ -14,9 +14,10 @@
 namespace mlps::kernel_bench {
 namespace {
 
-// One step of one Linear's dW, db and Adam update (no dx: as the embed), fused or separate. The
-// GB/s counter is Adam's traffic over the weight (7 elements each) per second of the whole, so
-// both variants count the same bytes and the faster shows the higher rate.
+// One step of one Linear's dW, db and Adam update (no dx: as the embed), fused or separate (as
+// bin/serial runs it: dW added into the gradient the previous update zeroed). The GB/s counter
+// is Adam's traffic over the weight (7 elements each) per second of the whole, so both variants
+// count the same bytes and the faster shows the higher rate.
 template <typename T>
 void register_update(Device& device, int64_t out, int64_t in, int64_t rows, bool fused) {
   const std::string name = bench_prefix("weight_update", device, type_name<T>()) +
@@ -29,12 +30,13 @@ void register_update(Device& device, int64_t out, int64_t in, int64_t rows, bool
     LinearLayer<T> layer(device, params, "w", in, out, fused ? &optimizer : nullptr);
     params.initialise(1);
     for (auto& p : params) optimizer.add(p->value.data(), p->grad.data(), p->size());
+    if (!fused) optimizer.zero_gradients_after_step();
     Buffer<T> x(device, rows * in), dy(device, rows * out);
     x.upload(std::vector<T>(rows * in, T(0.5)));
     dy.upload(std::vector<T>(rows * out, T(0.01)));
     const auto step = [&] {
       if (fused) optimizer.open_step();
-      layer.backward(x.data(), dy.data(), nullptr, rows, false);
+      layer.backward(x.data(), dy.data(), nullptr, rows, optimizer.gradients_zeroed());
       optimizer.step();
     };
     step();  // first touches out of the timing

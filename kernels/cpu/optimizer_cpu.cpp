@@ -10,34 +10,45 @@ namespace mlps::cpu {
 
 namespace {
 
-template <bool kScaled, typename T>
-MLPS_VECTOR_CLONES void adam_chunk(T* p, const T* g, T* m, T* v, int64_t n,
+template <bool kScaled, bool kZeroGrad, typename T>
+MLPS_VECTOR_CLONES void adam_chunk(T* p, T* g, T* m, T* v, int64_t n,
                                    const detail::AdamScalars<T>& s) {
-  detail::adam_loop<kScaled>(p, g, m, v, n, s);
+  detail::adam_loop<kScaled, kZeroGrad>(p, g, m, v, n, s);
 }
 
-template <typename T>
-MLPS_VECTOR_CLONES void sgd_chunk(T* p, const T* g, int64_t n, T rate) {
-  detail::sgd_loop(p, g, n, rate);
+template <bool kZeroGrad, typename T>
+MLPS_VECTOR_CLONES void sgd_chunk(T* p, T* g, int64_t n, T rate) {
+  detail::sgd_loop<kZeroGrad>(p, g, n, rate);
 }
 
 }  // namespace
 
 template <typename T>
-void adam_update(T* param, const T* grad, T* m, T* v, int64_t n, const AdamStep& step) {
+void adam_update(T* param, T* grad, T* m, T* v, int64_t n, const AdamStep& step,
+                 GradAfterUpdate after) {
   const detail::AdamScalars<T> s(step);
   const bool scaled = step.grad_scale != 1.0;
+  const bool zero = after == GradAfterUpdate::zeroed;
   detail::parallel_elements(n, [&](int64_t begin, int64_t end) {
-    if (scaled) adam_chunk<true>(param + begin, grad + begin, m + begin, v + begin, end - begin, s);
-    else adam_chunk<false>(param + begin, grad + begin, m + begin, v + begin, end - begin, s);
+    T *p = param + begin, *g = grad + begin, *mm = m + begin, *vv = v + begin;
+    const int64_t count = end - begin;
+    if (scaled) {
+      if (zero) adam_chunk<true, true>(p, g, mm, vv, count, s);
+      else adam_chunk<true, false>(p, g, mm, vv, count, s);
+    } else {
+      if (zero) adam_chunk<false, true>(p, g, mm, vv, count, s);
+      else adam_chunk<false, false>(p, g, mm, vv, count, s);
+    }
   });
 }
 
 template <typename T>
-void sgd_update(T* param, const T* grad, int64_t n, double lr) {
+void sgd_update(T* param, T* grad, int64_t n, double lr, GradAfterUpdate after) {
   const T rate = static_cast<T>(lr);
+  const bool zero = after == GradAfterUpdate::zeroed;
   detail::parallel_elements(n, [&](int64_t begin, int64_t end) {
-    sgd_chunk(param + begin, grad + begin, end - begin, rate);
+    if (zero) sgd_chunk<true>(param + begin, grad + begin, end - begin, rate);
+    else sgd_chunk<false>(param + begin, grad + begin, end - begin, rate);
   });
 }
 

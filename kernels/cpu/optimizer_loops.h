@@ -24,11 +24,12 @@ struct AdamScalars {
   T beta1, beta2, one_minus_beta1, one_minus_beta2, step_size, inv_sqrt_bc2, eps, grad_scale;
 };
 
-// kScaled is a template flag, not a runtime test, so both loops vectorise and an unscaled step
-// performs exactly the operations it always did. The four tensors never overlap (__restrict).
-template <bool kScaled, typename T>
-inline void adam_loop(T* __restrict p, const T* __restrict g, T* __restrict mm,
-                      T* __restrict vv, int64_t n, const AdamScalars<T>& s) {
+// kScaled and kZeroGrad are template flags, not runtime tests, so every loop vectorises and an
+// unscaled step performs exactly the operations it always did. kZeroGrad also writes g = 0 (G is
+// then T, else const T). The four tensors never overlap (__restrict).
+template <bool kScaled, bool kZeroGrad, typename T, typename G>
+inline void adam_loop(T* __restrict p, G* __restrict g, T* __restrict mm, T* __restrict vv,
+                      int64_t n, const AdamScalars<T>& s) {
   // PyTorch's order: p −= (lr/bc1)·m / (sqrt(v)/sqrt(bc2) + eps).
   for (int64_t i = 0; i < n; ++i) {
     T gi = g[i];
@@ -38,12 +39,16 @@ inline void adam_loop(T* __restrict p, const T* __restrict g, T* __restrict mm,
     mm[i] = mi;
     vv[i] = vi;
     p[i] -= s.step_size * mi / (std::sqrt(vi) * s.inv_sqrt_bc2 + s.eps);
+    if constexpr (kZeroGrad) g[i] = T(0);
   }
 }
 
-template <typename T>
-inline void sgd_loop(T* __restrict p, const T* __restrict g, int64_t n, T rate) {
-  for (int64_t i = 0; i < n; ++i) p[i] -= rate * g[i];
+template <bool kZeroGrad, typename T, typename G>
+inline void sgd_loop(T* __restrict p, G* __restrict g, int64_t n, T rate) {
+  for (int64_t i = 0; i < n; ++i) {
+    p[i] -= rate * g[i];
+    if constexpr (kZeroGrad) g[i] = T(0);
+  }
 }
 
 }  // namespace mlps::cpu::detail

@@ -21,7 +21,7 @@ Optimizer<T>::Optimizer(Device& device, const OptimizerConfig& config, MPI_Comm 
 }
 
 template <typename T>
-void Optimizer<T>::add(T* value, const T* grad, int64_t count) {
+void Optimizer<T>::add(T* value, T* grad, int64_t count) {
   Slot slot{value, grad, count, {}, {}, {}, 0};
   if (mixed_) {
     slot.master = Buffer<T>(device_, count);
@@ -51,6 +51,7 @@ bool Optimizer<T>::gradients_finite_everywhere() {
 
 template <typename T>
 bool Optimizer<T>::step() {
+  gradients_zeroed_ = false;
   if (!open_) {
     double grad_scale = 1.0;
     if (scaler_) {
@@ -63,7 +64,7 @@ bool Optimizer<T>::step() {
     begin_step(grad_scale);
   }
   for (auto& s : slots_) {
-    if (s.fused == 0) update(s, 0, s.grad, s.count);
+    if (s.fused == 0) update(s, 0, s.grad, s.count, after_);
     else if (s.fused != s.count)
       throw std::logic_error("the fused update covered part of a tensor");
     s.fused = 0;
@@ -74,7 +75,15 @@ bool Optimizer<T>::step() {
       device_.round_to_storage(s.value, s.count);
     }
   open_ = false;
+  gradients_zeroed_ = after_ == GradAfterUpdate::zeroed;
   return true;
+}
+
+template <typename T>
+void Optimizer<T>::zero_gradients_after_step() {
+  if (block_.size() > 0)
+    throw std::logic_error("the fused update's gradients are in its block: nothing to zero");
+  after_ = GradAfterUpdate::zeroed;
 }
 
 template <typename T>
@@ -87,16 +96,20 @@ void Optimizer<T>::begin_step(double grad_scale) {
 }
 
 template <typename T>
-void Optimizer<T>::update(Slot& s, int64_t first, const T* grad, int64_t count) {
+void Optimizer<T>::update(Slot& s, int64_t first, T* grad, int64_t count,
+                          GradAfterUpdate after) {
   T* value = (mixed_ ? s.master.data() : s.value) + first;
   if (config_.kind == OptimizerKind::sgd)
-    return device_.sgd_update<T>(value, grad, count, step_.lr * step_.grad_scale);
-  device_.adam_update<T>(value, grad, s.m.data() + first, s.v.data() + first, count, step_);
+    return device_.sgd_update<T>(value, grad, count, step_.lr * step_.grad_scale, after);
+  device_.adam_update<T>(value, grad, s.m.data() + first, s.v.data() + first, count, step_,
+                         after);
 }
 
 template <typename T>
 void Optimizer<T>::enable_fused_update(int64_t block_elements) {
   if (mixed_) throw std::logic_error("the update of 16-bit storage cannot be fused");
+  if (after_ == GradAfterUpdate::zeroed)
+    throw std::logic_error("the fused update keeps no gradients for step() to zero");
   block_ = Buffer<T>(device_, block_elements);
 }
 
@@ -111,7 +124,7 @@ void Optimizer<T>::apply_block(const T* value, int64_t first, int64_t count) {
   if (!open_ || it == slot_of_.end() || count > block_.size())
     throw std::logic_error("apply_block outside an open step, or on an unregistered tensor");
   Slot& s = slots_[it->second];
-  update(s, first, block_.data(), count);
+  update(s, first, block_.data(), count, GradAfterUpdate::kept);
   s.fused += count;
 }
 
@@ -120,8 +133,8 @@ double Optimizer<T>::bytes_per_step() const {
   // Mixed precision adds reading the master copy back and writing the rounded value.
   double elements = 0;
   for (const auto& s : slots_)
-    elements += (config_.kind == OptimizerKind::adam ? traffic::adam_update(s.count)
-                                                     : traffic::sgd_update(s.count)) +
+    elements += (config_.kind == OptimizerKind::adam ? traffic::adam_update(s.count, after_)
+                                                     : traffic::sgd_update(s.count, after_)) +
                 (mixed_ ? 2.0 * static_cast<double>(s.count) : 0.0);
   return elements * sizeof(T);
 }

@@ -10,6 +10,10 @@
 //
 // Fused (enable_fused_update): open_step() before the backward pass, whose Linears update their
 // weights a block at a time through apply_block(); step() then updates the tensors that were not.
+//
+// Zeroing (zero_gradients_after_step): each update writes zeros into the gradient it has read,
+// in the same pass, so that the next backward can add into the gradients (accumulate) instead of
+// zeroing them in a pass of its own.
 #include <mpi.h>
 
 #include <optional>
@@ -33,9 +37,16 @@ class Optimizer : public FusedWeightUpdate<T> {
   // Registers `count` elements at value/grad (device memory that outlives the optimizer). With
   // mixed precision, value must hold the initial weights: they become the fp32 master copy and
   // value is rounded to the storage format.
-  void add(T* value, const T* grad, int64_t count);
+  void add(T* value, T* grad, int64_t count);
   // Returns false when fp16 loss scaling skipped the update (the same on every rank).
   bool step();
+
+  // From now on step() zeroes every registered gradient. For a scheme whose registered
+  // gradients are all the gradients its backward writes (not with the fused update).
+  void zero_gradients_after_step();
+  // True when the last step() zeroed every registered gradient (none yet, or a step skipped by
+  // loss scaling: false), so that the next backward may accumulate into them.
+  bool gradients_zeroed() const { return gradients_zeroed_; }
 
   // Allocates the block, of fused_block_elements() for the model (full precision only:
   // fused_update_applies).
@@ -52,7 +63,7 @@ class Optimizer : public FusedWeightUpdate<T> {
  private:
   struct Slot {
     T* value;
-    const T* grad;
+    T* grad;
     int64_t count;
     Buffer<T> m, v;  // Adam moments (empty for SGD)
     Buffer<T> master;  // mixed precision: the fp32 weights value is rounded from
@@ -62,7 +73,7 @@ class Optimizer : public FusedWeightUpdate<T> {
   // Counts the step and settles its scalars (bias corrections, gradient scale).
   void begin_step(double grad_scale);
   // Elements [first, first + count) of the slot from grad, with the open step's settings.
-  void update(Slot& s, int64_t first, const T* grad, int64_t count);
+  void update(Slot& s, int64_t first, T* grad, int64_t count, GradAfterUpdate after);
   Device& device_;
   OptimizerConfig config_;
   MPI_Comm consensus_;
@@ -73,6 +84,8 @@ class Optimizer : public FusedWeightUpdate<T> {
   std::unordered_map<const T*, size_t> slot_of_;  // by value pointer
   int64_t steps_ = 0;
   bool open_ = false;  // begun, step() not yet done
+  GradAfterUpdate after_ = GradAfterUpdate::kept;
+  bool gradients_zeroed_ = false;
   AdamStep step_;      // the open step's scalars (SGD uses lr and grad_scale)
   Buffer<T> block_;    // the fused update's dW block
 };

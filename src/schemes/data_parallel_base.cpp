@@ -112,7 +112,8 @@ template <typename T>
 void DataParallelBase<T>::backward(int64_t rows, int64_t global_batch, PhaseTimer& timer) {
   start_backward_pass();
   model_.set_timer(&timer);
-  model_.backward(rows, global_batch, false);
+  // Where the optimizer zeroed every gradient (DDP), the weight gradients are added into them.
+  model_.backward(rows, global_batch, this->optimizer_.gradients_zeroed());
   finish_gradient_sync();
 }
 

@@ -34,6 +34,7 @@ DataParallelTrainer<T>::DataParallelTrainer(const TrainerSetup& s, const DataPar
 
   if (config.zero == 0) {
     this->optimizer_.add(values_.data(), grads_.data(), bucketer_->total_elements());
+    this->optimizer_.zero_gradients_after_step();  // it holds every gradient: all are zeroed
     return;
   }
   const int64_t shard = bucketer_->shard_elements();

@@ -16,6 +16,8 @@ SerialTrainer<T>::SerialTrainer(const DeviceConfig& device, const ModelConfig& m
       model_(device_, model, max_rows, ParameterStorage::owned, fused_update_for(fused_, model)) {
   model_.parameters().initialise(seed);
   for (auto& p : model_.parameters()) optimizer_.add(p->value.data(), p->grad.data(), p->size());
+  // Every gradient is the optimizer's: zeroed by its update, added into by the next backward.
+  if (!fused_) optimizer_.zero_gradients_after_step();
 }
 
 template <typename T>

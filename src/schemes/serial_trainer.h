@@ -27,7 +27,7 @@ class SerialTrainer : public ForwardBackwardTrainer<T> {
   void backward(int64_t rows, int64_t global_batch, PhaseTimer& timer) override {
     model_.set_timer(&timer);
     if (fused_) optimizer_.open_step();
-    model_.backward(rows, global_batch, false);
+    model_.backward(rows, global_batch, optimizer_.gradients_zeroed());
   }
   std::vector<int32_t> predictions(int64_t rows) const override {
     return model_.predictions(rows);
