@@ -62,6 +62,7 @@ PipelineTrainer<T>::PipelineTrainer(const TrainerSetup& s, const PipelineLayout&
       for (auto& b : chunk.input_grads) b = Buffer<T>(device_, micro_rows_ * s.model.hidden);
     if (vs == last_vs) row_loss_ = Buffer<T>(device_, micro_rows_ * layout.micro_batches);
   }
+  optimizer_.zero_gradients_after_step();  // it holds every chunk's gradients
 }
 
 template <typename T>
@@ -246,8 +247,10 @@ void PipelineTrainer<T>::run_backward(const PipelineAction& action, int64_t glob
     input_grad = chunk.input_grads[chunk.backwards % 2].data();
   }
   const bool split = action.pass == Pass::backward_input;
-  chunk.model->backward(slot.activations, n, global_batch, chunk.backwards > 0, input_grad,
-                        split ? &slot.deferred : nullptr);
+  // Micro-batches after the first add their gradients; so does the first where the last update
+  // zeroed them.
+  chunk.model->backward(slot.activations, n, global_batch, chunk.backwards > 0 || grads_zeroed_,
+                        input_grad, split ? &slot.deferred : nullptr);
   ++chunk.backwards;
   if (split) note_activation_bytes(slot.deferred.bytes(), 0);
   if (chunk.prev_rank >= 0 && !chunk.prev_local) {
@@ -267,7 +270,7 @@ void PipelineTrainer<T>::run_weight(const PipelineAction& action, PhaseTimer& ti
   ScopedPhase phase(timer, Phase::backward);
   const auto start = Clock::now();
   const size_t deferred = slot.deferred.bytes();
-  slot.deferred.run(chunk.weights > 0);
+  slot.deferred.run(chunk.weights > 0 || grads_zeroed_);
   ++chunk.weights;
   note_activation_bytes(0, deferred);
   device_.synchronize();
@@ -279,6 +282,7 @@ template <typename T>
 double PipelineTrainer<T>::train_step(const HostBatch& rows, int64_t global_batch,
                                       PhaseTimer& timer) {
   start_iteration();
+  grads_zeroed_ = optimizer_.gradients_zeroed();
   for (Chunk& chunk : chunks_) {
     chunk.model->set_timer(&timer);
     chunk.backwards = chunk.weights = 0;

@@ -120,6 +120,7 @@ class PipelineTrainer : public SchemeTrainer<T> {
   std::unique_ptr<Communicator> data_;  // this stage across replicas (D > 1)
   bool post_early_ = true;              // MPI; NCCL posts each receive just before its wait
   int64_t micro_rows_ = 0;
+  bool grads_zeroed_ = false;  // this step's: the last update zeroed every gradient
   std::vector<Chunk> chunks_;
   std::vector<PipelineAction> actions_;
   int budget_ = 0;           // the most slots the schedule holds at once (max_in_flight)
