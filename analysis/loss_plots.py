@@ -5,7 +5,7 @@ run if there is one, preferring fp64), relative to the reference's loss."""
 import numpy as np
 
 from plot_style import colour, plt, save, slug, unique_name
-from run_groups import describe_options, distinguishing_options, loss_groups
+from run_groups import describe_options, distinguishing_options, ffn_text, loss_groups
 
 STYLES = ("-", "--", "-.", ":")
 FLOOR = 1e-17  # relative differences of exactly 0 are drawn here on the log axis
@@ -33,7 +33,7 @@ def _labels(runs):
 
 def _title(run):
     c = run.config
-    return (f"Training loss: H={c.get('hidden')}, L={c.get('layers')}, F={c.get('ffn-mult')}H, "
+    return (f"Training loss: H={c.get('hidden')}, L={c.get('layers')}, {ffn_text(c)}, "
             f"{c.get('image-size')}x{c.get('image-size')} images, global batch {run.global_batch}, "
             f"{c.get('optimizer')} lr={c.get('lr')}, seed {c.get('seed')}, data {c.get('data')}")
 

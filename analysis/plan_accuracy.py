@@ -36,7 +36,7 @@ OPTIONAL_FLOATS = ("compute_seconds", "optimizer_seconds", "comm_seconds", "expo
 STRINGS = ("machine", "machine_file")
 # config_json keys that fix the model's shape: runs are ranked against each other only when these,
 # the world size, the global batch, the device and the mode agree.
-SHAPE_KEYS = ("hidden", "layers", "ffn-mult", "image-size", "block")
+SHAPE_KEYS = ("hidden", "layers", "ffn-mult", "ffn-hidden", "image-size", "block")
 SETS = (("oversubscribed", "oversubscribed: "), ("dedicated", ""))
 
 

@@ -18,7 +18,8 @@ from fractions import Fraction
 
 DIMENSION_KEYS = ("dp", "pp", "tp", "tp-dims", "tp_dims")
 # Options that define the model and its training: runs differing in one are never compared.
-MODEL_KEYS = ("hidden", "layers", "ffn-mult", "image-size", "block", "optimizer", "lr", "data")
+MODEL_KEYS = ("hidden", "layers", "ffn-mult", "ffn-hidden", "image-size", "block", "optimizer", "lr",
+              "data")
 # Options that change neither the model nor the timing of a step.
 BOOKKEEPING_KEYS = ("out", "print-every", "eval-samples", "verify", "config", "iters", "epochs",
                     "warmup", "seed", "batch", "device", "precision")
@@ -96,11 +97,17 @@ def distinguishing_options(runs):
     return [tuple((k, v[k]) for k in varying if k in v) for v in variants]
 
 
+def ffn_text(config):
+    """F as the run set it: --ffn-hidden itself, else --ffn-mult times H."""
+    width = config.get("ffn-hidden") or 0
+    return f"F={width}" if width else f"F={config.get('ffn-mult')}H"
+
+
 def config_title(run, batch_text=None):
     """One line naming the trained configuration."""
     c = run.config
     batch = batch_text or f"global batch {run.global_batch}"
-    return (f"H={c.get('hidden')}, L={c.get('layers')}, F={c.get('ffn-mult')}H, "
+    return (f"H={c.get('hidden')}, L={c.get('layers')}, {ffn_text(c)}, "
             f"{c.get('image-size')}x{c.get('image-size')} images, {batch}, "
             f"{c.get('optimizer')} lr={c.get('lr')}, {run.precision}, {run.device}")
 

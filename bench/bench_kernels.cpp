@@ -96,7 +96,7 @@ int run(int argc, char** argv) {
   benchmark::AddCustomContext(
       "mlpscale_model", "image_size " + std::to_string(m.image_size) + ", hidden " +
                             std::to_string(m.hidden) + ", layers " + std::to_string(m.layers) +
-                            ", ffn_mult " + std::to_string(m.ffn_mult) + ", batch " +
+                            ", ffn_hidden " + std::to_string(m.ffn_hidden()) + ", batch " +
                             std::to_string(options.batch));
   // What a CPU GEMM or copy ran on: bin/plan --calibrate scales them to the whole node.
   benchmark::AddCustomContext("mlpscale_cpu_threads", std::to_string(cpu::thread_count()));

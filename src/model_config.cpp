@@ -89,10 +89,16 @@ StepElementwiseBytes training_step_elementwise_bytes(const ModelConfig& c, int64
 // those; past 2^60 elements they would overflow before the memory check (which names what a
 // smaller but still impossible run needs) could say so. Computed in floating point, so the check
 // itself cannot overflow.
+std::string ffn_option(const ModelConfig& m) {
+  if (m.ffn_width > 0) return "--ffn-hidden " + std::to_string(m.ffn_width);
+  return "--ffn-mult " + std::to_string(m.ffn_mult) + " x --hidden " + std::to_string(m.hidden);
+}
+
 void check_sizes_countable(const ModelConfig& m, int64_t batch) {
   const auto d = [](int64_t v) { return static_cast<double>(v); };
   const double pixels = d(m.image_size) * d(m.image_size), hidden = d(m.hidden);
-  const double ffn = d(m.ffn_mult) * hidden, widest = std::max({pixels, hidden, ffn});
+  const double ffn = m.ffn_width > 0 ? d(m.ffn_width) : d(m.ffn_mult) * hidden;
+  const double widest = std::max({pixels, hidden, ffn});
   const double parameters = (pixels + 1) * hidden + d(m.layers) * (2 * hidden * ffn + 4 * hidden) +
                             (hidden + 1) * d(m.classes);
   constexpr double kLimit = 1152921504606846976.0;  // 2^60
@@ -101,7 +107,9 @@ void check_sizes_countable(const ModelConfig& m, int64_t batch) {
     char count[32];
     std::snprintf(count, sizeof count, "%.3g", largest);
     throw InputError("--image-size " + std::to_string(m.image_size) + ", --hidden " +
-                     std::to_string(m.hidden) + ", --ffn-mult " + std::to_string(m.ffn_mult) +
+                     std::to_string(m.hidden) + ", " +
+                     (m.ffn_width > 0 ? "--ffn-hidden " + std::to_string(m.ffn_width)
+                                      : "--ffn-mult " + std::to_string(m.ffn_mult)) +
                      ", --layers " + std::to_string(m.layers) + " and --batch " +
                      std::to_string(batch) + " make tensors of about " + count +
                      " elements, more than 2^60: no machine holds them");

@@ -7,7 +7,7 @@
 namespace mlps {
 
 enum class BlockKind {
-  residual_mlp,  // x + Linear(F→H)(ReLU(Linear(H→F)(LayerNorm(x)))), F = ffn_mult·H
+  residual_mlp,  // x + Linear(F→H)(ReLU(Linear(H→F)(LayerNorm(x)))), F = ffn_hidden()
   plain,         // ReLU(Linear(H→H)(x))
 };
 
@@ -16,14 +16,18 @@ struct ModelConfig {
   int64_t hidden = 2048;
   int64_t layers = 4;
   int64_t ffn_mult = 4;
+  int64_t ffn_width = 0;  // F when non-zero (Llama-2-7B's 11008 is no multiple of H)
   int64_t classes = 10;
   BlockKind block = BlockKind::residual_mlp;
   // Keep only each block's input in forward; recompute the block in backward (bit-identical).
   bool checkpoint_activations = false;
 
   int64_t input_features() const { return image_size * image_size; }
-  int64_t ffn_hidden() const { return ffn_mult * hidden; }
+  int64_t ffn_hidden() const { return ffn_width > 0 ? ffn_width : ffn_mult * hidden; }
 };
+
+// The option that sets F, for messages: "--ffn-hidden 11008" or "--ffn-mult 4 x --hidden 2048".
+std::string ffn_option(const ModelConfig& config);
 
 // One Linear layer of the model, in forward order (out × in weight, as PyTorch stores it).
 struct LinearShape {

@@ -39,6 +39,9 @@ OptionParser::OptionParser(const std::string& program, const std::string& descri
   app.add_option("--layers", o.model.layers, "number of MLP blocks")->check(non_negative);
   app.add_option("--hidden", o.model.hidden, "hidden size H")->check(positive);
   app.add_option("--ffn-mult", o.model.ffn_mult, "F = ffn-mult × H in each block")->check(positive);
+  app.add_option("--ffn-hidden", o.model.ffn_width, "F itself, each block's inner width, for "
+                 "widths that are no multiple of H (e.g. Llama-2-7B's 11008); 0: ffn-mult × H")
+      ->check(non_negative);
   app.add_option("--image-size", o.model.image_size, "input images are S×S (28×28 data is "
                  "bilinear-resized)")->check(integer_between(1, 4096));
   app.add_option("--block", block_, "block kind: mlp (LayerNorm, Linear, ReLU, Linear, residual) "

@@ -22,7 +22,7 @@ import sys
 import h5py
 import numpy as np
 
-from result_checks import comm_bytes, data_element_bytes, element_bytes, verdict
+from result_checks import comm_bytes, data_element_bytes, element_bytes, ffn_width, verdict
 
 
 def virtual_stage_ranks(schedule, p, virtual_stages):
@@ -33,7 +33,7 @@ def virtual_stage_ranks(schedule, p, virtual_stages):
 
 
 def stage_parameters(config, partition):
-    h, s2, f = config["hidden"], config["image-size"] ** 2, config["ffn-mult"] * config["hidden"]
+    h, s2, f = config["hidden"], config["image-size"] ** 2, ffn_width(config)
     block = h * h + h if config["block"] == "plain" else 2 * h + (h * f + f) + (f * h + h)
     counts = []
     for s, blocks in enumerate(partition):

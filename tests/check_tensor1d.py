@@ -17,7 +17,7 @@ import sys
 
 import h5py
 
-from result_checks import comm_groups, group_size_problems, verdict
+from result_checks import comm_groups, ffn_width, group_size_problems, verdict
 
 CLASSES = 10
 
@@ -35,7 +35,7 @@ def read(path):
 
 def shape(config):
     h, layers, s2 = config["hidden"], config["layers"], config["image-size"] ** 2
-    f = config["ffn-mult"] * h
+    f = ffn_width(config)
     b = 8 if config["precision"] == "fp64" else 4
     return h, layers, s2, f, b, config["block"] == "plain"
 

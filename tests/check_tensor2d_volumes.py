@@ -34,7 +34,8 @@ import sys
 import h5py
 import numpy as np
 
-from result_checks import comm_groups, data_element_bytes, element_bytes, group_size_problems, verdict
+from result_checks import (comm_groups, data_element_bytes, element_bytes, ffn_width,
+                           group_size_problems, verdict)
 
 
 def part(n, parts, r):
@@ -50,7 +51,7 @@ def analytic(config, q, dp, d, i, j):
     e, e_data = element_bytes(config), data_element_bytes(config)
     hidden, layers, classes = config["hidden"], config["layers"], 10
     features = config["image-size"] ** 2
-    ffn = config["ffn-mult"] * hidden
+    ffn = ffn_width(config)
     mlp = config["block"] == "mlp"
     inference = config.get("inference", False)
     # Forward passes of each block per step: the recompute adds one in training.

@@ -38,7 +38,8 @@ import sys
 import h5py
 import numpy as np
 
-from result_checks import comm_groups, data_element_bytes, element_bytes, verdict, zero3_units
+from result_checks import (comm_groups, data_element_bytes, element_bytes, ffn_width, verdict,
+                           zero3_units)
 
 CLASSES = 10
 
@@ -67,7 +68,7 @@ def grid_of(attrs):
 def linears(config):
     """FC_Net's Linears in forward order: (name, K, N)."""
     h, s2 = config["hidden"], config["image-size"] ** 2
-    f = config["ffn-mult"] * h
+    f = ffn_width(config)
     out = [("embed", s2, h)]
     for l in range(config["layers"]):
         if config["block"] == "mlp":
@@ -219,8 +220,9 @@ def compare(name, got, want):
 
 
 def same_model(a, b):
-    keys = ("hidden", "layers", "ffn-mult", "image-size", "block", "batch", "precision")
-    return [k for k in keys if a[k] != b[k]]
+    keys = ("hidden", "layers", "ffn-mult", "ffn-hidden", "image-size", "block", "batch",
+            "precision")
+    return [k for k in keys if a.get(k) != b.get(k)]
 
 
 def check_vs_tensor1d(path3d, path1d):

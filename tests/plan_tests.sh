@@ -53,6 +53,16 @@ else
   not_ok "--explain 1" "$(grep -A3 '^#1' "$tmp/plan.out" | tr '\n' '|')"
 fi
 
+# The command --explain gives runs the planned model: its dry run prints the plan's model.
+read -r -a run_it < <(sed -n 's/^  run it: mpiexec -n 4 //p' "$tmp/plan.out")
+if [[ ${#run_it[@]} -gt 0 ]] && out=$("${run_it[@]}" --check-grid 4 2>&1) &&
+    [[ " ${run_it[*]} " == *" --hidden 64 --layers 4 --image-size 8 "* &&
+       " ${run_it[*]} " == *" --batch 32 "* ]]; then
+  ok "the explained command runs the planned model and batch (${run_it[*]})"
+else
+  not_ok "the explained command" "${run_it[*]}: $out"
+fi
+
 # Every offered configuration is one its executable accepts on 4 ranks.
 refused=0
 while IFS= read -r flags; do

@@ -14,11 +14,16 @@ def data_element_bytes(config):
     return 4 if e == 2 and config.get("fp32-grad-comm") else e
 
 
+def ffn_width(config):
+    """F, each block's inner width: --ffn-hidden when set, else --ffn-mult times H."""
+    return config.get("ffn-hidden") or config["ffn-mult"] * config["hidden"]
+
+
 def zero3_units(config):
     """bin/data --zero 3's units (embed, each block, classifier): (parameters, weight elements).
     The model's 10 classes are fixed."""
     classes = 10
-    h, f = config["hidden"], config["ffn-mult"] * config["hidden"]
+    h, f = config["hidden"], ffn_width(config)
     s2 = config["image-size"] ** 2
     units = [(s2 * h + h, s2 * h)]
     for _ in range(config["layers"]):

@@ -52,6 +52,7 @@ run_case "tp 2 x dp 2" 4 --tp 2 --dp 2
 run_case "tp 2 x dp 2, uneven replica batches" 4 --tp 2 --dp 2 --batch 13
 run_case "tp 2, plain blocks (a column/row pair and a replicated block)" 2 --tp 2 --block plain --layers 3
 run_case "tp 4, replicated embed (S² = 25)" 4 --tp 4 --image-size 5
+run_case "tp 2, --ffn-hidden 50 (F no multiple of H)" 2 --tp 2 --ffn-hidden 50
 run_case "tp 2 --checkpoint-activations" 2 --tp 2 --checkpoint-activations
 run_case "tp 2 x dp 2 --checkpoint-activations" 4 --tp 2 --dp 2 --checkpoint-activations
 run_case "tp 2, plain blocks, --checkpoint-activations" 2 --tp 2 --block plain --layers 3 \

@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
-# MPI tests of bin/tensor2d (2D SUMMA tensor parallelism) on the CPU backend: fp64 --verify
-# against serial (losses and final weights within 1e-10 relative) on 1×1, 2×2 and 3×3 grids
-# (9 ranks oversubscribed), on 2×2 × 2 replicas and 1×1 × 4 replicas, plus --block plain and
-# fp32; then uneven blocks, where q divides neither the batch, S², H, F nor (at q = 3) the 10
-# classes; every run's recorded bytes must equal the analytic formulas exactly on every rank
-# (tests/check_tensor2d_volumes.py); weight memory per rank must be 1/q² of the model's and peak
-# memory must fall with q. --checkpoint-activations (fp32 and fp64 at q = 2, q = 2 × 2
-# replicas and uneven q = 3; bf16 at q = 2 × 2) must give bit-identical /train/loss, pass
-# --verify and its volumes (the recompute's broadcasts and all-gathers included), time the
+# MPI tests of bin/tensor2d (2D SUMMA tensor parallelism) on the CPU backend: fp64 --verify against
+# serial (losses and final weights within 1e-10 relative) on 1×1, 2×2 and 3×3 grids (9 ranks
+# oversubscribed), on 2×2 × 2 replicas and 1×1 × 4 replicas, plus --block plain, an F set by
+# --ffn-hidden that is no multiple of H, and fp32; then uneven blocks, where q divides neither the
+# batch, S², H, F nor (at q = 3) the 10 classes; every run's recorded bytes must equal the analytic
+# formulas exactly on every rank (tests/check_tensor2d_volumes.py); weight memory per rank must be
+# 1/q² of the model's and peak memory must fall with q. --checkpoint-activations (fp32 and fp64 at q
+# = 2, q = 2 × 2 replicas and uneven q = 3; bf16 at q = 2 × 2) must give bit-identical /train/loss,
+# pass --verify and its volumes (the recompute's broadcasts and all-gathers included), time the
 # recompute inside backward and lower peak memory on every rank. --inference --verify must pass
 # (fp64; q = 2, uneven q = 3, q = 2 × 2) with forward-only volumes and serial's accuracy; each
 # epoch's evaluation, whose last batch leaves some grid rows without samples, must give serial's
 # accuracy. Grids that would leave a part of a split empty must fail on every rank with one line
-# each, never hang (every run has a timeout). Ends with "N passed, N failed".
-# TENSOR2D=path tests another build (SERIAL=path: bin/serial).
+# each, never hang (every run has a timeout). Ends with "N passed, N failed". TENSOR2D=path tests
+# another build (SERIAL=path: bin/serial).
 source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
 
 bin=${TENSOR2D:-bin/tensor2d}
@@ -125,6 +125,7 @@ compare_checkpointed "q=2 x dp=2 (8 ranks), fp64" "$last_out" 8 --tp-dims 2,2 --
   --precision fp64
 run "q=1 x dp=4 (4 ranks), fp64" 4 --tp-dims 1,1 --dp 4 --precision fp64
 run "q=2, --block plain, fp64" 4 --tp-dims 2,2 --block plain --precision fp64
+run "q=2, --ffn-hidden 7 (F no multiple of H, nor of q), fp64" 4 --tp-dims 2,2 --ffn-hidden 7 --precision fp64
 run "q=2, fp32" 4 --tp-dims 2,2 --precision fp32
 compare_checkpointed "q=2, fp32" "$last_out" 4 --tp-dims 2,2 --precision fp32
 run "q=2 x dp=2, fp32" 8 --tp-dims 2,2 --dp 2 --precision fp32

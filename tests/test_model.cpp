@@ -27,6 +27,20 @@ TEST(ModelShape, ParameterCountMatchesTheBuiltModel) {
   }
 }
 
+// --ffn-hidden: F need not be a multiple of H (Llama-2-7B's 11008 against 4096).
+TEST(ModelShape, AnFfnWidthThatIsNoMultipleOfHSetsF) {
+  ModelConfig config = model_shape(3, 8, 2);
+  config.ffn_width = 12;
+  EXPECT_EQ(config.ffn_hidden(), 12);
+  // embed 9·8 + 8; per block LayerNorm 2·8, fc1 8·12 + 12, fc2 12·8 + 8; classifier 8·10 + 10.
+  EXPECT_EQ(parameter_count(config), 80 + 2 * (16 + 108 + 104) + 90);
+  Device device(DeviceKind::cpu);
+  SerialNet<float> model(device, config, 2);
+  EXPECT_EQ(model.parameters().element_count(), parameter_count(config));
+  config.ffn_width = 0;  // back to ffn_mult·H
+  EXPECT_EQ(config.ffn_hidden(), config.ffn_mult * 8);
+}
+
 TEST(ModelShape, ParameterTensorSizesAreTheBuiltModelsInCreationOrder) {
   Device device(DeviceKind::cpu);
   for (BlockKind block : {BlockKind::residual_mlp, BlockKind::plain}) {

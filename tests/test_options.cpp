@@ -90,6 +90,8 @@ TEST(OptionParsing, EveryOptionSetsItsField) {
   EXPECT_EQ(o.model.layers, 3);
   EXPECT_EQ(o.model.hidden, 64);
   EXPECT_EQ(o.model.ffn_mult, 2);
+  EXPECT_EQ(o.model.ffn_width, 0);
+  EXPECT_EQ(parsed({"--hidden", "64", "--ffn-hidden", "150"}).model.ffn_hidden(), 150);
   EXPECT_EQ(o.model.image_size, 28);
   EXPECT_EQ(o.model.block, BlockKind::plain);
   EXPECT_EQ(o.batch, 16);
@@ -159,6 +161,8 @@ TEST(OptionErrors, BadCommandLinesNameTheOption) {
       {{"--batch", "0"}, "--batch"},
       {{"--layers", "-1"}, "--layers"},
       {{"--ffn-mult", "0"}, "--ffn-mult"},
+      {{"--ffn-hidden", "-1"}, "--ffn-hidden"},
+      {{"--ffn-hidden", "12.5"}, "--ffn-hidden"},
       {{"--image-size", "5000"}, "--image-size"},
       {{"--block", "conv"}, "--block"},
       {{"--optimizer", "rmsprop"}, "--optimizer"},

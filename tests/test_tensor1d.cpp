@@ -55,6 +55,17 @@ TEST(Tensor1dPlan, AWidthTheGridDoesNotDivideIsAnInputErrorNamingIt) {
   c.block = BlockKind::plain;
   EXPECT_THROW(make_tensor1d_plan(c, 3), InputError);
   EXPECT_NO_THROW(make_tensor1d_plan(c, 4));
+  // A width set by --ffn-hidden is named as such.
+  c = tiny();
+  c.ffn_width = 30;
+  EXPECT_NO_THROW(make_tensor1d_plan(c, 3));
+  try {
+    make_tensor1d_plan(c, 4);
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("the FFN width 30 (--ffn-hidden 30)"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Tensor1dPlan, LocalParametersAreTheWholeModelAtOneRankAndShrinkWithT) {

@@ -167,6 +167,11 @@ TEST(Tensor2dGrid, ShapesAndEmptyPartsAreRefused) {
   model.hidden = 24;
   EXPECT_NE(message([&] { check_grid_fits(model, 200, {11, 1}); }).find("10 outputs"),
             std::string::npos);
+  model.ffn_width = 2;  // --ffn-hidden below q: F has empty blocks
+  EXPECT_NE(message([&] { check_grid_fits(model, 12, {3, 1}); }).find("--ffn-hidden 2"),
+            std::string::npos);
+  model.ffn_width = 7;  // q need not divide F
+  EXPECT_NO_THROW(check_grid_fits(model, 12, {3, 1}));
 }
 
 TEST(Tensor2dVolumes, DataAllReduceMovesEveryLocalParameter) {

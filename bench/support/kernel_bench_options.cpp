@@ -70,6 +70,8 @@ std::variant<std::vector<std::string>, int> parse_kernel_bench_options(int argc,
       ->check(positive)->capture_default_str();
   app.add_option("--ffn-mult", options.model.ffn_mult, "FFN width as a multiple of H")
       ->check(positive)->capture_default_str();
+  app.add_option("--ffn-hidden", options.model.ffn_width, "FFN width itself (0: ffn-mult × H)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
   app.add_option("--batch", options.batch, "rows of every activation (the global batch)")
       ->check(positive)->capture_default_str();
   auto* backends = app.add_option("--backends", options.backends, "backends to benchmark")

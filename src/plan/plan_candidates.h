@@ -37,8 +37,8 @@ struct PlanCandidate {
   // "pipeline --pp 2 --micro-batches 8 --schedule 1f1b --precision bf16": the label a table row
   // and --explain use.
   std::string label() const;
-  // The command that runs it: "mpiexec -n 4 bin/pipeline --pp 2 ..." (the model's options
-  // are the plan's own, so they are not repeated).
+  // The command that runs it: "mpiexec -n 4 bin/pipeline --pp 2 ... --hidden 64 ... --batch 32",
+  // the model and batch the plan was made for spelled out (a run's defaults are the tutorial's).
   std::string command() const;
 };
 

@@ -18,8 +18,7 @@ Tensor1dPlan make_tensor1d_plan(const ModelConfig& model, int tp, bool sequence_
   const std::string t = "--tp " + std::to_string(tp);
   if (model.block == BlockKind::residual_mlp && model.ffn_hidden() % tp != 0)
     throw InputError(t + " does not divide the FFN width " + std::to_string(model.ffn_hidden()) +
-                     " (--ffn-mult " + std::to_string(model.ffn_mult) + " x --hidden " +
-                     std::to_string(model.hidden) + ")");
+                     " (" + ffn_option(model) + ")");
   if (model.block == BlockKind::plain && model.hidden % tp != 0)
     throw InputError(t + " does not divide the hidden width " + std::to_string(model.hidden) +
                      " that --block plain splits");

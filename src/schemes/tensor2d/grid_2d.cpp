@@ -65,7 +65,10 @@ GridShape check_grid_fits(const ModelConfig& model, int64_t global_batch, const 
     throw InputError("--tp-dims " + dims(shape.q) + ": the classifier's " +
                      std::to_string(model.classes) + " outputs are fewer than the " + q_is +
                      " grid columns that split them");
-  // F = ffn_mult·H ≥ H, so F fits whenever H does.
+  if (model.block == BlockKind::residual_mlp && model.ffn_hidden() < q)
+    throw InputError(ffn_option(model) + ": the FFN width " + std::to_string(model.ffn_hidden()) +
+                     " is smaller than " + q_is + " (" + grid + " splits F over its rows and "
+                     "columns)");
   return shape;
 }
 

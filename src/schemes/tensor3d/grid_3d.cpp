@@ -64,8 +64,8 @@ Shape3d check_shape_divides(const ModelConfig& model, int64_t global_batch, cons
                      " (" + grid + " shards the embed's inputs over outer)");
   for (int g : {s.outer, s.inner})
     if (model.hidden % g != 0 || model.ffn_hidden() % g != 0)
-      throw InputError("--hidden " + n(model.hidden) + " (F = " + n(model.ffn_hidden()) +
-                       ") is not divisible by " + n(g) + " (" + grid +
+      throw InputError("--hidden " + n(model.hidden) + " (F = " + n(model.ffn_hidden()) + ", " +
+                       ffn_option(model) + ") is not divisible by " + n(g) + " (" + grid +
                        " shards H and F over outer x and inner y)");
   const int64_t out_group =
       classifier_input_axis(model) == ShardAxis::outer ? s.inner : s.outer;
