@@ -55,8 +55,8 @@ struct GemmShape {
   bool trans_a = false;
   bool trans_b = false;
   int64_t m = 0, n = 0, k = 0;
-  // C = A·B + beta·C. 1 for dW: serial and DDP steps add it into the gradient their optimizer
-  // zeroed (GradAfterUpdate), which spares a zeroing pass over C.
+  // C = A·B + beta·C. 1 for dW: most schemes add it into a gradient already zero (zeroed by
+  // the last update, GradAfterUpdate, or a fresh zeroed buffer), which spares a zeroing pass.
   double beta = 0;
   double flops() const {
     return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);

@@ -145,6 +145,16 @@ if timeout 60 bin/serial "${run_model[@]}" --machine none --out "$tmp/none.h5" >
    "$python" -c 'import h5py, sys; sys.exit("prediction" in h5py.File(sys.argv[1]))' "$tmp/none.h5"
 then ok "--machine none records no prediction"
 else not_ok "--machine none" "a prediction was recorded (or the run failed)"; fi
+# Hybrid sharding's groups ("shard" within, "data" across) are priced, not a crash.
+for group in 1 2; do
+  if timeout 120 mpiexec -n 4 bin/data "${run_model[@]}" --zero 3 --shard-group "$group" \
+       --machine "$h100" --out "$tmp/hybrid.h5" >"$tmp/hybrid.out" 2>&1 &&
+     grep -q "^prediction: " "$tmp/hybrid.out"; then
+    ok "a run with --zero 3 --shard-group $group records its prediction"
+  else
+    not_ok "--shard-group $group with --machine" "$(tail -n 2 "$tmp/hybrid.out" | tr '\n' '|')"
+  fi
+done
 echo '{"name": "m", "ranks_per_node": 8}' >"$tmp/partial.json"
 expect_refusal "a run given a malformed machine" 2 "ranks_share_node" bin/data "${run_model[@]}" \
   --machine "$tmp/partial.json" --out "$tmp/refused.h5"

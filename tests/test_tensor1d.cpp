@@ -193,7 +193,7 @@ TEST_F(ShardedLinearTest, ColumnShardsComputeTheirOutputFeaturesAndPartialInputG
     shard.add_bias(y.data(), rows);
     // This rank's columns of the full dY, read in place (leading dimension out).
     shard.input_grad(dy.data() + o0, out, dx.data(), in, rows);
-    shard.weight_grad(x.data(), in, dy.data() + o0, out, rows);
+    shard.weight_grad(x.data(), in, dy.data() + o0, out, rows, false);
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t o = 0; o < lo; ++o) EXPECT_NEAR(y[r * lo + o], full_y(r, o0 + o), 1e-14);
     for (int64_t o = 0; o < lo; ++o)
@@ -216,7 +216,7 @@ TEST_F(ShardedLinearTest, RowShardsReadTheirInputFeaturesInPlaceAndSumToTheOutpu
       for (int64_t i = 0; i < li; ++i) w[o * li + i] = weight[o * in + i0 + i];
     shard.bind(w.data(), dw.data(), bias.data(), db.data());
     shard.multiply(x.data() + i0, in, y.data(), out, rows);
-    shard.weight_grad(x.data() + i0, in, dy.data(), out, rows);
+    shard.weight_grad(x.data() + i0, in, dy.data(), out, rows, false);
     shard.input_grad(dy.data(), out, dx.data(), li, rows);
     for (size_t k = 0; k < y.size(); ++k) y_sum[k] += y[k];  // the forward all-reduce
     for (int64_t o = 0; o < out; ++o)

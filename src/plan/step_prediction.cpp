@@ -102,12 +102,17 @@ int linear_count(const ModelConfig& m) { return static_cast<int>(linear_shapes(m
 std::vector<RankWork> data_work(const PlanCandidate& c, SchemeShape& shape) {
   const Options& o = c.options;
   const int n = c.world;
-  shape.axes = {{"data", 1}, {"shard", n}};
-  shape.axis_of_group = {{"world", "shard"}};
+  // Hybrid sharding (--shard-group G < N): groups of G consecutive ranks share one sharded copy
+  // ("shard"), the N/G copies all-reduce ("data"; bare "allreduce" over all ranks when G = 1).
+  const int g = c.data.shard_group > 0 ? c.data.shard_group : n;
+  shape.axes = {{"data", n / g}, {"shard", g}};
+  shape.axis_of_group = g == n ? std::map<std::string, std::string>{{"world", "shard"}}
+                               : std::map<std::string, std::string>{
+                                     {"world", "data"}, {"shard", "shard"}, {"data", "data"}};
   RankWork w = replica_share(o, max_rows(o.batch, n), 1.0);
   const double params = static_cast<double>(parameter_count(o.model));
   w.gemm_parameters = params;  // ZeRO-3 gathers each unit whole before its GEMMs
-  w.optimized_parameters = c.data.zero >= 1 ? params / n : params;
+  w.optimized_parameters = c.data.zero >= 1 ? params / g : params;
   w.bytes = data_comm_bytes(o.model, c.data, n, element_bytes(o.precision),
                             static_cast<size_t>(wire_bytes(o)));
   const double buckets = static_cast<double>(

@@ -112,8 +112,7 @@ template <typename T>
 void DataParallelBase<T>::backward(int64_t rows, int64_t global_batch, PhaseTimer& timer) {
   start_backward_pass();
   model_.set_timer(&timer);
-  // Where the optimizer zeroed every gradient (DDP), the weight gradients are added into them.
-  model_.backward(rows, global_batch, this->optimizer_.gradients_zeroed());
+  model_.backward(rows, global_batch, gradients_start_zero());
   finish_gradient_sync();
 }
 

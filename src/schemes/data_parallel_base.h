@@ -48,6 +48,9 @@ class DataParallelBase : public ForwardBackwardTrainer<T>, protected UnitHooks {
   // communication complete when this returns); the optimizer's update has its own hook.
   virtual void start_backward_pass() {}
   virtual void finish_gradient_sync() = 0;
+  // True when every gradient the backward writes is zero before it (the optimizer zeroed them,
+  // or they are fresh zeroed buffers), so that it adds into them instead of zeroing them again.
+  virtual bool gradients_start_zero() const = 0;
   double forward(const HostBatch& rows) override { return model_.forward(rows); }
   void backward(int64_t rows, int64_t global_batch, PhaseTimer& timer) override;
   std::vector<int32_t> predictions(int64_t rows) const override {

@@ -21,6 +21,11 @@ class DataParallelTrainer : public DataParallelBase<T> {
   void after_backward(int unit) override;
   void start_backward_pass() override { bucketer_->reset(); }
   void finish_gradient_sync() override;
+  // DDP: its optimizer zeroes them; ZeRO-2: each step's bucket buffers start zeroed; ZeRO-1:
+  // its optimizer holds a shard, so the whole gradient is overwritten.
+  bool gradients_start_zero() const override {
+    return sharded_gradients() || this->optimizer_.gradients_zeroed();
+  }
   void after_optimizer_step() override;
   void launch_bucket(int bucket);
   void wait_all();

@@ -42,6 +42,8 @@ class FullyShardedTrainer : public DataParallelBase<T> {
   void after_backward(int unit) override;
 
   void finish_gradient_sync() override;
+  // Each unit's gradients land in a fresh zeroed buffer when reduced within a group (G > 1).
+  bool gradients_start_zero() const override { return this->comm_ != nullptr; }
   void start_gather(int unit);
   // Waits for the unit's gather (starting it if needed) and points its parameters at it.
   void use_gathered(int unit);

@@ -102,12 +102,12 @@ class SequenceParallelLinear : public Linear<T> {
     }
   }
 
-  // Gradients are overwritten: tensor1d takes one pass per step.
-  void backward(const T* x, const T* dy, T* dx, int64_t rows, bool /*accumulate*/) override {
+  // Gradients are overwritten, or added into those the last update zeroed (accumulate).
+  void backward(const T* x, const T* dy, T* dx, int64_t rows, bool accumulate) override {
     const int64_t in = shard_.local_in(), out = shard_.local_out(), r = rows / tp_.size();
     if (classifier_) {
       // dW from the gathered input still in the scratch (nothing ran in between), then dX.
-      weight_and_bias(scratch_, dy, rows);
+      weight_and_bias(scratch_, dy, rows, accumulate);
       if (shard_.split() == LinearSplit::column) {
         shard_.input_grad(dy, out, scratch_, in, rows);
         tp_.reduce_scatter<T>(scratch_, dx, r * in);
@@ -115,24 +115,24 @@ class SequenceParallelLinear : public Linear<T> {
         shard_.input_grad(dy + r * tp_.rank() * out, out, dx, in, r);
       }
     } else if (shard_.split() == LinearSplit::column) {
-      weight_and_bias(x, dy, rows);
+      weight_and_bias(x, dy, rows, accumulate);
       shard_.input_grad(dy, out, dx, in, rows);
     } else if (shard_.split() == LinearSplit::row) {
       tp_.all_gather<T>(dy, scratch_, r * out);
-      weight_and_bias(x, scratch_, rows);
+      weight_and_bias(x, scratch_, rows, accumulate);
       if (dx) shard_.input_grad(scratch_, out, dx, in, rows);
-    } else {  // the replicated embed (its dX is never wanted)
-      shard_.weight_grad(x + r * tp_.rank() * in, in, dy, out, r);
-      shard_.bias_grad(dy, r);
+    } else {  // the replicated embed (its dX is never wanted): partial sums, then all-reduced
+      shard_.weight_grad(x + r * tp_.rank() * in, in, dy, out, r, accumulate);
+      shard_.bias_grad(dy, r, accumulate);
       grads_.all_reduce(weight_grad_, in * out);
       grads_.all_reduce(bias_grad_, out);
     }
   }
 
  private:
-  void weight_and_bias(const T* x, const T* dy, int64_t rows) {
-    shard_.weight_grad(x, shard_.local_in(), dy, shard_.local_out(), rows);
-    shard_.bias_grad(dy, rows);
+  void weight_and_bias(const T* x, const T* dy, int64_t rows, bool accumulate) {
+    shard_.weight_grad(x, shard_.local_in(), dy, shard_.local_out(), rows, accumulate);
+    shard_.bias_grad(dy, rows, accumulate);
   }
   ShardedLinear<T> shard_;
   bool classifier_;

@@ -36,10 +36,11 @@ class ShardedLinear {
   void multiply(const T* x, int64_t ldx, T* y, int64_t ldy, int64_t rows) const;
   // y[rows × bias_size] += bias.
   void add_bias(T* y, int64_t rows) const;
-  // dW_shard = dyᵀ·x (overwrites: one pass per step).
-  void weight_grad(const T* x, int64_t ldx, const T* dy, int64_t ldy, int64_t rows);
-  // db = Σ_rows dy, dy contiguous [rows × bias_size].
-  void bias_grad(const T* dy, int64_t rows);
+  // dW_shard = dyᵀ·x, overwritten or, when accumulate, added (into the zeros the update left).
+  void weight_grad(const T* x, int64_t ldx, const T* dy, int64_t ldy, int64_t rows,
+                   bool accumulate);
+  // db = Σ_rows dy, dy contiguous [rows × bias_size] (added when accumulate).
+  void bias_grad(const T* dy, int64_t rows, bool accumulate);
   // dx[rows × local_in] = dy[rows × local_out]·W_shard.
   void input_grad(const T* dy, int64_t ldy, T* dx, int64_t ldx, int64_t rows) const;
 

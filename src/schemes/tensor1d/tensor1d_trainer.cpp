@@ -43,25 +43,25 @@ class Tensor1dLinear : public Linear<T> {
     shard_.add_bias(y, rows);
   }
 
-  // Gradients are overwritten: tensor1d takes one pass per step.
-  void backward(const T* x, const T* dy, T* dx, int64_t rows, bool /*accumulate*/) override {
+  // Gradients are overwritten, or added into those the last update zeroed (accumulate).
+  void backward(const T* x, const T* dy, T* dx, int64_t rows, bool accumulate) override {
     const int64_t in = in_width(), out = out_width();
     if (shard_.split() == LinearSplit::column && dx) {
       shard_.input_grad(dy, out, dx, in, rows);
       // The partial dX's all-reduce runs while the dW GEMM (which reads neither) does.
       PendingComm pending = tp_->all_reduce_async(dx, dx, rows * in, data_type_of<T>());
-      weight_and_bias(x, dy, rows);
+      weight_and_bias(x, dy, rows, accumulate);
       pending->wait();
       return;
     }
-    weight_and_bias(x, dy, rows);
+    weight_and_bias(x, dy, rows, accumulate);
     if (dx) shard_.input_grad(dy, out, dx, in, rows);
   }
 
  private:
-  void weight_and_bias(const T* x, const T* dy, int64_t rows) {
-    shard_.weight_grad(x, in_width(), dy, out_width(), rows);
-    shard_.bias_grad(dy, rows);
+  void weight_and_bias(const T* x, const T* dy, int64_t rows, bool accumulate) {
+    shard_.weight_grad(x, in_width(), dy, out_width(), rows, accumulate);
+    shard_.bias_grad(dy, rows, accumulate);
   }
   ShardedLinear<T> shard_;
   Communicator* tp_;
@@ -92,6 +92,7 @@ Tensor1dTrainer<T>::Tensor1dTrainer(const TrainerSetup& s, const Tensor1dPlan& p
                                       static_cast<LayerSet<T>&>(*this), logits(), input_first());
   model_->set_hooks(this);
   optimizer_.add(values_.data(), grads_.data(), values_.size());
+  optimizer_.zero_gradients_after_step();  // it holds every gradient: all are zeroed
 }
 
 template <typename T>
@@ -131,7 +132,7 @@ void Tensor1dTrainer<T>::after_backward(int unit) {
 template <typename T>
 void Tensor1dTrainer<T>::backward(int64_t rows, int64_t global_batch, PhaseTimer& timer) {
   model_->set_timer(&timer);
-  model_->backward(rows, global_batch, false);
+  model_->backward(rows, global_batch, optimizer_.gradients_zeroed());
   for (auto& p : pending_) p->wait();
   pending_.clear();
 }

@@ -45,7 +45,7 @@ void Linear3d<T>::forward(const T* x, T* y, int64_t rows, bool backward_next) {
 }
 
 template <typename T>
-void Linear3d<T>::backward(const T* x, const T* dy, T* dx, int64_t rows, bool /*accumulate*/) {
+void Linear3d<T>::backward(const T* x, const T* dy, T* dx, int64_t rows, bool accumulate) {
   const T* w = gathered_weight();
   if (overlap_.prefetch_weights && previous_) previous_->start_gather();
   PendingComm dx_sum;
@@ -60,12 +60,14 @@ void Linear3d<T>::backward(const T* x, const T* dy, T* dx, int64_t rows, bool /*
       }
     }
   }
-  // dW = dyᵀ·x over this rank's rows; the depth ranks hold the other rows.
+  // dW = dyᵀ·x over this rank's rows; the depth ranks hold the other rows. Without depth it
+  // goes straight into the gradient, added into the zeros the last update left (accumulate).
   finish_weight_gradient();  // the previous step's (or a deferred) reduce-scatter
-  T* dw = depth_.size() > 1 ? full_dweight_ : dweight_;
+  const bool by_depth = depth_.size() > 1;
+  T* dw = by_depth ? full_dweight_ : dweight_;
   device_.gemm<T>(true, false, out_local_, in_local_, rows, T(1), dy, out_local_, x, in_local_,
-                  T(0), dw, in_local_);
-  device_.bias_grad<T>(dbias_, dy, rows, out_local_, false);
+                  accumulate && !by_depth ? T(1) : T(0), dw, in_local_);
+  device_.bias_grad<T>(dbias_, dy, rows, out_local_, accumulate);
   if (depth_.size() > 1) {
     reduce_ = depth_.reduce_scatter_async(dw, dweight_, shard_, data_type_of<T>());
     if (!overlap_.defer_dw_reduce) finish_weight_gradient();

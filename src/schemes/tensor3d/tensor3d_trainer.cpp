@@ -35,6 +35,7 @@ Tensor3dTrainer<T>::Tensor3dTrainer(const TrainerSetup& s, const Shape3d& shape,
                                                overlap);
   this->optimizer_.add(weights_.data(), weight_grads_.data(), weights_.size());
   this->optimizer_.add(vectors_.data(), vector_grads_.data(), vectors_.size());
+  this->optimizer_.zero_gradients_after_step();  // it holds every gradient: all are zeroed
 }
 
 template <typename T>
@@ -194,7 +195,7 @@ double Tensor3dTrainer<T>::forward(const HostBatch& rows) {
 template <typename T>
 void Tensor3dTrainer<T>::backward(int64_t rows, int64_t global_batch, PhaseTimer& timer) {
   net_->set_timer(&timer);
-  net_->backward(rows, global_batch, false);
+  net_->backward(rows, global_batch, this->optimizer_.gradients_zeroed());
   linears_.front()->finish_weight_gradient();  // the embed's, deferred
   // Vector slices hold this depth rank's rows' sums; weight shards are complete per replica.
   if (depth_->size() > 1)
