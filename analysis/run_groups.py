@@ -18,8 +18,8 @@ from fractions import Fraction
 
 DIMENSION_KEYS = ("dp", "pp", "tp", "tp-dims", "tp_dims")
 # Options that define the model and its training: runs differing in one are never compared.
-MODEL_KEYS = ("hidden", "layers", "ffn-mult", "ffn-hidden", "image-size", "block", "optimizer", "lr",
-              "data")
+MODEL_KEYS = ("hidden", "layers", "ffn-mult", "ffn-hidden", "image-size", "block", "optimizer",
+              "lr", "data")
 # Options that change neither the model nor the timing of a step.
 BOOKKEEPING_KEYS = ("out", "print-every", "eval-samples", "verify", "config", "iters", "epochs",
                     "warmup", "seed", "batch", "device", "precision")

@@ -125,7 +125,8 @@ compare_checkpointed "q=2 x dp=2 (8 ranks), fp64" "$last_out" 8 --tp-dims 2,2 --
   --precision fp64
 run "q=1 x dp=4 (4 ranks), fp64" 4 --tp-dims 1,1 --dp 4 --precision fp64
 run "q=2, --block plain, fp64" 4 --tp-dims 2,2 --block plain --precision fp64
-run "q=2, --ffn-hidden 7 (F no multiple of H, nor of q), fp64" 4 --tp-dims 2,2 --ffn-hidden 7 --precision fp64
+run "q=2, --ffn-hidden 7 (F no multiple of H, nor of q), fp64" 4 --tp-dims 2,2 --ffn-hidden 7 \
+  --precision fp64
 run "q=2, fp32" 4 --tp-dims 2,2 --precision fp32
 compare_checkpointed "q=2, fp32" "$last_out" 4 --tp-dims 2,2 --precision fp32
 run "q=2 x dp=2, fp32" 8 --tp-dims 2,2 --dp 2 --precision fp32
