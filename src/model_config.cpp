@@ -85,15 +85,19 @@ StepElementwiseBytes training_step_elementwise_bytes(const ModelConfig& c, int64
   return e;
 }
 
+std::string ffn_flag(const ModelConfig& m) {
+  return m.ffn_width > 0 ? "--ffn-hidden " + std::to_string(m.ffn_width)
+                         : "--ffn-mult " + std::to_string(m.ffn_mult);
+}
+
+std::string ffn_option(const ModelConfig& m) {
+  return m.ffn_width > 0 ? ffn_flag(m) : ffn_flag(m) + " x --hidden " + std::to_string(m.hidden);
+}
+
 // Element counts are int64 products (H·F, batch·S², Σ parameters) and byte counts 8 times
 // those; past 2^60 elements they would overflow before the memory check (which names what a
 // smaller but still impossible run needs) could say so. Computed in floating point, so the check
 // itself cannot overflow.
-std::string ffn_option(const ModelConfig& m) {
-  if (m.ffn_width > 0) return "--ffn-hidden " + std::to_string(m.ffn_width);
-  return "--ffn-mult " + std::to_string(m.ffn_mult) + " x --hidden " + std::to_string(m.hidden);
-}
-
 void check_sizes_countable(const ModelConfig& m, int64_t batch) {
   const auto d = [](int64_t v) { return static_cast<double>(v); };
   const double pixels = d(m.image_size) * d(m.image_size), hidden = d(m.hidden);
@@ -107,11 +111,9 @@ void check_sizes_countable(const ModelConfig& m, int64_t batch) {
     char count[32];
     std::snprintf(count, sizeof count, "%.3g", largest);
     throw InputError("--image-size " + std::to_string(m.image_size) + ", --hidden " +
-                     std::to_string(m.hidden) + ", " +
-                     (m.ffn_width > 0 ? "--ffn-hidden " + std::to_string(m.ffn_width)
-                                      : "--ffn-mult " + std::to_string(m.ffn_mult)) +
-                     ", --layers " + std::to_string(m.layers) + " and --batch " +
-                     std::to_string(batch) + " make tensors of about " + count +
+                     std::to_string(m.hidden) + ", " + ffn_flag(m) + ", --layers " +
+                     std::to_string(m.layers) + " and --batch " + std::to_string(batch) +
+                     " make tensors of about " + count +
                      " elements, more than 2^60: no machine holds them");
   }
 }

@@ -26,7 +26,9 @@ struct ModelConfig {
   int64_t ffn_hidden() const { return ffn_width > 0 ? ffn_width : ffn_mult * hidden; }
 };
 
-// The option that sets F, for messages: "--ffn-hidden 11008" or "--ffn-mult 4 x --hidden 2048".
+// The flag that sets F as a command line gives it: "--ffn-hidden 11008" or "--ffn-mult 4".
+std::string ffn_flag(const ModelConfig& config);
+// F's source, for messages: "--ffn-hidden 11008" or "--ffn-mult 4 x --hidden 2048".
 std::string ffn_option(const ModelConfig& config);
 
 // One Linear layer of the model, in forward order (out × in weight, as PyTorch stores it).

@@ -105,9 +105,8 @@ std::string PlanCandidate::command() const {
   // The model and batch the plan was made for, spelled out (the run's defaults may differ).
   const ModelConfig& m = options.model;
   std::string model = " --hidden " + std::to_string(m.hidden) + " --layers " +
-                      std::to_string(m.layers) + " --image-size " + std::to_string(m.image_size);
-  model += m.ffn_width > 0 ? " --ffn-hidden " + std::to_string(m.ffn_width)
-                           : " --ffn-mult " + std::to_string(m.ffn_mult);
+                      std::to_string(m.layers) + " --image-size " + std::to_string(m.image_size) +
+                      " " + ffn_flag(m);
   if (m.block == BlockKind::plain) model += " --block plain";
   if (options.optimizer.kind == OptimizerKind::sgd) model += " --optimizer sgd";
   return "mpiexec -n " + std::to_string(world) + " bin/" + label() + model + " --batch " +

@@ -68,7 +68,7 @@ void Linear3d<T>::backward(const T* x, const T* dy, T* dx, int64_t rows, bool ac
   device_.gemm<T>(true, false, out_local_, in_local_, rows, T(1), dy, out_local_, x, in_local_,
                   accumulate && !by_depth ? T(1) : T(0), dw, in_local_);
   device_.bias_grad<T>(dbias_, dy, rows, out_local_, accumulate);
-  if (depth_.size() > 1) {
+  if (by_depth) {
     reduce_ = depth_.reduce_scatter_async(dw, dweight_, shard_, data_type_of<T>());
     if (!overlap_.defer_dw_reduce) finish_weight_gradient();
   }
