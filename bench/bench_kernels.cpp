@@ -13,6 +13,7 @@
 
 #include "bench/support/elementwise_benchmarks.h"
 #include "bench/support/gemm_benchmarks.h"
+#include "bench/support/weight_restream_benchmarks.h"
 #include "bench/support/weight_update_benchmarks.h"
 #include "bench/support/kernel_bench_memory.h"
 #include "bench/support/kernel_bench_options.h"
@@ -32,6 +33,7 @@ void register_all(Backend backend, const KernelBenchOptions& options) {
   register_gemm_benchmarks<T>(backend, options);
   register_elementwise_benchmarks<T>(backend, options);
   register_weight_update_benchmarks<T>(backend, options);
+  register_weight_restream_benchmarks<T>(backend, options);
 }
 
 // Why the cuda backend cannot run here, or "" when it can.

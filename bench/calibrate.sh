@@ -4,7 +4,8 @@
 # at the plan-validation model's shapes, a bin/bench_comm all-reduce sweep on 2 ranks, then
 # bin/plan --calibrate. The kernels run on all of a CPU's cores (unless OPENBLAS_NUM_THREADS says
 # otherwise; rates from fewer threads are scaled to the cores), so the node's rates include what
-# its cores cost each other when all are busy. Inputs stay in results/calibration/. Argument:
+# its cores cost each other when all are busy; a pipeline's re-reads of its weights are timed as
+# its ranks run (one copy of the benchmark per core). Inputs stay in results/calibration/. Argument:
 # another output file.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -33,9 +34,26 @@ echo "calibrate: bin/bench_kernels' Adam update beyond the caches"
 bin/bench_kernels --benchmark_filter='^adam_update/' \
   --benchmark_repetitions=2 --benchmark_out="$dir/kernels-optimizer.json" \
   --benchmark_out_format=json >"$dir/kernels.log" 2>&1 || { tail -n 3 "$dir/kernels.log"; exit 1; }
+# A pipeline's micro-batches read their stage's weights again: weight_restream for a stage of a
+# two-stage pipeline of the same model (--layers 2), one single-threaded copy per core at once,
+# as a pipeline's ranks run.
+echo "calibrate: bin/bench_kernels' weight re-reads, one copy a core"
+cores=$(nproc)
+pids=()
+for ((c = 0; c < cores; c++)); do
+  OPENBLAS_NUM_THREADS=1 bin/bench_kernels --hidden 512 --layers 2 --image-size 32 --batch 32 \
+    --backends cpu --benchmark_filter='^weight_restream/cpu/f32/' --benchmark_repetitions=2 \
+    --benchmark_out="$dir/kernels-restream-$c.json" --benchmark_out_format=json \
+    >"$dir/restream-$c.log" 2>&1 &
+  pids+=($!)
+done
+for ((c = 0; c < cores; c++)); do
+  wait "${pids[$c]}" || { tail -n 3 "$dir/restream-$c.log"; exit 1; }
+done
 echo "calibrate: bin/bench_comm all-reduce on 2 ranks"
 mpiexec -n 2 bin/bench_comm --op allreduce -e 32M -n 10 --out "$dir/comm-2.h5" \
   >"$dir/comm.log" 2>&1 || { tail -n 3 "$dir/comm.log"; exit 1; }
 bin/plan --calibrate "$out" --kernels "$dir/kernels.json" --comm-bench "$dir/comm-2.h5" \
   --kernels-by-rows "$(IFS=,; echo "${by_rows[*]}")" \
-  --optimizer-kernels "$dir/kernels-optimizer.json"
+  --optimizer-kernels "$dir/kernels-optimizer.json" \
+  --restream-kernels "$dir/kernels-restream-0.json"

@@ -23,7 +23,7 @@ namespace {
 int write_calibration(const std::string& path, const std::string& kernels_path,
                       const std::string& comm_path, int ranks_per_node,
                       const std::vector<std::string>& by_rows_paths,
-                      const std::string& optimizer_path) {
+                      const std::string& optimizer_path, const std::string& restream_path) {
   if (kernels_path.empty() || comm_path.empty())
     throw InputError("--calibrate needs --kernels and --comm-bench");
   const KernelRates kernels(kernels_path);
@@ -39,10 +39,12 @@ int write_calibration(const std::string& path, const std::string& kernels_path,
   for (const std::string& file : by_rows_paths) by_rows.emplace_back(file);
   std::optional<KernelRates> optimizer;
   if (!optimizer_path.empty()) optimizer.emplace(optimizer_path);
+  std::optional<KernelRates> restream;
+  if (!restream_path.empty()) restream.emplace(restream_path);
   const std::string text =
       calibrated_machine({kernels, comm, comm_path, ranks_per_node, memory.bytes,
                           "measured when calibrating: " + memory.where, by_rows,
-                          optimizer ? &*optimizer : nullptr})
+                          optimizer ? &*optimizer : nullptr, restream ? &*restream : nullptr})
           .dump(2) + "\n";
   publish_file(path, std::span<const char>(text.data(), text.size()));
   const MachineDescription m = load_machine_description(path);  // what plans will read
@@ -53,6 +55,9 @@ int write_calibration(const std::string& path, const std::string& kernels_path,
               m.intra_node.latency_seconds * 1e6, m.intra_node.bus_bandwidth / 1e9);
   for (const auto& [rows, fraction] : m.gemm_rows_fraction)
     std::printf("  GEMM at %g rows: %.2f of that rate\n", rows, fraction);
+  if (m.weight_restream_bandwidth > 0)
+    std::printf("  a pipeline's later micro-batches re-read its weights at %.3g GB/s\n",
+                m.weight_restream_bandwidth / 1e9);
   return 0;
 }
 
@@ -66,7 +71,7 @@ int main(int argc, char** argv) {
                                 "--machine by predicted step time and memory (the model options "
                                 "and --config are the schemes').");
     int world = 0, ranks_per_node = 0;
-    std::string out, calibrate, kernels_path, comm_path, optimizer_path;
+    std::string out, calibrate, kernels_path, comm_path, optimizer_path, restream_path;
     std::vector<std::string> precision_names, by_rows_paths;
     size_t top = 20, explain = 0;
     CLI::App& app = parser.app();
@@ -95,6 +100,9 @@ int main(int argc, char** argv) {
     app.add_option("--optimizer-kernels", optimizer_path, "with --calibrate: bin/bench_kernels "
                    "JSON with adam_update at a size that does not fit in cache, for the "
                    "optimizer's bandwidth (default: the streaming bandwidth)");
+    app.add_option("--restream-kernels", restream_path, "with --calibrate: bin/bench_kernels "
+                   "JSON with weight_restream (one copy per core, as a pipeline's ranks), for "
+                   "what a micro-batch pays to read its stage's weights again (default: nothing)");
     app.add_option("--ranks-per-node", ranks_per_node, "with --calibrate: the ranks a node runs "
                    "(default: its cores on CPUs, bench_comm's ranks on GPUs)")
         ->check(integer_between(1, 1 << 20));
@@ -113,7 +121,7 @@ int main(int argc, char** argv) {
     const Options& o = parser.options();
     if (!calibrate.empty()) return write_calibration(calibrate, kernels_path, comm_path,
                                                      ranks_per_node, by_rows_paths,
-                                                     optimizer_path);
+                                                     optimizer_path, restream_path);
     const std::string machine_path = machine_file_for_run(o.machine);
     if (world == 0 || machine_path.empty())
       throw InputError("--world and --machine are required (--machine defaults to " +

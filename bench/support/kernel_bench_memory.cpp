@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "bench/support/elementwise_benchmarks.h"
+#include "bench/support/weight_restream_benchmarks.h"
 #include "src/model/fused_weight_update.h"
 
 namespace mlps::kernel_bench {
@@ -26,6 +27,11 @@ double largest_benchmark_bytes(const KernelBenchOptions& options, int64_t square
     const double rest = d(fused_block_elements(s.in, 8)) + d(options.batch) * d(s.in + s.out);
     elements = std::max(elements, set(4 * w + rest, w));
   }
+  // weight_restream: a weight and its gradient per set, the model's worth (about 2 parameters).
+  elements = std::max(elements, set(2 * d(restream_weight_sets(options.model)) * weight +
+                                        2 * d(options.batch) * d(options.model.ffn_hidden() +
+                                                                 options.model.hidden),
+                                    weight));
   const double rows_ffn = d(options.batch) * d(options.model.ffn_hidden());
   elements = std::max(elements, set(3 * rows_ffn, rows_ffn));
   const double stream = d(kStreamBytes) / 8;  // stream_add's three tensors, in fp64 elements

@@ -52,6 +52,27 @@ nlohmann::json rows_fraction(const std::vector<KernelRates>& files, const std::s
                          " rate of the model's GEMMs at its batch over its 2048^3 square GEMM"}};
 }
 
+// Bytes of weights per second of the time weight_restream spends per weight beyond the time
+// with its one weight in cache (the GB/s counters are weight bytes per second of each).
+template <typename NodeRates>
+nlohmann::json restream_bandwidth(const KernelRates& file, const std::string& device,
+                                  const NodeRates& node) {
+  const std::string prefix = "weight_restream/" + device + "/f32/";
+  const auto variants = file.counters_by_prefix(prefix, "GB/s");
+  const auto one = std::find_if(variants.begin(), variants.end(),
+                                [](const auto& v) { return v.first.ends_with("/sets:1"); });
+  const auto many = std::find_if(variants.begin(), variants.end(),
+                                 [](const auto& v) { return !v.first.ends_with("/sets:1"); });
+  if (one == variants.end() || many == variants.end())
+    throw InputError(file.path() + ": no " + prefix + " pair (sets:1 and more sets)");
+  const double extra = 1 / (many->second * 1e9) - 1 / (one->second * 1e9);  // seconds per byte
+  if (!(extra > 0))
+    throw InputError(file.path() + ": " + many->first + " is not slower than " + one->first +
+                     ": its weights stayed in cache; drop --restream-kernels");
+  return figure(node.scale / extra, node.source + "the weights' bytes over the time " +
+                                        many->first + " takes per weight beyond " + one->first);
+}
+
 }  // namespace
 
 nlohmann::json calibrated_machine(const CalibrationInputs& in) {
@@ -136,6 +157,8 @@ nlohmann::json calibrated_machine(const CalibrationInputs& in) {
         figure(in.optimizer->counter_by_prefix(adam, "GB/s") * 1e9 * adam_node.scale,
                adam_node.source + adam + "*");
   }
+  if (in.restream) machine["weight_restream_bandwidth"] = restream_bandwidth(*in.restream, device,
+                                                                          node_rates(*in.restream));
   return machine;
 }
 

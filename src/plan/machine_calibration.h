@@ -22,6 +22,9 @@ struct CalibrationInputs {
   std::vector<KernelRates> by_rows = {};
   // bench_kernels with adam_update at a size beyond the caches: optimizer_bandwidth (optional).
   const KernelRates* optimizer = nullptr;
+  // bench_kernels with weight_restream's two variants (one weight, many in turn), run as a
+  // pipeline's ranks run: weight_restream_bandwidth (optional).
+  const KernelRates* restream = nullptr;
 };
 
 // GEMM rates: the fastest GEMM bench_kernels timed per type (its large square is the ceiling);
@@ -29,7 +32,8 @@ struct CalibrationInputs {
 // first sweep): the latency of a ring step from the smallest message, the busbw of the largest. One
 // node measured gives the same figures to both links, saying so. With by_rows: per file, the mean
 // rate of the model's GEMMs at its batch (rows m, or the inner k of a weight gradient) over its
-// square GEMM's. With optimizer: adam_update's GB/s. CPU backends share a node's
+// square GEMM's. With optimizer: adam_update's GB/s. With restream: the weights' bytes over
+// the time weight_restream takes per weight beyond the in-cache variant's. CPU backends share a node's
 // rates among its ranks and do not overlap communication with compute.
 nlohmann::json calibrated_machine(const CalibrationInputs& in);
 

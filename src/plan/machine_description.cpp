@@ -116,6 +116,10 @@ double MachineDescription::update_bandwidth(int ranks_on_node, int threads_per_r
   return optimizer_bandwidth * rate_share(ranks_on_node, threads_per_rank);
 }
 
+double MachineDescription::restream_bandwidth(int ranks_on_node, int threads_per_rank) const {
+  return weight_restream_bandwidth * rate_share(ranks_on_node, threads_per_rank);
+}
+
 double MachineDescription::gemm_efficiency(double rows) const {
   const auto& t = gemm_rows_fraction;
   if (t.empty()) return 1.0;
@@ -148,6 +152,10 @@ MachineDescription load_machine_description(const std::string& path) {
   if (m.gemm_fp32_flops <= 0 || m.gemm_fp64_flops <= 0 || m.memory_bandwidth <= 0 ||
       m.optimizer_bandwidth <= 0)
     in.fail("GEMM rates and bandwidths must be positive");
+  if (in.has("weight_restream_bandwidth")) {
+    m.weight_restream_bandwidth = in.figure("weight_restream_bandwidth");
+    if (m.weight_restream_bandwidth <= 0) in.fail("weight_restream_bandwidth must be positive");
+  }
   m.intra_node = in.link("intra_node");
   m.inter_node = in.link("inter_node");
   m.gemm_rows_fraction = in.rows_table("gemm_rows_fraction");

@@ -38,6 +38,10 @@ struct MachineDescription {
   // bytes/s of the optimizer's update (kernel_traffic.h's count): the Adam kernel's own rate,
   // which streams four arrays at once faster than a copy; optional, else memory_bandwidth.
   double optimizer_bandwidth = 0;
+  // bytes/s at which a pipeline's micro-batches after the first read the stage's weights again
+  // (evicted between micro-batches by the other layers' and ranks' traffic); optional, else 0:
+  // no cost (GEMM rates measured with the weights in memory already include it).
+  double weight_restream_bandwidth = 0;
   LinkModel intra_node, inter_node;
   // The GEMM rate at a given number of rows (the batch dimension a GEMM runs on: a replica's, a
   // micro-batch's, a grid row's), as a fraction of the rates above: (rows, fraction) ascending;
@@ -56,6 +60,7 @@ struct MachineDescription {
   double gemm_flops(Precision precision, int ranks_on_node, int threads_per_rank = 0) const;
   double bandwidth(int ranks_on_node, int threads_per_rank = 0) const;
   double update_bandwidth(int ranks_on_node, int threads_per_rank = 0) const;
+  double restream_bandwidth(int ranks_on_node, int threads_per_rank = 0) const;
   double memory_per_rank(int ranks_on_node) const;
 };
 

@@ -113,6 +113,10 @@ std::vector<RankWork> data_work(const PlanCandidate& c, SchemeShape& shape) {
   const double params = static_cast<double>(parameter_count(o.model));
   w.gemm_parameters = params;  // ZeRO-3 gathers each unit whole before its GEMMs
   w.optimized_parameters = c.data.zero >= 1 ? params / g : params;
+  // DDP's optimizer zeroes the gradients it updates; a sharded one holds a shard only, so the
+  // whole gradient is written with zeros once a step (ZeRO-1's buffer, ZeRO-2's buckets, ZeRO-3's
+  // units).
+  if (c.data.zero >= 1) w.elementwise.backward += params * element_bytes(o.precision);
   w.bytes = data_comm_bytes(o.model, c.data, n, element_bytes(o.precision),
                             static_cast<size_t>(wire_bytes(o)));
   const double buckets = static_cast<double>(
@@ -288,6 +292,13 @@ StepPrediction predict_rank(const PlanCandidate& c, const MachineDescription& m,
   const double backward_passes = 3;
   const double weight_pass = w.gemm_parameters * element / bandwidth;
   p.weights_from_memory = (forward_passes + backward_passes) * weight_pass;
+  // A pipeline's later micro-batches read the stage's weights again, as far as the description
+  // says they were evicted in between (weight_restream's four passes: forward, input gradient,
+  // the weight gradient read and written; checkpointing's recompute a fifth).
+  if (c.pipeline && m.weight_restream_bandwidth > 0)
+    p.weights_from_memory += (c.pipeline->micro_batches - 1.0) *
+                             (forward_passes + backward_passes) / 4 * w.gemm_parameters *
+                             element / m.restream_bandwidth(on_node, c.threads_per_rank);
   p.elementwise = (w.elementwise.forward + w.elementwise.backward) / bandwidth;
   const double update = o.optimizer.kind == OptimizerKind::adam
                             ? traffic::adam_update(static_cast<int64_t>(w.optimized_parameters))
@@ -313,17 +324,19 @@ StepPrediction predict_rank(const PlanCandidate& c, const MachineDescription& m,
     p.comm += comm.seconds;
   }
   const double work = p.work();
-  // Forward: a third of the step's GEMM flops (without recompute), its read of the weights and
-  // the forward kernels.
+  // Forward: a third of the step's GEMM flops (without recompute), one of the weights' passes
+  // over memory and the forward kernels. A zero-bubble schedule's W pass: another third of the
+  // flops and two passes (the gradient read and written); B the rest.
   const double plain_gemm = (w.gemm_flops - w.recompute_flops) / rate;
-  const double forward = plain_gemm / 3 + weight_pass + w.elementwise.forward / bandwidth;
+  const double memory_pass = p.weights_from_memory / (forward_passes + backward_passes);
+  const double forward = plain_gemm / 3 + memory_pass + w.elementwise.forward / bandwidth;
   const double backward = work - forward;
   if (c.pipeline) {
     const PipelineShape ps = c.pipeline->shape();
     const double passes = static_cast<double>(c.pipeline->micro_batches) * ps.chunks;
     PassTimes t;
     t.forward = forward / passes;
-    t.weight = plain_gemm / 3 / passes;
+    t.weight = (plain_gemm / 3 + 2 * memory_pass) / passes;
     t.input = backward / passes - t.weight;
     p.bubble_fraction = ideal_bubble_fraction(ps, t);
     p.bubble = work * p.bubble_fraction / (1 - p.bubble_fraction);

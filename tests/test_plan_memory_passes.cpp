@@ -1,0 +1,129 @@
+// bin/plan's passes over memory beyond the GEMMs' flops: a pipeline's micro-batches after the
+// first reading the stage's weights again (weight_restream_bandwidth, and its calibration), and a
+// sharded optimizer's gradients written with zeros once a step.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "src/errors.h"
+#include "src/plan/machine_calibration.h"
+#include "src/plan/plan_candidates.h"
+#include "src/plan/step_prediction.h"
+#include "tests/temp_dir_test.h"
+
+namespace mlps {
+namespace {
+
+Options small_options() {
+  Options o;
+  o.model.hidden = 64;
+  o.model.layers = 4;
+  o.model.image_size = 8;
+  o.batch = 32;
+  return o;
+}
+
+MachineDescription test_machine() {
+  MachineDescription m;
+  m.name = "test";
+  m.ranks_per_node = 8;
+  m.memory_bytes = 1e12;
+  m.gemm_fp32_flops = 1e12;
+  m.gemm_fp64_flops = 5e11;
+  m.memory_bandwidth = 1e11;
+  m.optimizer_bandwidth = 2e11;
+  m.intra_node = {1e-6, 1e11};
+  m.inter_node = {5e-6, 1e10};
+  return m;
+}
+
+StepPrediction predict(const std::string& label, int world, const MachineDescription& m) {
+  const auto all = enumerate_candidates(small_options(), world, {Precision::fp32});
+  for (const PlanCandidate& c : all)
+    if (c.label() == label) return predict_step(c, m);
+  ADD_FAILURE() << "no candidate " << label;
+  return {};
+}
+
+TEST(PlanStep, PipelineMicroBatchesAfterTheFirstReadTheWeightsAgain) {
+  const std::string label = "pipeline --pp 4 --micro-batches 8 --schedule 1f1b --precision fp32";
+  const MachineDescription cached = test_machine();
+  MachineDescription evicted = cached;
+  evicted.weight_restream_bandwidth = 2e10;
+  const StepPrediction once = predict(label, 4, cached), again = predict(label, 4, evicted);
+  // Without it, four passes over the stage's weights at the memory bandwidth; with it, each of
+  // the 7 later micro-batches pays the stage's weight bytes at the restream bandwidth (which
+  // weight_restream measures per weight byte of its four passes).
+  const double stage_bytes = once.weights_from_memory / 4 * cached.memory_bandwidth;
+  EXPECT_NEAR(again.weights_from_memory - once.weights_from_memory,
+              7 * stage_bytes / evicted.weight_restream_bandwidth, 1e-15);
+  EXPECT_DOUBLE_EQ(again.bubble_fraction, once.bubble_fraction);  // 1F1B's formula: M and P only
+  EXPECT_GT(again.step, once.step + (again.weights_from_memory - once.weights_from_memory));
+  // One pass through the model has no later micro-batch.
+  const std::string ddp = "data --zero 0 --precision fp32";
+  EXPECT_DOUBLE_EQ(predict(ddp, 4, evicted).step, predict(ddp, 4, cached).step);
+}
+
+TEST(PlanStep, ShardedOptimizersLeaveTheGradientsZeroingToAPassOfItsOwn) {
+  const MachineDescription m = test_machine();
+  const double params = static_cast<double>(parameter_count(small_options().model));
+  const StepPrediction ddp = predict("data --zero 0 --precision fp32", 4, m);
+  for (const char* zero : {"1", "2", "3"}) {
+    const StepPrediction sharded =
+        predict(std::string("data --zero ") + zero + " --precision fp32", 4, m);
+    EXPECT_DOUBLE_EQ(sharded.elementwise - ddp.elementwise, params * 4 / m.memory_bandwidth)
+        << "--zero " << zero;
+  }
+}
+
+class RestreamCalibration : public TempDirTest {
+ protected:
+  RestreamCalibration() : TempDirTest("mlpscale_restream_") {}
+  void SetUp() override {
+    TempDirTest::SetUp();
+    std::ofstream(path("kernels.json")) << R"({"benchmarks": [
+      {"name": "gemm/cpu/f32/NN/m:64/n:64/k:64", "run_type": "iteration", "real_time": 1,
+       "TFLOP/s": 0.05},
+      {"name": "gemm/cpu/f64/NN/m:64/n:64/k:64", "run_type": "iteration", "real_time": 1,
+       "TFLOP/s": 0.02},
+      {"name": "copy/cpu/f32/n:1024", "run_type": "iteration", "real_time": 1, "GB/s": 12}]})";
+    CommBenchRecord comm;
+    comm.string_attributes = {{"backend", "mpi"}, {"device", "cpu"}, {"hosts", "node1"}};
+    comm.integer_attributes = {{"ranks", 2}};
+    comm.sweeps.push_back({"allreduce", {8, 1 << 20}, {2, 262144}, {6e-6, 1e-3},
+                           {0.0013, 1.05}, {0.002, 1.6}, {0, 0}});
+    write_comm_bench_hdf5(path("comm.h5"), comm);
+  }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  // The description calibrated with a weight_restream file whose two variants ran at these GB/s.
+  nlohmann::json calibrate(double one_set, double five_sets) {
+    std::ofstream(path("restream.json"))
+        << R"({"context": {"mlpscale_cpu_threads": "1"}, "benchmarks": [
+      {"name": "weight_restream/cpu/f32/rows:32/out:256/in:64/sets:1", "run_type": "iteration",
+       "real_time": 1, "GB/s": )" << one_set << R"(},
+      {"name": "weight_restream/cpu/f32/rows:32/out:256/in:64/sets:5", "run_type": "iteration",
+       "real_time": 1, "GB/s": )" << five_sets << "}]}";
+    const KernelRates kernels(path("kernels.json")), restream(path("restream.json"));
+    const CommBenchRecord comm = read_comm_bench_hdf5(path("comm.h5"));
+    return calibrated_machine(
+        {kernels, comm, path("comm.h5"), 2, 8e9, "test", {}, nullptr, &restream});
+  }
+};
+
+TEST_F(RestreamCalibration, TheWeightsBytesOverTheTimeBeyondTheCachedVariant) {
+  const nlohmann::json machine = calibrate(20, 10);
+  std::ofstream(path("machine.json")) << machine.dump();
+  const MachineDescription m = load_machine_description(path("machine.json"));
+  // 1/10 − 1/20 ns a byte beyond the cached variant: 20 GB/s on one thread, 40 for 2 cores.
+  EXPECT_DOUBLE_EQ(m.weight_restream_bandwidth, 40e9);
+  EXPECT_NE(machine["weight_restream_bandwidth"]["source"].get<std::string>().find("sets:5"),
+            std::string::npos);
+}
+
+TEST_F(RestreamCalibration, WeightsThatStayedInCacheAreRefused) {
+  EXPECT_THROW(calibrate(20, 20), InputError);
+  EXPECT_THROW(calibrate(20, 25), InputError);
+}
+
+}  // namespace
+}  // namespace mlps
