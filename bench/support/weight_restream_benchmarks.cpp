@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "src/model_config.h"
@@ -45,7 +46,7 @@ void register_restream(Backend backend, const LinearShape& s, int64_t rows, int6
   b.counter = "GB/s";
   b.counter_units = static_cast<double>(sets * s.out * s.in * sizeof(T)) / 1e9;
   b.unit = benchmark::kMillisecond;
-  b.label = sets == 1 ? "one weight, in cache" : "the model's worth of weights in turn";
+  b.label = sets == 1 ? "one weight, again and again" : "the model's worth of weights in turn";
   register_bench<T>(backend, std::move(b));
 }
 
@@ -57,8 +58,10 @@ int64_t restream_weight_sets(const ModelConfig& model) {
   return std::max<int64_t>(2, (parameter_count(model) + weight - 1) / weight);
 }
 
+// fp32 only: what a planner's calibration reads (bin/plan --calibrate), at half fp64's memory.
 template <typename T>
 void register_weight_restream_benchmarks(Backend backend, const KernelBenchOptions& options) {
+  if (!std::is_same_v<T, float>) return;
   const LinearShape s = largest_linear(options.model);
   for (int64_t sets : {int64_t{1}, restream_weight_sets(options.model)})
     register_restream<T>(backend, s, options.batch, sets);

@@ -1,6 +1,6 @@
 // What a pipeline's later micro-batches pay to read their stage's weights again: one Linear's
 // forward, input-gradient and weight-gradient GEMMs at the batch's rows, over one weight (it stays
-// in cache) against the model's worth of distinct weights in turn (they are evicted between
+// in cache where it fits) against the model's worth of distinct weights in turn (evicted between
 // passes, as a stage's are between micro-batches). bin/plan --calibrate turns the difference into
 // the description's weight_restream_bandwidth.
 #pragma once
