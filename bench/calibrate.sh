@@ -34,6 +34,12 @@ echo "calibrate: bin/bench_kernels' Adam update beyond the caches"
 bin/bench_kernels --benchmark_filter='^adam_update/' \
   --benchmark_repetitions=2 --benchmark_out="$dir/kernels-optimizer.json" \
   --benchmark_out_format=json >"$dir/kernels.log" 2>&1 || { tail -n 3 "$dir/kernels.log"; exit 1; }
+# What one core streams while the other cores idle (a rank alone on the node, as serial runs).
+echo "calibrate: bin/bench_kernels' streams and Adam update on one core"
+OPENBLAS_NUM_THREADS=1 bin/bench_kernels --backends cpu \
+  --benchmark_filter='^(copy|stream_add|adam_update)/cpu/f32/' --benchmark_repetitions=2 \
+  --benchmark_out="$dir/kernels-one-core.json" --benchmark_out_format=json \
+  >"$dir/kernels.log" 2>&1 || { tail -n 3 "$dir/kernels.log"; exit 1; }
 # A pipeline's micro-batches read their stage's weights again: weight_restream for a stage of a
 # two-stage pipeline of the same model (--layers 2), one single-threaded copy per core at once,
 # as a pipeline's ranks run.
@@ -56,4 +62,5 @@ mpiexec -n 2 bin/bench_comm --op allreduce -e 32M -n 10 --out "$dir/comm-2.h5" \
 bin/plan --calibrate "$out" --kernels "$dir/kernels.json" --comm-bench "$dir/comm-2.h5" \
   --kernels-by-rows "$(IFS=,; echo "${by_rows[*]}")" \
   --optimizer-kernels "$dir/kernels-optimizer.json" \
-  --restream-kernels "$dir/kernels-restream-0.json"
+  --restream-kernels "$dir/kernels-restream-0.json" \
+  --core-kernels "$dir/kernels-one-core.json"

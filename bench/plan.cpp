@@ -23,7 +23,8 @@ namespace {
 int write_calibration(const std::string& path, const std::string& kernels_path,
                       const std::string& comm_path, int ranks_per_node,
                       const std::vector<std::string>& by_rows_paths,
-                      const std::string& optimizer_path, const std::string& restream_path) {
+                      const std::string& optimizer_path, const std::string& restream_path,
+                      const std::string& core_path) {
   if (kernels_path.empty() || comm_path.empty())
     throw InputError("--calibrate needs --kernels and --comm-bench");
   const KernelRates kernels(kernels_path);
@@ -41,10 +42,13 @@ int write_calibration(const std::string& path, const std::string& kernels_path,
   if (!optimizer_path.empty()) optimizer.emplace(optimizer_path);
   std::optional<KernelRates> restream;
   if (!restream_path.empty()) restream.emplace(restream_path);
+  std::optional<KernelRates> core;
+  if (!core_path.empty()) core.emplace(core_path);
   const std::string text =
       calibrated_machine({kernels, comm, comm_path, ranks_per_node, memory.bytes,
                           "measured when calibrating: " + memory.where, by_rows,
-                          optimizer ? &*optimizer : nullptr, restream ? &*restream : nullptr})
+                          optimizer ? &*optimizer : nullptr, restream ? &*restream : nullptr,
+                          core ? &*core : nullptr})
           .dump(2) + "\n";
   publish_file(path, std::span<const char>(text.data(), text.size()));
   const MachineDescription m = load_machine_description(path);  // what plans will read
@@ -55,6 +59,9 @@ int write_calibration(const std::string& path, const std::string& kernels_path,
               m.intra_node.latency_seconds * 1e6, m.intra_node.bus_bandwidth / 1e9);
   for (const auto& [rows, fraction] : m.gemm_rows_fraction)
     std::printf("  GEMM at %g rows: %.2f of that rate\n", rows, fraction);
+  if (m.core_memory_bandwidth > 0)
+    std::printf("  one core alone streams %.3g GB/s (optimizer %.3g GB/s)\n",
+                m.core_memory_bandwidth / 1e9, m.core_optimizer_bandwidth / 1e9);
   if (m.weight_restream_bandwidth > 0)
     std::printf("  a pipeline's later micro-batches re-read its weights at %.3g GB/s\n",
                 m.weight_restream_bandwidth / 1e9);
@@ -71,7 +78,8 @@ int main(int argc, char** argv) {
                                 "--machine by predicted step time and memory (the model options "
                                 "and --config are the schemes').");
     int world = 0, ranks_per_node = 0;
-    std::string out, calibrate, kernels_path, comm_path, optimizer_path, restream_path;
+    std::string out, calibrate, kernels_path, comm_path, optimizer_path, restream_path,
+        core_path;
     std::vector<std::string> precision_names, by_rows_paths;
     size_t top = 20, explain = 0;
     CLI::App& app = parser.app();
@@ -103,6 +111,9 @@ int main(int argc, char** argv) {
     app.add_option("--restream-kernels", restream_path, "with --calibrate: bin/bench_kernels "
                    "JSON with weight_restream (one copy per core, as a pipeline's ranks), for "
                    "what a micro-batch pays to read its stage's weights again (default: nothing)");
+    app.add_option("--core-kernels", core_path, "with --calibrate: bin/bench_kernels JSON with "
+                   "copy, stream_add and adam_update on one thread while the other cores idle, "
+                   "for what a core streams alone (default: the node's share)");
     app.add_option("--ranks-per-node", ranks_per_node, "with --calibrate: the ranks a node runs "
                    "(default: its cores on CPUs, bench_comm's ranks on GPUs)")
         ->check(integer_between(1, 1 << 20));
@@ -121,7 +132,7 @@ int main(int argc, char** argv) {
     const Options& o = parser.options();
     if (!calibrate.empty()) return write_calibration(calibrate, kernels_path, comm_path,
                                                      ranks_per_node, by_rows_paths,
-                                                     optimizer_path, restream_path);
+                                                     optimizer_path, restream_path, core_path);
     const std::string machine_path = machine_file_for_run(o.machine);
     if (world == 0 || machine_path.empty())
       throw InputError("--world and --machine are required (--machine defaults to " +

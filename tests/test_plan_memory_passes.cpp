@@ -1,6 +1,7 @@
 // bin/plan's passes over memory beyond the GEMMs' flops: a pipeline's micro-batches after the
-// first reading the stage's weights again (weight_restream_bandwidth, and its calibration), and a
-// sharded optimizer's gradients written with zeros once a step.
+// first reading the stage's weights again (weight_restream_bandwidth, and its calibration), a
+// sharded optimizer's gradients written with zeros once a step, and what a core streams when it
+// has the node to itself (core_memory_bandwidth, and its calibration).
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -76,9 +77,24 @@ TEST(PlanStep, ShardedOptimizersLeaveTheGradientsZeroingToAPassOfItsOwn) {
   }
 }
 
-class RestreamCalibration : public TempDirTest {
+TEST(PlanMachine, BusyCoresShareTheNodesBandwidthEachUpToOneCoresOwn) {
+  MachineDescription cpu = test_machine();  // a node of 8 cores, 1e11 B/s in all
+  cpu.ranks_share_node = true;
+  EXPECT_DOUBLE_EQ(cpu.bandwidth(1, 1), 1e11 / 8);  // no core figure: the node's share
+  cpu.core_memory_bandwidth = 4e10;
+  EXPECT_DOUBLE_EQ(cpu.bandwidth(1, 1), 4e10);      // alone: one core's own
+  EXPECT_DOUBLE_EQ(cpu.bandwidth(2, 1), 4e10);      // 2 busy cores: 5e10 each would be more
+  EXPECT_DOUBLE_EQ(cpu.bandwidth(4, 1), 2.5e10);    // 4 busy cores: the node's quarter
+  EXPECT_DOUBLE_EQ(cpu.bandwidth(8, 1), 1.25e10);   // all busy: the node's share, as before
+  EXPECT_DOUBLE_EQ(cpu.bandwidth(16, 1), 0.625e10); // time-shared cores: half of that each
+  EXPECT_DOUBLE_EQ(cpu.bandwidth(1), 1e11);         // one rank on every core: the node's
+  EXPECT_DOUBLE_EQ(cpu.bandwidth(1, 2), 8e10);      // 2 threads, each a core of its own
+  EXPECT_DOUBLE_EQ(cpu.update_bandwidth(1, 1), 2e11 / 8);  // no core figure for the optimizer
+}
+
+class MemoryCalibration : public TempDirTest {
  protected:
-  RestreamCalibration() : TempDirTest("mlpscale_restream_") {}
+  MemoryCalibration() : TempDirTest("mlpscale_memory_calibration_") {}
   void SetUp() override {
     TempDirTest::SetUp();
     std::ofstream(path("kernels.json")) << R"({"benchmarks": [
@@ -110,7 +126,7 @@ class RestreamCalibration : public TempDirTest {
   }
 };
 
-TEST_F(RestreamCalibration, TheWeightsBytesOverTheTimeBeyondTheCachedVariant) {
+TEST_F(MemoryCalibration, TheWeightsBytesOverTheTimeBeyondTheCachedVariant) {
   const nlohmann::json machine = calibrate(20, 10);
   std::ofstream(path("machine.json")) << machine.dump();
   const MachineDescription m = load_machine_description(path("machine.json"));
@@ -120,7 +136,29 @@ TEST_F(RestreamCalibration, TheWeightsBytesOverTheTimeBeyondTheCachedVariant) {
             std::string::npos);
 }
 
-TEST_F(RestreamCalibration, WeightsThatStayedInCacheAreRefused) {
+TEST_F(MemoryCalibration, OneCoresBandwidthComesFromARunOnOneThread) {
+  const KernelRates kernels(path("kernels.json"));
+  const CommBenchRecord comm = read_comm_bench_hdf5(path("comm.h5"));
+  auto core_file = [&](int threads) {
+    std::ofstream(path("core.json")) << R"({"context": {"mlpscale_cpu_threads": ")" << threads
+                                     << R"("}, "benchmarks": [
+      {"name": "copy/cpu/f32/n:1024", "run_type": "iteration", "real_time": 1, "GB/s": 9},
+      {"name": "adam_update/cpu/f32/n:1024", "run_type": "iteration", "real_time": 1,
+       "GB/s": 11}]})";
+    return KernelRates(path("core.json"));
+  };
+  const KernelRates one = core_file(1);
+  const nlohmann::json machine = calibrated_machine(
+      {kernels, comm, path("comm.h5"), 2, 8e9, "test", {}, nullptr, nullptr, &one});
+  EXPECT_DOUBLE_EQ(machine["core_memory_bandwidth"]["value"].get<double>(), 9e9);  // not scaled
+  EXPECT_DOUBLE_EQ(machine["core_optimizer_bandwidth"]["value"].get<double>(), 11e9);
+  const KernelRates two = core_file(2);
+  EXPECT_THROW(calibrated_machine(
+                   {kernels, comm, path("comm.h5"), 2, 8e9, "test", {}, nullptr, nullptr, &two}),
+               InputError);
+}
+
+TEST_F(MemoryCalibration, WeightsThatStayedInCacheAreRefused) {
   EXPECT_THROW(calibrate(20, 20), InputError);
   EXPECT_THROW(calibrate(20, 25), InputError);
 }

@@ -157,6 +157,25 @@ nlohmann::json calibrated_machine(const CalibrationInputs& in) {
         figure(in.optimizer->counter_by_prefix(adam, "GB/s") * 1e9 * adam_node.scale,
                adam_node.source + adam + "*");
   }
+  if (in.core) {
+    const KernelRates& core = *in.core;
+    if (core.cpu_threads() != 1)
+      throw InputError(core.path() + ": ran on " + std::to_string(core.cpu_threads()) +
+                       " threads; one core's bandwidth wants one (OPENBLAS_NUM_THREADS=1)");
+    const std::string source = "measured by bin/bench_kernels (" + core.path() +
+                               ") on one thread while the other cores idled: ";
+    const double core_copy = core.counter_by_prefix("copy" + stream, "GB/s") * 1e9;
+    const double core_add = core.has_prefix("stream_add" + stream)
+                                ? core.counter_by_prefix("stream_add" + stream, "GB/s") * 1e9
+                                : 0.0;
+    machine["core_memory_bandwidth"] =
+        figure(std::max(core_copy, core_add),
+               source + "the faster of copy" + stream + "* and stream_add" + stream + "*");
+    if (core.has_prefix("adam_update" + stream))
+      machine["core_optimizer_bandwidth"] =
+          figure(core.counter_by_prefix("adam_update" + stream, "GB/s") * 1e9,
+                 source + "adam_update" + stream + "*");
+  }
   if (in.restream) machine["weight_restream_bandwidth"] = restream_bandwidth(*in.restream, device,
                                                                           node_rates(*in.restream));
   return machine;

@@ -25,6 +25,9 @@ struct CalibrationInputs {
   // bench_kernels with weight_restream's two variants (one weight, many in turn), run as a
   // pipeline's ranks run: weight_restream_bandwidth (optional).
   const KernelRates* restream = nullptr;
+  // bench_kernels' copy, STREAM add and adam_update on one thread while the other cores idle:
+  // core_memory_bandwidth and core_optimizer_bandwidth (optional).
+  const KernelRates* core = nullptr;
 };
 
 // GEMM rates: the fastest GEMM bench_kernels timed per type (its large square is the ceiling);

@@ -108,12 +108,24 @@ double MachineDescription::gemm_flops(Precision precision, int ranks_on_node,
          rate_share(ranks_on_node, threads_per_rank);
 }
 
+double MachineDescription::streaming_share(double node_rate, double core_rate, int ranks_on_node,
+                                           int threads_per_rank) const {
+  const double share = rate_share(ranks_on_node, threads_per_rank);
+  if (!ranks_share_node || core_rate <= 0) return node_rate * share;
+  const double cores = std::max(1, ranks_per_node);
+  const double threads = share * cores;  // the cores its threads use (less when time-shared)
+  const double busy = std::min(cores, std::max(1, ranks_on_node) * threads);
+  return threads * std::min(core_rate, node_rate / busy);
+}
+
 double MachineDescription::bandwidth(int ranks_on_node, int threads_per_rank) const {
-  return memory_bandwidth * rate_share(ranks_on_node, threads_per_rank);
+  return streaming_share(memory_bandwidth, core_memory_bandwidth, ranks_on_node,
+                         threads_per_rank);
 }
 
 double MachineDescription::update_bandwidth(int ranks_on_node, int threads_per_rank) const {
-  return optimizer_bandwidth * rate_share(ranks_on_node, threads_per_rank);
+  return streaming_share(optimizer_bandwidth, core_optimizer_bandwidth, ranks_on_node,
+                         threads_per_rank);
 }
 
 double MachineDescription::restream_bandwidth(int ranks_on_node, int threads_per_rank) const {
@@ -152,6 +164,9 @@ MachineDescription load_machine_description(const std::string& path) {
   if (m.gemm_fp32_flops <= 0 || m.gemm_fp64_flops <= 0 || m.memory_bandwidth <= 0 ||
       m.optimizer_bandwidth <= 0)
     in.fail("GEMM rates and bandwidths must be positive");
+  for (auto [key, field] : {std::pair{"core_memory_bandwidth", &m.core_memory_bandwidth},
+                            std::pair{"core_optimizer_bandwidth", &m.core_optimizer_bandwidth}})
+    if (in.has(key)) *field = in.figure(key);
   if (in.has("weight_restream_bandwidth")) {
     m.weight_restream_bandwidth = in.figure("weight_restream_bandwidth");
     if (m.weight_restream_bandwidth <= 0) in.fail("weight_restream_bandwidth must be positive");

@@ -38,6 +38,10 @@ struct MachineDescription {
   // bytes/s of the optimizer's update (kernel_traffic.h's count): the Adam kernel's own rate,
   // which streams four arrays at once faster than a copy; optional, else memory_bandwidth.
   double optimizer_bandwidth = 0;
+  // CPU nodes, optional (0: unknown): what one core streams when the others idle (a copy's and
+  // the optimizer's). The node's bandwidth is shared by its busy cores, each up to this.
+  double core_memory_bandwidth = 0;
+  double core_optimizer_bandwidth = 0;
   // bytes/s at which a pipeline's micro-batches after the first read the stage's weights again
   // (evicted between micro-batches by the other layers' and ranks' traffic); optional, else 0:
   // no cost (GEMM rates measured with the weights in memory already include it).
@@ -58,6 +62,10 @@ struct MachineDescription {
   double rate_share(int ranks_on_node, int threads_per_rank = 0) const;
   // The rate a rank gets when `ranks_on_node` ranks run on its node.
   double gemm_flops(Precision precision, int ranks_on_node, int threads_per_rank = 0) const;
+  // A rank's part of a streaming rate: the node's `node_rate` split among its busy cores (the
+  // ranks' threads), each core at most `core_rate` (0: no such limit; then rate_share's part).
+  double streaming_share(double node_rate, double core_rate, int ranks_on_node,
+                         int threads_per_rank) const;
   double bandwidth(int ranks_on_node, int threads_per_rank = 0) const;
   double update_bandwidth(int ranks_on_node, int threads_per_rank = 0) const;
   double restream_bandwidth(int ranks_on_node, int threads_per_rank = 0) const;
