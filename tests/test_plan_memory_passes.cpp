@@ -92,6 +92,25 @@ TEST(PlanMachine, BusyCoresShareTheNodesBandwidthEachUpToOneCoresOwn) {
   EXPECT_DOUBLE_EQ(cpu.update_bandwidth(1, 1), 2e11 / 8);  // no core figure for the optimizer
 }
 
+TEST(PlanStep, WeightsGatheredRightBeforeTheirGemmsAreReadInCache) {
+  const MachineDescription m = test_machine();
+  const double model_bytes = 4.0 * static_cast<double>(parameter_count(small_options().model));
+  // DDP streams the whole model four times (forward, input gradient, dW read and written);
+  // ZeRO-3 gathers each unit just before its GEMMs: only the gradient's two passes remain.
+  EXPECT_DOUBLE_EQ(predict("data --zero 0 --precision fp32", 2, m).weights_from_memory,
+                   4 * model_bytes / m.memory_bandwidth);
+  EXPECT_DOUBLE_EQ(predict("data --zero 3 --precision fp32", 2, m).weights_from_memory,
+                   2 * model_bytes / m.memory_bandwidth);
+  // tensor3d over depth 2 gathers its weights the same way; over rows it holds them.
+  const StepPrediction depth = predict("tensor3d --tp-dims 1,1,2 --precision fp32", 2, m);
+  const StepPrediction rows = predict("tensor3d --tp-dims 2,1,1 --precision fp32", 2, m);
+  // (within 2%: a rank's shards also hold the bias and LayerNorm vectors, gathered or not)
+  EXPECT_NEAR(depth.weights_from_memory, 2 * model_bytes / m.memory_bandwidth,
+              2e-2 * depth.weights_from_memory);
+  EXPECT_NEAR(rows.weights_from_memory, 4 * model_bytes / 2 / m.memory_bandwidth,
+              2e-2 * rows.weights_from_memory);
+}
+
 class MemoryCalibration : public TempDirTest {
  protected:
   MemoryCalibration() : TempDirTest("mlpscale_memory_calibration_") {}

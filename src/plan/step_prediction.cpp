@@ -22,6 +22,7 @@ struct RankWork {
   double recompute_flops = 0;    // of which checkpointing's second forward
   double gemm_rows = 1;          // the rows its GEMMs run on (their rate depends on it)
   double gemm_parameters = 0;    // the weights its GEMMs read (gathered ones included)
+  bool weights_gathered = false;  // gathered right before its GEMMs, which then read them in cache
   StepElementwiseBytes elementwise;
   double optimized_parameters = 0;
   std::map<std::string, double> bytes;  // the scheme's analytic volumes
@@ -112,6 +113,7 @@ std::vector<RankWork> data_work(const PlanCandidate& c, SchemeShape& shape) {
   RankWork w = replica_share(o, max_rows(o.batch, n), 1.0);
   const double params = static_cast<double>(parameter_count(o.model));
   w.gemm_parameters = params;  // ZeRO-3 gathers each unit whole before its GEMMs
+  w.weights_gathered = c.data.zero == 3;
   w.optimized_parameters = c.data.zero >= 1 ? params / g : params;
   // DDP's optimizer zeroes the gradients it updates; a sharded one holds a shard only, so the
   // whole gradient is written with zeros once a step (ZeRO-1's buffer, ZeRO-2's buckets, ZeRO-3's
@@ -209,6 +211,7 @@ std::vector<RankWork> tensor3d_work(const PlanCandidate& c, SchemeShape& shape) 
   w.optimized_parameters = local.weights + local.vectors;
   // Weights are all-gathered over depth before the GEMMs: a rank computes with a depth's worth.
   w.gemm_parameters = w.optimized_parameters * s.depth;
+  w.weights_gathered = s.depth > 1;
   for (const Volume3d& v : tensor3d_layer_volumes(o.model, o.batch, s,
                                                   static_cast<size_t>(wire_bytes(o)), false,
                                                   false)) {
@@ -291,7 +294,9 @@ StepPrediction predict_rank(const PlanCandidate& c, const MachineDescription& m,
   const double forward_passes = w.recompute_flops > 0 ? 2 : 1;
   const double backward_passes = 3;
   const double weight_pass = w.gemm_parameters * element / bandwidth;
-  p.weights_from_memory = (forward_passes + backward_passes) * weight_pass;
+  // Weights gathered right before their GEMMs are read in cache: the gradient's passes remain.
+  const double memory_passes = w.weights_gathered ? 2 : forward_passes + backward_passes;
+  p.weights_from_memory = memory_passes * weight_pass;
   // A pipeline's later micro-batches read the stage's weights again, as far as the description
   // says they were evicted in between (weight_restream's four passes: forward, input gradient,
   // the weight gradient read and written; checkpointing's recompute a fifth).
@@ -328,8 +333,9 @@ StepPrediction predict_rank(const PlanCandidate& c, const MachineDescription& m,
   // over memory and the forward kernels. A zero-bubble schedule's W pass: another third of the
   // flops and two passes (the gradient read and written); B the rest.
   const double plain_gemm = (w.gemm_flops - w.recompute_flops) / rate;
-  const double memory_pass = p.weights_from_memory / (forward_passes + backward_passes);
-  const double forward = plain_gemm / 3 + memory_pass + w.elementwise.forward / bandwidth;
+  const double memory_pass = p.weights_from_memory / memory_passes;
+  const double forward = plain_gemm / 3 + (w.weights_gathered ? 0 : memory_pass) +
+                         w.elementwise.forward / bandwidth;
   const double backward = work - forward;
   if (c.pipeline) {
     const PipelineShape ps = c.pipeline->shape();
