@@ -10,33 +10,11 @@
 #include "src/plan/machine_calibration.h"
 #include "src/plan/plan_candidates.h"
 #include "src/plan/step_prediction.h"
+#include "tests/plan_test_inputs.h"
 #include "tests/temp_dir_test.h"
 
 namespace mlps {
 namespace {
-
-Options small_options() {
-  Options o;
-  o.model.hidden = 64;
-  o.model.layers = 4;
-  o.model.image_size = 8;
-  o.batch = 32;
-  return o;
-}
-
-MachineDescription test_machine() {
-  MachineDescription m;
-  m.name = "test";
-  m.ranks_per_node = 8;
-  m.memory_bytes = 1e12;
-  m.gemm_fp32_flops = 1e12;
-  m.gemm_fp64_flops = 5e11;
-  m.memory_bandwidth = 1e11;
-  m.optimizer_bandwidth = 2e11;
-  m.intra_node = {1e-6, 1e11};
-  m.inter_node = {5e-6, 1e10};
-  return m;
-}
 
 StepPrediction predict(const std::string& label, int world, const MachineDescription& m) {
   const auto all = enumerate_candidates(small_options(), world, {Precision::fp32});
@@ -48,7 +26,7 @@ StepPrediction predict(const std::string& label, int world, const MachineDescrip
 
 TEST(PlanStep, PipelineMicroBatchesAfterTheFirstReadTheWeightsAgain) {
   const std::string label = "pipeline --pp 4 --micro-batches 8 --schedule 1f1b --precision fp32";
-  const MachineDescription cached = test_machine();
+  const MachineDescription cached = test_machine(8);
   MachineDescription evicted = cached;
   evicted.weight_restream_bandwidth = 2e10;
   const StepPrediction once = predict(label, 4, cached), again = predict(label, 4, evicted);
@@ -66,7 +44,7 @@ TEST(PlanStep, PipelineMicroBatchesAfterTheFirstReadTheWeightsAgain) {
 }
 
 TEST(PlanStep, ShardedOptimizersLeaveTheGradientsZeroingToAPassOfItsOwn) {
-  const MachineDescription m = test_machine();
+  const MachineDescription m = test_machine(8);
   const double params = static_cast<double>(parameter_count(small_options().model));
   const StepPrediction ddp = predict("data --zero 0 --precision fp32", 4, m);
   for (const char* zero : {"1", "2", "3"}) {
@@ -78,7 +56,7 @@ TEST(PlanStep, ShardedOptimizersLeaveTheGradientsZeroingToAPassOfItsOwn) {
 }
 
 TEST(PlanMachine, BusyCoresShareTheNodesBandwidthEachUpToOneCoresOwn) {
-  MachineDescription cpu = test_machine();  // a node of 8 cores, 1e11 B/s in all
+  MachineDescription cpu = test_machine(8);  // a node of 8 cores, 1e11 B/s in all
   cpu.ranks_share_node = true;
   EXPECT_DOUBLE_EQ(cpu.bandwidth(1, 1), 1e11 / 8);  // no core figure: the node's share
   cpu.core_memory_bandwidth = 4e10;
@@ -93,7 +71,7 @@ TEST(PlanMachine, BusyCoresShareTheNodesBandwidthEachUpToOneCoresOwn) {
 }
 
 TEST(PlanStep, WeightsGatheredRightBeforeTheirGemmsAreReadInCache) {
-  const MachineDescription m = test_machine();
+  const MachineDescription m = test_machine(8);
   const double model_bytes = 4.0 * static_cast<double>(parameter_count(small_options().model));
   // DDP streams the whole model four times (forward, input gradient, dW read and written);
   // ZeRO-3 gathers each unit just before its GEMMs: only the gradient's two passes remain.
