@@ -35,9 +35,10 @@ struct CalibrationInputs {
 // first sweep): the latency of a ring step from the smallest message, the busbw of the largest. One
 // node measured gives the same figures to both links, saying so. With by_rows: per file, the mean
 // rate of the model's GEMMs at its batch (rows m, or the inner k of a weight gradient) over its
-// square GEMM's. With optimizer: adam_update's GB/s. With restream: the weights' bytes over
-// the time weight_restream takes per weight beyond the in-cache variant's. CPU backends share a node's
-// rates among its ranks and do not overlap communication with compute.
+// square GEMM's. With optimizer: adam_update's GB/s. With restream: the weights' bytes over the
+// time weight_restream takes per weight beyond the in-cache variant's. With core: one thread's
+// copy (or STREAM add) and adam_update GB/s, unscaled. CPU backends share a node's rates among
+// its ranks and do not overlap communication with compute.
 nlohmann::json calibrated_machine(const CalibrationInputs& in);
 
 }  // namespace mlps
