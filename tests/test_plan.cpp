@@ -65,6 +65,7 @@ TEST_F(PlanMachineFile, AFigureWithoutItsSourceIsRefusedByName) {
       R"(, "intra_node": )" + link + R"(, "inter_node": )" + link + "}";
   const MachineDescription m = load_machine_description(write(good));
   EXPECT_DOUBLE_EQ(m.gemm_flops(Precision::fp32, 4), 1e9 / 4);  // four ranks share the node
+  EXPECT_FALSE(m.reduce_scatter_copies_send_buffer);            // optional: absent, no copies
   std::string unsourced = good;
   unsourced.replace(unsourced.find("\"datasheet\""), 11, "\"\"");
   try {
@@ -117,6 +118,7 @@ TEST_F(PlanMachineFile, CalibrationTakesTheBestRatesAndTheCommSweepsEnds) {
   EXPECT_DOUBLE_EQ(m.intra_node.bus_bandwidth, 1.6e9);        // the largest message's busbw
   EXPECT_TRUE(m.ranks_share_node);  // CPU ranks share the node, and nothing overlaps
   EXPECT_FALSE(m.comm_overlaps_compute);
+  EXPECT_TRUE(m.reduce_scatter_copies_send_buffer);  // MPI's collectives
   EXPECT_EQ(m.ranks_per_node, 2);
   EXPECT_THROW(read_comm_bench_hdf5(kernels), InputError);  // not an HDF5 bench_comm file
 }

@@ -1,7 +1,8 @@
 // bin/plan's passes over memory beyond the GEMMs' flops: a pipeline's micro-batches after the
 // first reading the stage's weights again (weight_restream_bandwidth, and its calibration), a
-// sharded optimizer's gradients written with zeros once a step, and what a core streams when it
-// has the node to itself (core_memory_bandwidth, and its calibration).
+// sharded optimizer's gradients written with zeros once a step, MPI's reduce-scatter copying its
+// send buffer, and what a core streams when it has the node to itself (core_memory_bandwidth,
+// and its calibration).
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -53,6 +54,26 @@ TEST(PlanStep, ShardedOptimizersLeaveTheGradientsZeroingToAPassOfItsOwn) {
     EXPECT_DOUBLE_EQ(sharded.elementwise - ddp.elementwise, params * 4 / m.memory_bandwidth)
         << "--zero " << zero;
   }
+}
+
+TEST(PlanStep, PostingAReduceScatterCopiesItsSendBufferWhereTheDescriptionSaysSo) {
+  MachineDescription nccl = test_machine(8);
+  nccl.comm_overlaps_compute = false;  // every collective exposed: the copies add to the step
+  MachineDescription mpi = nccl;
+  mpi.reduce_scatter_copies_send_buffer = true;
+  const double params = static_cast<double>(parameter_count(small_options().model));
+  // ZeRO-1/2/3 reduce-scatter the whole fp32 gradient once a step: read and written once more.
+  for (const char* zero : {"1", "2", "3"}) {
+    const std::string label = std::string("data --zero ") + zero + " --precision fp32";
+    const StepPrediction copied = predict(label, 4, mpi), in_place = predict(label, 4, nccl);
+    EXPECT_EQ(in_place.send_buffer_copies, 0.0) << label;
+    // (within 0.01%: the gradient is padded to a multiple of the ranks)
+    EXPECT_NEAR(copied.send_buffer_copies, 2 * params * 4 / mpi.memory_bandwidth,
+                1e-4 * copied.send_buffer_copies) << label;
+    EXPECT_NEAR(copied.step - in_place.step, copied.send_buffer_copies, 1e-12) << label;
+  }
+  // DDP's all-reduce has no reduce-scatter to copy.
+  EXPECT_EQ(predict("data --zero 0 --precision fp32", 4, mpi).send_buffer_copies, 0.0);
 }
 
 TEST(PlanMachine, BusyCoresShareTheNodesBandwidthEachUpToOneCoresOwn) {

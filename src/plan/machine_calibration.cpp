@@ -141,6 +141,7 @@ nlohmann::json calibrated_machine(const CalibrationInputs& in) {
           {"ranks_per_node", in.ranks_per_node},
           {"ranks_share_node", cpu},
           {"comm_overlaps_compute", !cpu},
+          {"reduce_scatter_copies_send_buffer", cpu},  // MPI's collectives, NCCL's on GPUs
           {"memory_bytes", figure(in.memory_bytes, in.memory_source)},
           {"gemm_fp32_flops", gemm("f32")},
           {"gemm_fp64_flops", gemm("f64")},

@@ -155,6 +155,8 @@ MachineDescription load_machine_description(const std::string& path) {
   if (m.ranks_per_node < 1) in.fail("ranks_per_node must be at least 1");
   m.ranks_share_node = in.value<bool>("ranks_share_node");
   m.comm_overlaps_compute = in.value<bool>("comm_overlaps_compute");
+  if (in.has("reduce_scatter_copies_send_buffer"))
+    m.reduce_scatter_copies_send_buffer = in.value<bool>("reduce_scatter_copies_send_buffer");
   m.memory_bytes = in.figure("memory_bytes");
   m.gemm_fp32_flops = in.figure("gemm_fp32_flops");
   m.gemm_fp64_flops = in.figure("gemm_fp64_flops");

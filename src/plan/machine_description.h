@@ -31,6 +31,10 @@ struct MachineDescription {
   // Whether a collective in flight progresses while the rank computes (NCCL on its own stream);
   // not with MPI on CPU cores that the compute keeps busy: then every collective is exposed.
   bool comm_overlaps_compute = true;
+  // Whether posting a reduce-scatter copies its whole send buffer first, on the rank's own core
+  // (MPICH's algorithms reduce into a temporary, as an MPI send buffer is read-only; NCCL
+  // reduces in place): then each reduce-scatter's input is read and written once more.
+  bool reduce_scatter_copies_send_buffer = false;
   double memory_bytes = 0;      // per rank (per node when ranks share it)
   double gemm_fp32_flops = 0;   // per rank (per node when shared), true fp32 (no TF32)
   double gemm_fp64_flops = 0;

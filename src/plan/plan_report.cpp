@@ -35,10 +35,10 @@ void print_explanation(std::FILE* out, const PlannedCandidate& planned, size_t r
   std::fprintf(out, "#%zu %s\n  run it: %s\n", row, planned.candidate.label().c_str(),
                planned.candidate.command().c_str());
   std::fprintf(out, "  step %.3f ms = compute %.3f (GEMMs %.3f, their weights from memory %.3f, "
-               "element-wise %.3f) + bubble %.3f (%.1f%%) + exposed communication %.3f + "
-               "optimizer %.3f\n",
+               "element-wise %.3f, send-buffer copies %.3f) + bubble %.3f (%.1f%%) + exposed "
+               "communication %.3f + optimizer %.3f\n",
                p.step * 1e3, p.work() * 1e3, p.compute * 1e3, p.weights_from_memory * 1e3,
-               p.elementwise * 1e3, p.bubble * 1e3, 100 * p.bubble_fraction,
+               p.elementwise * 1e3, p.send_buffer_copies * 1e3, p.bubble * 1e3, 100 * p.bubble_fraction,
                p.exposed_comm * 1e3, p.optimizer * 1e3);
   std::fprintf(out, "  communication %.3f ms in all, %.3f ms exposed\n", p.comm * 1e3,
                p.exposed_comm * 1e3);
@@ -69,7 +69,8 @@ void write_plan_json(const std::string& path, const std::vector<PlannedCandidate
         {"fits", p.fits()}, {"step_seconds", p.step},
         {"samples_per_second", p.samples_per_second}, {"gemm_seconds", p.compute},
         {"weights_from_memory_seconds", p.weights_from_memory},
-        {"elementwise_seconds", p.elementwise}, {"optimizer_seconds", p.optimizer},
+        {"elementwise_seconds", p.elementwise},
+        {"send_buffer_copies_seconds", p.send_buffer_copies}, {"optimizer_seconds", p.optimizer},
         {"bubble_seconds", p.bubble}, {"bubble_fraction", p.bubble_fraction},
         {"comm_seconds", p.comm}, {"exposed_comm_seconds", p.exposed_comm},
         {"memory_bytes", {{"parameters", p.memory.parameters},

@@ -327,6 +327,8 @@ StepPrediction predict_rank(const PlanCandidate& c, const MachineDescription& m,
     }
     comm.seconds = comm.calls * link.seconds(kind, comm.group_size, bytes / comm.calls);
     p.comm += comm.seconds;
+    if (kind == CommKind::reduce_scatter && m.reduce_scatter_copies_send_buffer)
+      p.send_buffer_copies += 2 * bytes / bandwidth;  // the input read, the temporary written
   }
   const double work = p.work();
   // Forward: a third of the step's GEMM flops (without recompute), one of the weights' passes

@@ -26,6 +26,7 @@ struct StepPrediction {
   double compute = 0;      // GEMM flops at the machine's rate
   double weights_from_memory = 0;  // the GEMMs' weights and gradients streamed from memory
   double elementwise = 0;  // bias, ReLU, LayerNorm, residual, loss bytes at its bandwidth
+  double send_buffer_copies = 0;  // reduce-scatter inputs copied when posted (MPI), at it too
   double optimizer = 0;    // the update's bytes at its bandwidth
   double bubble = 0;       // pipeline idle time
   double bubble_fraction = 0;
@@ -34,8 +35,8 @@ struct StepPrediction {
   double step = 0;
   double samples_per_second = 0;
   std::map<std::string, PredictedComm> collectives;  // by result key, "allreduce:data"
-  // A rank's own work: GEMMs, their weights from memory, element-wise kernels.
-  double work() const { return compute + weights_from_memory + elementwise; }
+  // A rank's own work: GEMMs, their weights from memory, element-wise kernels and copies.
+  double work() const { return compute + weights_from_memory + elementwise + send_buffer_copies; }
   MemoryNeed memory;            // the rank that needs most
   double memory_available = 0;  // per rank on this machine
   bool fits() const { return memory.total() <= memory_available; }
