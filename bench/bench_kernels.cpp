@@ -1,6 +1,7 @@
 // Kernel micro-benchmarks (Google Benchmark): every distinct GEMM shape of one training step plus
 // one large square GEMM, the element-wise kernels at the model's sizes, and a device-to-device
-// copy as the memory-bandwidth ceiling; on each available backend, in f32 and f64. No MPI here.
+// copy as the memory-bandwidth ceiling; on each available backend, in f32 and f64; and the data
+// loader's samples on one host thread. No MPI here.
 // The pieces live in bench/support: the options, the GEMM and the element-wise registrations.
 #include <benchmark/benchmark.h>
 
@@ -13,6 +14,7 @@
 
 #include "bench/support/elementwise_benchmarks.h"
 #include "bench/support/gemm_benchmarks.h"
+#include "bench/support/sample_load_benchmark.h"
 #include "bench/support/weight_restream_benchmarks.h"
 #include "bench/support/weight_update_benchmarks.h"
 #include "bench/support/kernel_bench_memory.h"
@@ -116,6 +118,7 @@ int run(int argc, char** argv) {
     register_all<float>(backend, options);
     register_all<double>(backend, options);
   }
+  register_sample_load_benchmark(options);  // host work: once, whatever the backends
   benchmark::RunSpecifiedBenchmarks();
   cache.clear();
   benchmark::Shutdown();

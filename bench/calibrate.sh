@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make calibrate`: this machine's description (inputs/machines/local.json, not tracked), which
 # bin/plan and every run's own prediction use by default: bin/bench_kernels' GEMMs and streams
-# at the plan-validation model's shapes, a bin/bench_comm all-reduce sweep on 2 ranks, then
+# at the plan-validation model's shapes (and its data loader's samples), a bin/bench_comm all-reduce sweep on 2 ranks, then
 # bin/plan --calibrate. The kernels run on all of a CPU's cores (unless OPENBLAS_NUM_THREADS says
 # otherwise; rates from fewer threads are scaled to the cores), so the node's rates include what
 # its cores cost each other when all are busy; a pipeline's re-reads of its weights are timed as
@@ -13,9 +13,9 @@ out=${1:-inputs/machines/local.json}
 dir=results/calibration
 mkdir -p "$dir"
 
-echo "calibrate: bin/bench_kernels (GEMMs, copy, STREAM add; about a minute)"
+echo "calibrate: bin/bench_kernels (GEMMs, copy, STREAM add, the data loader; about a minute)"
 bin/bench_kernels --hidden 512 --layers 4 --image-size 32 --batch 64 \
-  --benchmark_filter='^(gemm|copy|stream_add)/' --benchmark_repetitions=2 \
+  --benchmark_filter='^(gemm|copy|stream_add|sample_load)/' --benchmark_repetitions=2 \
   --benchmark_out="$dir/kernels.json" --benchmark_out_format=json >"$dir/kernels.log" 2>&1 ||
   { tail -n 3 "$dir/kernels.log"; exit 1; }
 echo "calibrate: bin/bench_kernels' GEMMs by rows (8 to 512, one thread)"

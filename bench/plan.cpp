@@ -65,6 +65,9 @@ int write_calibration(const std::string& path, const std::string& kernels_path,
   if (m.weight_restream_bandwidth > 0)
     std::printf("  a pipeline's later micro-batches re-read its weights at %.3g GB/s\n",
                 m.weight_restream_bandwidth / 1e9);
+  if (m.sample_load_seconds > 0)
+    std::printf("  the data loader makes a sample in %.3g us on one core\n",
+                m.sample_load_seconds * 1e6);
   return 0;
 }
 

@@ -177,6 +177,12 @@ nlohmann::json calibrated_machine(const CalibrationInputs& in) {
           figure(core.counter_by_prefix("adam_update" + stream, "GB/s") * 1e9,
                  source + "adam_update" + stream + "*");
   }
+  // The data loader's samples, made on one thread whatever the kernels ran on (no scaling).
+  if (cpu && in.kernels.has_prefix("sample_load/host/"))
+    machine["sample_load_seconds"] =
+        figure(1 / in.kernels.counter_by_prefix("sample_load/host/", "samples/s"),
+               "measured by bin/bench_kernels (" + in.kernels.path() +
+                   "): one over the samples/s of sample_load/host/* on one thread");
   if (in.restream) machine["weight_restream_bandwidth"] = restream_bandwidth(*in.restream, device,
                                                                           node_rates(*in.restream));
   return machine;

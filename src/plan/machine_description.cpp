@@ -143,6 +143,15 @@ double MachineDescription::gemm_efficiency(double rows) const {
   return t[i - 1].second + x * (t[i].second - t[i - 1].second);
 }
 
+double MachineDescription::data_loading_seconds(double rows, int ranks_on_node,
+                                                int threads_per_rank) const {
+  if (!ranks_share_node || sample_load_seconds <= 0) return 0;
+  const double cores = std::max(1, ranks_per_node), ranks = std::max(1, ranks_on_node);
+  const double busy = ranks * rate_share(ranks_on_node, threads_per_rank) * cores;
+  if (busy < cores - 1e-9) return 0;  // the loader runs on an idle core
+  return ranks * rows * sample_load_seconds / cores;
+}
+
 double MachineDescription::memory_per_rank(int ranks_on_node) const {
   return shared(memory_bytes, ranks_share_node, ranks_on_node);
 }
@@ -172,6 +181,10 @@ MachineDescription load_machine_description(const std::string& path) {
   if (in.has("weight_restream_bandwidth")) {
     m.weight_restream_bandwidth = in.figure("weight_restream_bandwidth");
     if (m.weight_restream_bandwidth <= 0) in.fail("weight_restream_bandwidth must be positive");
+  }
+  if (in.has("sample_load_seconds")) {
+    m.sample_load_seconds = in.figure("sample_load_seconds");
+    if (m.sample_load_seconds <= 0) in.fail("sample_load_seconds must be positive");
   }
   m.intra_node = in.link("intra_node");
   m.inter_node = in.link("inter_node");

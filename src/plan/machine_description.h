@@ -50,6 +50,9 @@ struct MachineDescription {
   // (evicted between micro-batches by the other layers' and ranks' traffic); optional, else 0:
   // no cost (GEMM rates measured with the weights in memory already include it).
   double weight_restream_bandwidth = 0;
+  // CPU nodes, optional (0: unknown): seconds one core takes to make one training sample, which
+  // each rank's data loader does on a thread of its own while the step computes.
+  double sample_load_seconds = 0;
   LinkModel intra_node, inter_node;
   // The GEMM rate at a given number of rows (the batch dimension a GEMM runs on: a replica's, a
   // micro-batch's, a grid row's), as a fraction of the rates above: (rows, fraction) ascending;
@@ -74,6 +77,10 @@ struct MachineDescription {
   double update_bandwidth(int ranks_on_node, int threads_per_rank = 0) const;
   double restream_bandwidth(int ranks_on_node, int threads_per_rank = 0) const;
   double memory_per_rank(int ranks_on_node) const;
+  // What a rank's step loses to its loader making `rows` samples: nothing while the node has a
+  // core no rank's thread uses (or a GPU node's host cores), else the node's ranks' loading
+  // time spread over its cores.
+  double data_loading_seconds(double rows, int ranks_on_node, int threads_per_rank = 0) const;
 };
 
 // Reads and checks a description: InputError naming the file and the missing or bad key.

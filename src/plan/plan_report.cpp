@@ -36,10 +36,10 @@ void print_explanation(std::FILE* out, const PlannedCandidate& planned, size_t r
                planned.candidate.command().c_str());
   std::fprintf(out, "  step %.3f ms = compute %.3f (GEMMs %.3f, their weights from memory %.3f, "
                "element-wise %.3f, send-buffer copies %.3f) + bubble %.3f (%.1f%%) + exposed "
-               "communication %.3f + optimizer %.3f\n",
+               "communication %.3f + optimizer %.3f + data loading %.3f\n",
                p.step * 1e3, p.work() * 1e3, p.compute * 1e3, p.weights_from_memory * 1e3,
                p.elementwise * 1e3, p.send_buffer_copies * 1e3, p.bubble * 1e3, 100 * p.bubble_fraction,
-               p.exposed_comm * 1e3, p.optimizer * 1e3);
+               p.exposed_comm * 1e3, p.optimizer * 1e3, p.data_loading * 1e3);
   std::fprintf(out, "  communication %.3f ms in all, %.3f ms exposed\n", p.comm * 1e3,
                p.exposed_comm * 1e3);
   if (!p.collectives.empty())
@@ -71,6 +71,7 @@ void write_plan_json(const std::string& path, const std::vector<PlannedCandidate
         {"weights_from_memory_seconds", p.weights_from_memory},
         {"elementwise_seconds", p.elementwise},
         {"send_buffer_copies_seconds", p.send_buffer_copies}, {"optimizer_seconds", p.optimizer},
+        {"data_loading_seconds", p.data_loading},
         {"bubble_seconds", p.bubble}, {"bubble_fraction", p.bubble_fraction},
         {"comm_seconds", p.comm}, {"exposed_comm_seconds", p.exposed_comm},
         {"memory_bytes", {{"parameters", p.memory.parameters},

@@ -21,6 +21,7 @@ struct RankWork {
   double gemm_flops = 0;         // forward, backward and any recompute
   double recompute_flops = 0;    // of which checkpointing's second forward
   double gemm_rows = 1;          // the rows its GEMMs run on (their rate depends on it)
+  double loaded_rows = 1;        // the samples its data loader makes (its trainer's batch_slice)
   double gemm_parameters = 0;    // the weights its GEMMs read (gathered ones included)
   bool weights_gathered = false;  // gathered right before its GEMMs, which then read them in cache
   StepElementwiseBytes elementwise;
@@ -88,6 +89,7 @@ RankWork replica_share(const Options& o, double rows, double share) {
   const double all = model_flops_per_sample(o.model, false) * rows * share;
   w.gemm_flops = all;
   w.gemm_rows = rows;
+  w.loaded_rows = rows;
   w.recompute_flops = all - model_flops_per_sample(plain, false) * rows * share;
   const StepElementwiseBytes e = training_step_elementwise_bytes(
       o.model, static_cast<int64_t>(std::ceil(rows)),
@@ -187,6 +189,7 @@ std::vector<RankWork> tensor2d_work(const PlanCandidate& c, SchemeShape& shape) 
   shape.axis_of_group = {{"row", "cols"}, {"col", "rows"}, {"data", "data"}};
   RankWork w = replica_share(o, max_rows(o.batch, c.replicas), 1.0 / (q * q));
   w.gemm_rows = max_rows(o.batch, c.replicas * q);  // a grid row's share of the replica's rows
+  w.loaded_rows = w.gemm_rows;
   w.optimized_parameters = static_cast<double>(parameter_count(o.model)) / (q * q);
   // A rank's GEMMs take a weight panel from each of the q steps: a grid row's worth, P/q.
   w.gemm_parameters = w.optimized_parameters * q;
@@ -207,6 +210,7 @@ std::vector<RankWork> tensor3d_work(const PlanCandidate& c, SchemeShape& shape) 
   for (const char* axis : {"data", "depth", "outer", "inner"}) shape.axis_of_group[axis] = axis;
   RankWork w = replica_share(o, max_rows(o.batch, s.dp), 1.0 / s.tensor_ranks());
   w.gemm_rows = max_rows(o.batch, s.dp * s.depth);  // the depth axis splits the rows
+  w.loaded_rows = w.gemm_rows;
   const Local3d local = tensor3d_local_elements(o.model, s);
   w.optimized_parameters = local.weights + local.vectors;
   // Weights are all-gathered over depth before the GEMMs: a rank computes with a depth's worth.
@@ -350,7 +354,8 @@ StepPrediction predict_rank(const PlanCandidate& c, const MachineDescription& m,
     p.bubble = work * p.bubble_fraction / (1 - p.bubble_fraction);
   }
   p.exposed_comm = m.comm_overlaps_compute ? exposed_communication(c, p, work, backward) : p.comm;
-  p.step = work + p.bubble + p.optimizer + p.exposed_comm;
+  p.data_loading = m.data_loading_seconds(w.loaded_rows, on_node, c.threads_per_rank);
+  p.step = work + p.bubble + p.optimizer + p.exposed_comm + p.data_loading;
   p.samples_per_second = static_cast<double>(o.batch) / p.step;
   p.memory = w.memory;
   p.memory_available = m.memory_per_rank(on_node);
