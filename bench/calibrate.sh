@@ -42,19 +42,27 @@ OPENBLAS_NUM_THREADS=1 bin/bench_kernels --backends cpu \
   >"$dir/kernels.log" 2>&1 || { tail -n 3 "$dir/kernels.log"; exit 1; }
 # A pipeline's micro-batches read their stage's weights again: weight_restream for a stage of a
 # two-stage pipeline of the same model (--layers 2), one single-threaded copy per core at once,
-# as a pipeline's ranks run.
-echo "calibrate: bin/bench_kernels' weight re-reads, one copy a core"
+# as a pipeline's ranks run, at micro-batches of 32 rows (the figure) and 8, 16 and 64 (the rate
+# by rows: 25, 20, 15 and 10 GB/s here for 8 to 64). The figure is the difference of two
+# timings, so each is the median of 5 longer repetitions (four calibrations: 13.7-15.7 GB/s
+# here at 32 rows, against 11-21 from the fastest of 2 short ones).
+echo "calibrate: bin/bench_kernels' weight re-reads at 32, 8, 16 and 64 rows, one copy a core"
 cores=$(nproc)
-pids=()
-for ((c = 0; c < cores; c++)); do
-  OPENBLAS_NUM_THREADS=1 bin/bench_kernels --hidden 512 --layers 2 --image-size 32 --batch 32 \
-    --backends cpu --benchmark_filter='^weight_restream/cpu/f32/' --benchmark_repetitions=2 \
-    --benchmark_out="$dir/kernels-restream-$c.json" --benchmark_out_format=json \
-    >"$dir/restream-$c.log" 2>&1 &
-  pids+=($!)
-done
-for ((c = 0; c < cores; c++)); do
-  wait "${pids[$c]}" || { tail -n 3 "$dir/restream-$c.log"; exit 1; }
+restream=()
+for rows in 32 8 16 64; do
+  pids=()
+  for ((c = 0; c < cores; c++)); do
+    OPENBLAS_NUM_THREADS=1 bin/bench_kernels --hidden 512 --layers 2 --image-size 32 \
+      --batch "$rows" --backends cpu --benchmark_filter='^weight_restream/cpu/f32/' \
+      --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
+      --benchmark_min_time=0.5 --benchmark_out="$dir/kernels-restream-rows$rows-$c.json" \
+      --benchmark_out_format=json >"$dir/restream-$c.log" 2>&1 &
+    pids+=($!)
+  done
+  for ((c = 0; c < cores; c++)); do
+    wait "${pids[$c]}" || { tail -n 3 "$dir/restream-$c.log"; exit 1; }
+  done
+  restream+=("$dir/kernels-restream-rows$rows-0.json")
 done
 echo "calibrate: bin/bench_comm all-reduce on 2 ranks"
 mpiexec -n 2 bin/bench_comm --op allreduce -e 32M -n 10 --out "$dir/comm-2.h5" \
@@ -62,5 +70,5 @@ mpiexec -n 2 bin/bench_comm --op allreduce -e 32M -n 10 --out "$dir/comm-2.h5" \
 bin/plan --calibrate "$out" --kernels "$dir/kernels.json" --comm-bench "$dir/comm-2.h5" \
   --kernels-by-rows "$(IFS=,; echo "${by_rows[*]}")" \
   --optimizer-kernels "$dir/kernels-optimizer.json" \
-  --restream-kernels "$dir/kernels-restream-0.json" \
+  --restream-kernels "$(IFS=,; echo "${restream[*]}")" \
   --core-kernels "$dir/kernels-one-core.json"

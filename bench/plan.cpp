@@ -23,7 +23,8 @@ namespace {
 int write_calibration(const std::string& path, const std::string& kernels_path,
                       const std::string& comm_path, int ranks_per_node,
                       const std::vector<std::string>& by_rows_paths,
-                      const std::string& optimizer_path, const std::string& restream_path,
+                      const std::string& optimizer_path,
+                      const std::vector<std::string>& restream_paths,
                       const std::string& core_path) {
   if (kernels_path.empty() || comm_path.empty())
     throw InputError("--calibrate needs --kernels and --comm-bench");
@@ -40,14 +41,14 @@ int write_calibration(const std::string& path, const std::string& kernels_path,
   for (const std::string& file : by_rows_paths) by_rows.emplace_back(file);
   std::optional<KernelRates> optimizer;
   if (!optimizer_path.empty()) optimizer.emplace(optimizer_path);
-  std::optional<KernelRates> restream;
-  if (!restream_path.empty()) restream.emplace(restream_path);
+  std::vector<KernelRates> restream;
+  for (const std::string& file : restream_paths) restream.emplace_back(file);
   std::optional<KernelRates> core;
   if (!core_path.empty()) core.emplace(core_path);
   const std::string text =
       calibrated_machine({kernels, comm, comm_path, ranks_per_node, memory.bytes,
                           "measured when calibrating: " + memory.where, by_rows,
-                          optimizer ? &*optimizer : nullptr, restream ? &*restream : nullptr,
+                          optimizer ? &*optimizer : nullptr, restream,
                           core ? &*core : nullptr})
           .dump(2) + "\n";
   publish_file(path, std::span<const char>(text.data(), text.size()));
@@ -65,6 +66,8 @@ int write_calibration(const std::string& path, const std::string& kernels_path,
   if (m.weight_restream_bandwidth > 0)
     std::printf("  a pipeline's later micro-batches re-read its weights at %.3g GB/s\n",
                 m.weight_restream_bandwidth / 1e9);
+  for (const auto& [rows, fraction] : m.weight_restream_rows_fraction)
+    std::printf("    at %g rows: %.2f of that rate\n", rows, fraction);
   if (m.sample_load_seconds > 0)
     std::printf("  the data loader makes a sample in %.3g us on one core\n",
                 m.sample_load_seconds * 1e6);
@@ -81,9 +84,9 @@ int main(int argc, char** argv) {
                                 "--machine by predicted step time and memory (the model options "
                                 "and --config are the schemes').");
     int world = 0, ranks_per_node = 0;
-    std::string out, calibrate, kernels_path, comm_path, optimizer_path, restream_path,
+    std::string out, calibrate, kernels_path, comm_path, optimizer_path,
         core_path;
-    std::vector<std::string> precision_names, by_rows_paths;
+    std::vector<std::string> precision_names, by_rows_paths, restream_paths;
     size_t top = 20, explain = 0;
     CLI::App& app = parser.app();
     app.get_option("--machine")->description("machine description (inputs/machines/*.json; "
@@ -111,9 +114,12 @@ int main(int argc, char** argv) {
     app.add_option("--optimizer-kernels", optimizer_path, "with --calibrate: bin/bench_kernels "
                    "JSON with adam_update at a size that does not fit in cache, for the "
                    "optimizer's bandwidth (default: the streaming bandwidth)");
-    app.add_option("--restream-kernels", restream_path, "with --calibrate: bin/bench_kernels "
+    app.add_option("--restream-kernels", restream_paths, "with --calibrate: bin/bench_kernels "
                    "JSON with weight_restream (one copy per core, as a pipeline's ranks), for "
-                   "what a micro-batch pays to read its stage's weights again (default: nothing)");
+                   "what a micro-batch pays to read its stage's weights again (default: nothing); "
+                   "several files at different --batch values (comma-separated): that rate by "
+                   "micro-batch rows, relative to the first's")
+        ->delimiter(',');
     app.add_option("--core-kernels", core_path, "with --calibrate: bin/bench_kernels JSON with "
                    "copy, stream_add and adam_update on one thread while the other cores idle, "
                    "for what a core streams alone (default: the node's share)");
@@ -135,7 +141,7 @@ int main(int argc, char** argv) {
     const Options& o = parser.options();
     if (!calibrate.empty()) return write_calibration(calibrate, kernels_path, comm_path,
                                                      ranks_per_node, by_rows_paths,
-                                                     optimizer_path, restream_path, core_path);
+                                                     optimizer_path, restream_paths, core_path);
     const std::string machine_path = machine_file_for_run(o.machine);
     if (world == 0 || machine_path.empty())
       throw InputError("--world and --machine are required (--machine defaults to " +

@@ -5,6 +5,7 @@
 // and its calibration).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 
 #include "src/errors.h"
@@ -39,6 +40,11 @@ TEST(PlanStep, PipelineMicroBatchesAfterTheFirstReadTheWeightsAgain) {
               7 * stage_bytes / evicted.weight_restream_bandwidth, 1e-15);
   EXPECT_DOUBLE_EQ(again.bubble_fraction, once.bubble_fraction);  // 1F1B's formula: M and P only
   EXPECT_GT(again.step, once.step + (again.weights_from_memory - once.weights_from_memory));
+  // A rate twice the figure at the micro-batch's rows (4 here): half the cost.
+  MachineDescription by_rows = evicted;
+  by_rows.weight_restream_rows_fraction = {{2, 2.0}, {8, 2.0}};
+  EXPECT_NEAR(predict(label, 4, by_rows).weights_from_memory - once.weights_from_memory,
+              3.5 * stage_bytes / evicted.weight_restream_bandwidth, 1e-15);
   // One pass through the model has no later micro-batch.
   const std::string ddp = "data --zero 0 --precision fp32";
   EXPECT_DOUBLE_EQ(predict(ddp, 4, evicted).step, predict(ddp, 4, cached).step);
@@ -129,18 +135,28 @@ class MemoryCalibration : public TempDirTest {
     write_comm_bench_hdf5(path("comm.h5"), comm);
   }
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  // The description calibrated with a weight_restream file whose two variants ran at these GB/s.
-  nlohmann::json calibrate(double one_set, double five_sets) {
-    std::ofstream(path("restream.json"))
-        << R"({"context": {"mlpscale_cpu_threads": "1"}, "benchmarks": [
-      {"name": "weight_restream/cpu/f32/rows:32/out:256/in:64/sets:1", "run_type": "iteration",
-       "real_time": 1, "GB/s": )" << one_set << R"(},
-      {"name": "weight_restream/cpu/f32/rows:32/out:256/in:64/sets:5", "run_type": "iteration",
-       "real_time": 1, "GB/s": )" << five_sets << "}]}";
-    const KernelRates kernels(path("kernels.json")), restream(path("restream.json"));
+  // A weight_restream file at `rows` whose two variants ran at these GB/s on one thread.
+  KernelRates restream_file(int rows, double one_set, double five_sets) {
+    const std::string name = "restream-" + std::to_string(rows) + ".json";
+    const std::string prefix = "weight_restream/cpu/f32/rows:" + std::to_string(rows) +
+                               "/out:256/in:64/sets:";
+    std::ofstream(path(name)) << R"({"context": {"mlpscale_cpu_threads": "1", "mlpscale_model":
+      "image_size 8, hidden 64, layers 2, ffn_hidden 256, batch )" << rows << R"("},
+      "benchmarks": [
+      {"name": ")" << prefix << R"(1", "run_type": "iteration", "real_time": 1, "GB/s": )"
+                              << one_set << R"(},
+      {"name": ")" << prefix << R"(5", "run_type": "iteration", "real_time": 1, "GB/s": )"
+                              << five_sets << "}]}";
+    return KernelRates(path(name));
+  }
+  nlohmann::json calibrate(std::vector<KernelRates> restream) {
+    const KernelRates kernels(path("kernels.json"));
     const CommBenchRecord comm = read_comm_bench_hdf5(path("comm.h5"));
     return calibrated_machine(
-        {kernels, comm, path("comm.h5"), 2, 8e9, "test", {}, nullptr, &restream});
+        {kernels, comm, path("comm.h5"), 2, 8e9, "test", {}, nullptr, std::move(restream)});
+  }
+  nlohmann::json calibrate(double one_set, double five_sets) {
+    return calibrate({restream_file(32, one_set, five_sets)});
   }
 };
 
@@ -152,6 +168,40 @@ TEST_F(MemoryCalibration, TheWeightsBytesOverTheTimeBeyondTheCachedVariant) {
   EXPECT_DOUBLE_EQ(m.weight_restream_bandwidth, 40e9);
   EXPECT_NE(machine["weight_restream_bandwidth"]["source"].get<std::string>().find("sets:5"),
             std::string::npos);
+}
+
+TEST_F(MemoryCalibration, ReReadsAtSeveralMicroBatchSizesGiveTheRateByRows) {
+  // 32 rows: 1/5 − 1/20 ns a byte, 6.67 GB/s a thread, 13.3 for 2 cores; 8 rows: 40, 3 times that.
+  const nlohmann::json machine =
+      calibrate({restream_file(32, 20, 5), restream_file(8, 20, 10)});
+  std::ofstream(path("machine.json")) << machine.dump();
+  const MachineDescription m = load_machine_description(path("machine.json"));
+  // Two files: the line passes through both; the figure is at the first file's rows.
+  EXPECT_NEAR(m.weight_restream_bandwidth, 2 * 1e9 / (1 / 5.0 - 1 / 20.0), 1e-3);
+  ASSERT_EQ(m.weight_restream_rows_fraction.size(), 2u);
+  EXPECT_DOUBLE_EQ(m.weight_restream_rows_fraction[0].first, 8);  // ascending
+  EXPECT_NEAR(m.weight_restream_rows_fraction[0].second, 3, 1e-12);
+  EXPECT_DOUBLE_EQ(m.weight_restream_rows_fraction[1].second, 1);
+  // A rank alone on the node (its share 1): the rate at its micro-batch's rows, in log(rows).
+  EXPECT_NEAR(m.restream_bandwidth(1, 0, 8), 40e9, 1e-3);
+  EXPECT_NEAR(m.restream_bandwidth(1, 0, 16), 2 * m.weight_restream_bandwidth, 1e-3);
+  EXPECT_DOUBLE_EQ(m.restream_bandwidth(1, 0, 64), m.weight_restream_bandwidth);  // end value
+  EXPECT_DOUBLE_EQ(m.restream_bandwidth(1), m.weight_restream_bandwidth);  // rows unknown
+  EXPECT_THROW(calibrate({restream_file(8, 20, 10), restream_file(8, 20, 5)}), InputError);
+  // Three files, the middle one off the others' line (re-reads at 40, 10 and 10 GB/s a thread at
+  // 8, 16 and 32 rows): the least-squares line in log-log has slope −1 and passes through
+  // their geometric mean at 16 rows; the figure is the line at 8 rows, twice that mean.
+  const double slow = 1 / (1 / 20.0 + 1 / 10.0);  // sets:5 at this beside sets:1 at 20: 10 GB/s
+  const nlohmann::json three = calibrate(
+      {restream_file(8, 40, 20), restream_file(16, 20, slow), restream_file(32, 20, slow)});
+  std::ofstream(path("three.json")) << three.dump();
+  const MachineDescription t = load_machine_description(path("three.json"));
+  ASSERT_EQ(t.weight_restream_rows_fraction.size(), 3u);
+  EXPECT_NEAR(t.weight_restream_rows_fraction[0].second, 1, 1e-12);  // the first file's rows
+  // (within 1e-5: the file holds 6 digits of the slow rate)
+  EXPECT_NEAR(t.weight_restream_rows_fraction[2].second, 0.25, 1e-5);  // 40 against 10: a slope
+  EXPECT_NEAR(t.weight_restream_rows_fraction[1].second, 0.5, 1e-5);   // of −1 in log-log
+  EXPECT_NEAR(t.weight_restream_bandwidth / 1e9, 2 * (2 * std::cbrt(40.0 * 10 * 10)), 1e-4);
 }
 
 TEST_F(MemoryCalibration, OneCoresBandwidthComesFromARunOnOneThread) {
@@ -167,12 +217,12 @@ TEST_F(MemoryCalibration, OneCoresBandwidthComesFromARunOnOneThread) {
   };
   const KernelRates one = core_file(1);
   const nlohmann::json machine = calibrated_machine(
-      {kernels, comm, path("comm.h5"), 2, 8e9, "test", {}, nullptr, nullptr, &one});
+      {kernels, comm, path("comm.h5"), 2, 8e9, "test", {}, nullptr, {}, &one});
   EXPECT_DOUBLE_EQ(machine["core_memory_bandwidth"]["value"].get<double>(), 9e9);  // not scaled
   EXPECT_DOUBLE_EQ(machine["core_optimizer_bandwidth"]["value"].get<double>(), 11e9);
   const KernelRates two = core_file(2);
   EXPECT_THROW(calibrated_machine(
-                   {kernels, comm, path("comm.h5"), 2, 8e9, "test", {}, nullptr, nullptr, &two}),
+                   {kernels, comm, path("comm.h5"), 2, 8e9, "test", {}, nullptr, {}, &two}),
                InputError);
 }
 

@@ -1,6 +1,7 @@
 #include "src/plan/machine_calibration.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "src/comm/comm_log.h"
 #include "src/errors.h"
@@ -71,6 +72,46 @@ nlohmann::json restream_bandwidth(const KernelRates& file, const std::string& de
                      ": its weights stayed in cache; drop --restream-kernels");
   return figure(node.scale / extra, node.source + "the weights' bytes over the time " +
                                         many->first + " takes per weight beyond " + one->first);
+}
+
+// The re-read rate by micro-batch rows from files at several --batch values: one file's rate is
+// the difference of two timings, noisy on a shared machine, so the description takes a line
+// through log(rate) against log(rows) by least squares over all of them. Sets the figure (the
+// line at the first file's rows) and the table (the line over it at each file's rows).
+template <typename NodeRatesOf>
+void restream_by_rows(const std::vector<KernelRates>& files, const std::string& device,
+                      const NodeRatesOf& node_rates, nlohmann::json& machine) {
+  std::vector<std::pair<double, double>> points;  // (log rows, log rate)
+  std::string names;
+  for (const KernelRates& file : files) {
+    if (file.model_batch() <= 0) throw InputError(file.path() + ": no model batch recorded");
+    for (const auto& [x, y] : points)
+      if (x == std::log(file.model_batch()))
+        throw InputError("two weight_restream files at " + std::to_string(file.model_batch()) +
+                         " rows");
+    const double rate = restream_bandwidth(file, device, node_rates(file))["value"];
+    points.emplace_back(std::log(file.model_batch()), std::log(rate));
+    names += (names.empty() ? "" : ", ") + file.path();
+  }
+  double mean_x = 0, mean_y = 0;
+  for (const auto& [x, y] : points) mean_x += x / points.size(), mean_y += y / points.size();
+  double sxy = 0, sxx = 0;
+  for (const auto& [x, y] : points) sxy += (x - mean_x) * (y - mean_y), sxx += (x - mean_x) * (x - mean_x);
+  const double slope = sxy / sxx;
+  const double first = points.front().first;
+  const std::string source = "measured by bin/bench_kernels (" + names + "): a least-squares "
+                             "line through log(re-read rate) against log(rows) over the files";
+  machine["weight_restream_bandwidth"] =
+      figure(std::exp(mean_y + slope * (first - mean_x)),
+             source + ", at " + files.front().path() + "'s rows");
+  std::sort(points.begin(), points.end());
+  nlohmann::json rows = nlohmann::json::array(), fraction = nlohmann::json::array();
+  for (const auto& [x, y] : points) {
+    rows.push_back(std::round(std::exp(x)));
+    fraction.push_back(std::exp(slope * (x - first)));
+  }
+  machine["weight_restream_rows_fraction"] = {
+      {"rows", rows}, {"fraction", fraction}, {"source", source + ", over its value there"}};
 }
 
 }  // namespace
@@ -183,8 +224,11 @@ nlohmann::json calibrated_machine(const CalibrationInputs& in) {
         figure(1 / in.kernels.counter_by_prefix("sample_load/host/", "samples/s"),
                "measured by bin/bench_kernels (" + in.kernels.path() +
                    "): one over the samples/s of sample_load/host/* on one thread");
-  if (in.restream) machine["weight_restream_bandwidth"] = restream_bandwidth(*in.restream, device,
-                                                                          node_rates(*in.restream));
+  if (in.restream.size() == 1)
+    machine["weight_restream_bandwidth"] =
+        restream_bandwidth(in.restream.front(), device, node_rates(in.restream.front()));
+  else if (in.restream.size() > 1)
+    restream_by_rows(in.restream, device, node_rates, machine);
   return machine;
 }
 

@@ -22,9 +22,10 @@ struct CalibrationInputs {
   std::vector<KernelRates> by_rows = {};
   // bench_kernels with adam_update at a size beyond the caches: optimizer_bandwidth (optional).
   const KernelRates* optimizer = nullptr;
-  // bench_kernels with weight_restream's two variants (one weight, many in turn), run as a
-  // pipeline's ranks run: weight_restream_bandwidth (optional).
-  const KernelRates* restream = nullptr;
+  // bench_kernels files with weight_restream's two variants (one weight, many in turn), run as a
+  // pipeline's ranks run, at one or more --batch values (micro-batch rows):
+  // weight_restream_bandwidth from the first, weight_restream_rows_fraction from all (optional).
+  std::vector<KernelRates> restream = {};
   // bench_kernels' copy, STREAM add and adam_update on one thread while the other cores idle:
   // core_memory_bandwidth and core_optimizer_bandwidth (optional).
   const KernelRates* core = nullptr;
@@ -36,7 +37,7 @@ struct CalibrationInputs {
 // node measured gives the same figures to both links, saying so. With by_rows: per file, the mean
 // rate of the model's GEMMs at its batch (rows m, or the inner k of a weight gradient) over its
 // square GEMM's. With optimizer: adam_update's GB/s. With restream: the weights' bytes over the
-// time weight_restream takes per weight beyond the in-cache variant's. With core: one thread's
+// time weight_restream takes per weight beyond the in-cache variant's, per file (its rows). With core: one thread's
 // copy (or STREAM add) and adam_update GB/s, unscaled. On CPUs, the kernels' sample_load (when
 // timed): the seconds of one sample on one thread, sample_load_seconds. CPU backends share a node's rates among
 // its ranks and do not overlap communication with compute.

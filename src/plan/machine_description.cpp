@@ -128,12 +128,11 @@ double MachineDescription::update_bandwidth(int ranks_on_node, int threads_per_r
                          threads_per_rank);
 }
 
-double MachineDescription::restream_bandwidth(int ranks_on_node, int threads_per_rank) const {
-  return weight_restream_bandwidth * rate_share(ranks_on_node, threads_per_rank);
-}
+namespace {
 
-double MachineDescription::gemm_efficiency(double rows) const {
-  const auto& t = gemm_rows_fraction;
+// A (rows, fraction) table at `rows`: interpolated in log(rows), the end values beyond it; 1
+// when empty.
+double fraction_at(const std::vector<std::pair<double, double>>& t, double rows) {
   if (t.empty()) return 1.0;
   if (rows <= t.front().first) return t.front().second;
   if (rows >= t.back().first) return t.back().second;
@@ -141,6 +140,18 @@ double MachineDescription::gemm_efficiency(double rows) const {
   while (t[i].first < rows) ++i;
   const double x = std::log(rows / t[i - 1].first) / std::log(t[i].first / t[i - 1].first);
   return t[i - 1].second + x * (t[i].second - t[i - 1].second);
+}
+
+}  // namespace
+
+double MachineDescription::restream_bandwidth(int ranks_on_node, int threads_per_rank,
+                                              double rows) const {
+  const double at_rows = rows > 0 ? fraction_at(weight_restream_rows_fraction, rows) : 1.0;
+  return weight_restream_bandwidth * at_rows * rate_share(ranks_on_node, threads_per_rank);
+}
+
+double MachineDescription::gemm_efficiency(double rows) const {
+  return fraction_at(gemm_rows_fraction, rows);
 }
 
 double MachineDescription::data_loading_seconds(double rows, int ranks_on_node,
@@ -189,6 +200,9 @@ MachineDescription load_machine_description(const std::string& path) {
   m.intra_node = in.link("intra_node");
   m.inter_node = in.link("inter_node");
   m.gemm_rows_fraction = in.rows_table("gemm_rows_fraction");
+  m.weight_restream_rows_fraction = in.rows_table("weight_restream_rows_fraction");
+  if (!m.weight_restream_rows_fraction.empty() && m.weight_restream_bandwidth <= 0)
+    in.fail("weight_restream_rows_fraction needs weight_restream_bandwidth");
   return m;
 }
 

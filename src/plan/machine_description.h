@@ -50,6 +50,10 @@ struct MachineDescription {
   // (evicted between micro-batches by the other layers' and ranks' traffic); optional, else 0:
   // no cost (GEMM rates measured with the weights in memory already include it).
   double weight_restream_bandwidth = 0;
+  // Optional (rows, fraction) ascending: the re-read rate at a micro-batch of that many rows as a
+  // fraction of weight_restream_bandwidth (GEMMs on fewer rows hide more of the reads); empty:
+  // the same at every size.
+  std::vector<std::pair<double, double>> weight_restream_rows_fraction;
   // CPU nodes, optional (0: unknown): seconds one core takes to make one training sample, which
   // each rank's data loader does on a thread of its own while the step computes.
   double sample_load_seconds = 0;
@@ -75,7 +79,8 @@ struct MachineDescription {
                          int threads_per_rank) const;
   double bandwidth(int ranks_on_node, int threads_per_rank = 0) const;
   double update_bandwidth(int ranks_on_node, int threads_per_rank = 0) const;
-  double restream_bandwidth(int ranks_on_node, int threads_per_rank = 0) const;
+  // The re-read rate of a rank whose micro-batches have `rows` rows (0: the figure as it is).
+  double restream_bandwidth(int ranks_on_node, int threads_per_rank = 0, double rows = 0) const;
   double memory_per_rank(int ranks_on_node) const;
   // What a rank's step loses to its loader making `rows` samples: nothing while the node has a
   // core no rank's thread uses (or a GPU node's host cores), else the node's ranks' loading

@@ -303,11 +303,13 @@ StepPrediction predict_rank(const PlanCandidate& c, const MachineDescription& m,
   p.weights_from_memory = memory_passes * weight_pass;
   // A pipeline's later micro-batches read the stage's weights again, as far as the description
   // says they were evicted in between (weight_restream's four passes: forward, input gradient,
-  // the weight gradient read and written; checkpointing's recompute a fifth).
+  // the weight gradient read and written; checkpointing's recompute a fifth), at the rate for
+  // its micro-batch's rows.
   if (c.pipeline && m.weight_restream_bandwidth > 0)
     p.weights_from_memory += (c.pipeline->micro_batches - 1.0) *
                              (forward_passes + backward_passes) / 4 * w.gemm_parameters *
-                             element / m.restream_bandwidth(on_node, c.threads_per_rank);
+                             element / m.restream_bandwidth(on_node, c.threads_per_rank,
+                                                            w.gemm_rows);
   p.elementwise = (w.elementwise.forward + w.elementwise.backward) / bandwidth;
   const double update = o.optimizer.kind == OptimizerKind::adam
                             ? traffic::adam_update(static_cast<int64_t>(w.optimized_parameters))
