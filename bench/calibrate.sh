@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # `make calibrate`: this machine's description (inputs/machines/local.json, not tracked), which
 # bin/plan and every run's own prediction use by default: bin/bench_kernels' GEMMs and streams
-# at the plan-validation model's shapes (and its data loader's samples), a bin/bench_comm all-reduce sweep on 2 ranks, then
-# bin/plan --calibrate. The kernels run on all of a CPU's cores (unless OPENBLAS_NUM_THREADS says
+# at the plan-validation model's shapes (and its data loader's samples), a bin/bench_comm
+# all-reduce sweep on 2 ranks, then bin/plan --calibrate. The kernels run on all of a CPU's cores (unless OPENBLAS_NUM_THREADS says
 # otherwise; rates from fewer threads are scaled to the cores), so the node's rates include what
 # its cores cost each other when all are busy; a pipeline's re-reads of its weights are timed as
 # its ranks run (one copy of the benchmark per core). Inputs stay in results/calibration/. Argument:

@@ -171,7 +171,8 @@ TEST_F(MemoryCalibration, TheWeightsBytesOverTheTimeBeyondTheCachedVariant) {
 }
 
 TEST_F(MemoryCalibration, ReReadsAtSeveralMicroBatchSizesGiveTheRateByRows) {
-  // 32 rows: 1/5 − 1/20 ns a byte, 6.67 GB/s a thread, 13.3 for 2 cores; 8 rows: 40, 3 times that.
+  // 32 rows: 1/5 − 1/20 ns a byte, 6.67 GB/s a thread, 13.3 for 2 cores; 8 rows: 40, 3 times
+  // that.
   const nlohmann::json machine =
       calibrate({restream_file(32, 20, 5), restream_file(8, 20, 10)});
   std::ofstream(path("machine.json")) << machine.dump();

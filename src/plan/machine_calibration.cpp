@@ -94,9 +94,15 @@ void restream_by_rows(const std::vector<KernelRates>& files, const std::string& 
     names += (names.empty() ? "" : ", ") + file.path();
   }
   double mean_x = 0, mean_y = 0;
-  for (const auto& [x, y] : points) mean_x += x / points.size(), mean_y += y / points.size();
+  for (const auto& [x, y] : points) {
+    mean_x += x / static_cast<double>(points.size());
+    mean_y += y / static_cast<double>(points.size());
+  }
   double sxy = 0, sxx = 0;
-  for (const auto& [x, y] : points) sxy += (x - mean_x) * (y - mean_y), sxx += (x - mean_x) * (x - mean_x);
+  for (const auto& [x, y] : points) {
+    sxy += (x - mean_x) * (y - mean_y);
+    sxx += (x - mean_x) * (x - mean_x);
+  }
   const double slope = sxy / sxx;
   const double first = points.front().first;
   const std::string source = "measured by bin/bench_kernels (" + names + "): a least-squares "

@@ -37,10 +37,11 @@ struct CalibrationInputs {
 // node measured gives the same figures to both links, saying so. With by_rows: per file, the mean
 // rate of the model's GEMMs at its batch (rows m, or the inner k of a weight gradient) over its
 // square GEMM's. With optimizer: adam_update's GB/s. With restream: the weights' bytes over the
-// time weight_restream takes per weight beyond the in-cache variant's, per file (its rows). With core: one thread's
-// copy (or STREAM add) and adam_update GB/s, unscaled. On CPUs, the kernels' sample_load (when
-// timed): the seconds of one sample on one thread, sample_load_seconds. CPU backends share a node's rates among
-// its ranks and do not overlap communication with compute.
+// time weight_restream takes per weight beyond the in-cache variant's (several files: a line
+// through log(rate) against log(rows)). With core: one thread's copy (or STREAM add) and
+// adam_update GB/s, unscaled. On CPUs, the kernels' sample_load (when timed): the seconds of one
+// sample on one thread, sample_load_seconds. CPU backends share a node's rates among its ranks
+// and do not overlap communication with compute.
 nlohmann::json calibrated_machine(const CalibrationInputs& in);
 
 }  // namespace mlps

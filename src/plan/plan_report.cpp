@@ -38,7 +38,8 @@ void print_explanation(std::FILE* out, const PlannedCandidate& planned, size_t r
                "element-wise %.3f, send-buffer copies %.3f) + bubble %.3f (%.1f%%) + exposed "
                "communication %.3f + optimizer %.3f + data loading %.3f\n",
                p.step * 1e3, p.work() * 1e3, p.compute * 1e3, p.weights_from_memory * 1e3,
-               p.elementwise * 1e3, p.send_buffer_copies * 1e3, p.bubble * 1e3, 100 * p.bubble_fraction,
+               p.elementwise * 1e3, p.send_buffer_copies * 1e3, p.bubble * 1e3,
+               100 * p.bubble_fraction,
                p.exposed_comm * 1e3, p.optimizer * 1e3, p.data_loading * 1e3);
   std::fprintf(out, "  communication %.3f ms in all, %.3f ms exposed\n", p.comm * 1e3,
                p.exposed_comm * 1e3);
