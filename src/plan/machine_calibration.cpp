@@ -74,6 +74,15 @@ nlohmann::json restream_bandwidth(const KernelRates& file, const std::string& de
                                         many->first + " takes per weight beyond " + one->first);
 }
 
+// Bytes/s of a file's faster streaming kernel, copy or STREAM add (`stream`: "/cpu/f32/").
+double faster_stream(const KernelRates& file, const std::string& stream) {
+  const double copy = file.counter_by_prefix("copy" + stream, "GB/s") * 1e9;
+  const double add = file.has_prefix("stream_add" + stream)
+                         ? file.counter_by_prefix("stream_add" + stream, "GB/s") * 1e9
+                         : 0.0;
+  return std::max(copy, add);
+}
+
 // The re-read rate by micro-batch rows from files at several --batch values: one file's rate is
 // the difference of two timings, noisy on a shared machine, so the description takes a line
 // through log(rate) against log(rows) by least squares over all of them. Sets the figure (the
@@ -151,10 +160,6 @@ nlohmann::json calibrated_machine(const CalibrationInputs& in) {
                   node.source + "the fastest of " + prefix + "*");
   };
   const std::string stream = "/" + device + "/f32/";
-  const double copy = in.kernels.counter_by_prefix("copy" + stream, "GB/s") * 1e9;
-  const double add = in.kernels.has_prefix("stream_add" + stream)
-                         ? in.kernels.counter_by_prefix("stream_add" + stream, "GB/s") * 1e9
-                         : 0.0;
 
   const auto sweep = std::find_if(in.comm.sweeps.begin(), in.comm.sweeps.end(),
                                   [](const CommBenchSweep& s) { return s.op == "allreduce"; });
@@ -193,7 +198,7 @@ nlohmann::json calibrated_machine(const CalibrationInputs& in) {
           {"gemm_fp32_flops", gemm("f32")},
           {"gemm_fp64_flops", gemm("f64")},
           {"memory_bandwidth",
-           figure(std::max(copy, add) * node.scale,
+           figure(faster_stream(in.kernels, stream) * node.scale,
                   node.source + "the faster of copy" + stream + "* and stream_add" + stream + "*")},
           {"intra_node", link},
           {"inter_node", inter}};
@@ -212,12 +217,8 @@ nlohmann::json calibrated_machine(const CalibrationInputs& in) {
                        " threads; one core's bandwidth wants one (OPENBLAS_NUM_THREADS=1)");
     const std::string source = "measured by bin/bench_kernels (" + core.path() +
                                ") on one thread while the other cores idled: ";
-    const double core_copy = core.counter_by_prefix("copy" + stream, "GB/s") * 1e9;
-    const double core_add = core.has_prefix("stream_add" + stream)
-                                ? core.counter_by_prefix("stream_add" + stream, "GB/s") * 1e9
-                                : 0.0;
     machine["core_memory_bandwidth"] =
-        figure(std::max(core_copy, core_add),
+        figure(faster_stream(core, stream),
                source + "the faster of copy" + stream + "* and stream_add" + stream + "*");
     if (core.has_prefix("adam_update" + stream))
       machine["core_optimizer_bandwidth"] =
