@@ -1,8 +1,14 @@
-// The small model and the made-up machine bin/plan's tests price.
+// The small model and the made-up machine bin/plan's tests price, and one candidate's prediction.
 #pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
 
 #include "src/options.h"
 #include "src/plan/machine_description.h"
+#include "src/plan/plan_candidates.h"
+#include "src/plan/step_prediction.h"
 
 namespace mlps {
 
@@ -27,6 +33,15 @@ inline MachineDescription test_machine(int ranks_per_node) {
   m.intra_node = {1e-6, 1e11};
   m.inter_node = {5e-6, 1e10};
   return m;
+}
+
+// The prediction of the fp32 candidate of the small model on `world` ranks labelled `label` (as
+// bin/plan's table prints it); a test failure when there is none.
+inline StepPrediction predict(const std::string& label, int world, const MachineDescription& m) {
+  for (const PlanCandidate& c : enumerate_candidates(small_options(), world, {Precision::fp32}))
+    if (c.label() == label) return predict_step(c, m);
+  ADD_FAILURE() << "no candidate " << label;
+  return {};
 }
 
 }  // namespace mlps

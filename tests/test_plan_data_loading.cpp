@@ -39,14 +39,6 @@ TEST(PlanMachine, TheLoaderCostsAStepOnlyWhenEveryCoreRunsARank) {
   EXPECT_EQ(gpu.data_loading_seconds(64, 8, 1), 0.0);
 }
 
-StepPrediction predict(const std::string& label, int world, const MachineDescription& m) {
-  const auto all = enumerate_candidates(small_options(), world, {Precision::fp32});
-  for (const PlanCandidate& c : all)
-    if (c.label() == label) return predict_step(c, m);
-  ADD_FAILURE() << "no candidate " << label;
-  return {};
-}
-
 TEST(PlanStep, EachRankLoadsTheRowsItsTrainerSlicesForIt) {
   const MachineDescription cpu = cpu_node_of(4);
   const double batch = static_cast<double>(small_options().batch), sample = 2e-5;

@@ -18,14 +18,6 @@
 namespace mlps {
 namespace {
 
-StepPrediction predict(const std::string& label, int world, const MachineDescription& m) {
-  const auto all = enumerate_candidates(small_options(), world, {Precision::fp32});
-  for (const PlanCandidate& c : all)
-    if (c.label() == label) return predict_step(c, m);
-  ADD_FAILURE() << "no candidate " << label;
-  return {};
-}
-
 TEST(PlanStep, PipelineMicroBatchesAfterTheFirstReadTheWeightsAgain) {
   const std::string label = "pipeline --pp 4 --micro-batches 8 --schedule 1f1b --precision fp32";
   const MachineDescription cached = test_machine(8);
