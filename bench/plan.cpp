@@ -58,6 +58,12 @@ int write_calibration(const std::string& path, const std::string& kernels_path,
               path.c_str(), m.name.c_str(), m.ranks_per_node, m.gemm_fp32_flops / 1e12,
               m.gemm_fp64_flops / 1e12, m.memory_bandwidth / 1e9, m.optimizer_bandwidth / 1e9,
               m.intra_node.latency_seconds * 1e6, m.intra_node.bus_bandwidth / 1e9);
+  double best_size = 0, best_fraction = 0;
+  for (const auto& [bytes, fraction] : m.intra_node.bandwidth_bytes_fraction)
+    if (fraction > best_fraction) best_size = bytes, best_fraction = fraction;
+  if (best_fraction > 0)
+    std::printf("  link busbw by size: at most %.2f of that rate, at %g KiB\n", best_fraction,
+                best_size / 1024);
   for (const auto& [rows, fraction] : m.gemm_rows_fraction)
     std::printf("  GEMM at %g rows: %.2f of that rate\n", rows, fraction);
   if (m.core_memory_bandwidth > 0)

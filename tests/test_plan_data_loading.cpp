@@ -1,8 +1,10 @@
 // bin/plan's price of each rank's data loader: the samples its prefetch thread makes cost the
-// step nothing while a core is idle, and their time when every core already runs a rank; and
+// step nothing while a core is idle, and their time when every core already runs a rank, less a
+// pipeline's bubble (its rank waits for a message, its core free for the loader); and
 // the calibration that measures a sample (bench_kernels' sample_load).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "src/errors.h"
@@ -50,12 +52,24 @@ TEST(PlanStep, EachRankLoadsTheRowsItsTrainerSlicesForIt) {
       {"tensor3d --tp-dims 1,1,4 --precision fp32", batch / 4},  // the depth axis's share
       {"tensor3d --tp-dims 4,1,1 --precision fp32", batch}};
   for (const auto& [label, loaded] : rows) {
-    const StepPrediction p = predict(label, 4, cpu);
-    EXPECT_DOUBLE_EQ(p.data_loading, loaded * sample) << label;
+    const StepPrediction p = predict(label, 4, cpu);  // less what a pipeline's bubble hides
+    EXPECT_DOUBLE_EQ(p.data_loading, std::max(0.0, loaded * sample - p.bubble)) << label;
     MachineDescription unmeasured = cpu;
     unmeasured.sample_load_seconds = 0;
     EXPECT_NEAR(p.step - predict(label, 4, unmeasured).step, p.data_loading, 1e-12) << label;
   }
+}
+
+TEST(PlanStep, APipelinesBubbleLeavesItsCoreToTheLoader) {
+  const std::string label = "pipeline --pp 4 --micro-batches 4 --schedule 1f1b --precision fp32";
+  const double batch = static_cast<double>(small_options().batch);
+  MachineDescription cpu = cpu_node_of(4);
+  const StepPrediction p = predict(label, 4, cpu);
+  ASSERT_GT(p.bubble, 0);
+  cpu.sample_load_seconds = 0.5 * p.bubble / batch;  // half the bubble's time: hidden
+  EXPECT_EQ(predict(label, 4, cpu).data_loading, 0.0);
+  cpu.sample_load_seconds = 3 * p.bubble / batch;  // three bubbles' time: two of them exposed
+  EXPECT_NEAR(predict(label, 4, cpu).data_loading, 2 * p.bubble, 1e-12 * p.bubble);
 }
 
 class SampleLoadCalibration : public TempDirTest {

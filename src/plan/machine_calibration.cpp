@@ -182,7 +182,8 @@ nlohmann::json calibrated_machine(const CalibrationInputs& in) {
       // mid-sized one that stays in cache overstates a CPU's bandwidth.
       {"bus_bandwidth", figure(s.busbw.back() * 1e9,
                                measured + "the busbw of the largest message (" +
-                                   std::to_string(s.bytes.back()) + " B)")}};
+                                   std::to_string(s.bytes.back()) + " B)")},
+      {"bandwidth_bytes_fraction", bandwidth_by_size(s, measured)}};
   nlohmann::json inter = link;
   if (hosts.find(',') == std::string::npos)
     for (auto& [key, value] : inter.items())
@@ -237,6 +238,23 @@ nlohmann::json calibrated_machine(const CalibrationInputs& in) {
   else if (in.restream.size() > 1)
     restream_by_rows(in.restream, device, node_rates, machine);
   return machine;
+}
+
+nlohmann::json bandwidth_by_size(const CommBenchSweep& s, const std::string& source) {
+  nlohmann::json bytes = nlohmann::json::array(), fraction = nlohmann::json::array();
+  std::vector<double> busbw(s.bytes.size());
+  double fastest_from_here = s.time_seconds.back();
+  for (size_t i = s.bytes.size(); i-- > 0;) {
+    fastest_from_here = std::min(fastest_from_here, s.time_seconds[i]);
+    busbw[i] = s.busbw[i] * s.time_seconds[i] / fastest_from_here;
+  }
+  for (size_t i = 0; i < s.bytes.size(); ++i) {
+    bytes.push_back(s.bytes[i]);
+    fraction.push_back(busbw[i] / busbw.back());
+  }
+  return {{"bytes", bytes}, {"fraction", fraction},
+          {"source", source + "each size's busbw over the largest's, each size's time the "
+                              "least of its own and every larger size's"}};
 }
 
 }  // namespace mlps

@@ -44,4 +44,9 @@ struct CalibrationInputs {
 // and do not overlap communication with compute.
 nlohmann::json calibrated_machine(const CalibrationInputs& in);
 
+// A link's bandwidth_bytes_fraction from one bench_comm sweep: each size's busbw over the
+// largest's, a size's time the least of its own and every larger size's (a smaller message is
+// never slower: it could be padded), so one slow size is no dip in the curve.
+nlohmann::json bandwidth_by_size(const CommBenchSweep& s, const std::string& source);
+
 }  // namespace mlps

@@ -10,12 +10,31 @@
 
 namespace mlps {
 
+namespace {
+
+// A (rows, fraction) table (or bytes, fraction) at `rows`: interpolated in log(rows), the end
+// values beyond it; 1 when empty.
+double fraction_at(const std::vector<std::pair<double, double>>& t, double rows) {
+  if (t.empty()) return 1.0;
+  if (rows <= t.front().first) return t.front().second;
+  if (rows >= t.back().first) return t.back().second;
+  size_t i = 1;
+  while (t[i].first < rows) ++i;
+  const double x = std::log(rows / t[i - 1].first) / std::log(t[i].first / t[i - 1].first);
+  return t[i - 1].second + x * (t[i].second - t[i - 1].second);
+}
+
+}  // namespace
+
 double LinkModel::seconds(CommKind kind, int ranks, double bytes) const {
   if (ranks <= 1 && kind != CommKind::send_recv) return 0;
   const double steps = kind == CommKind::all_reduce ? 2.0 * (ranks - 1)
                        : kind == CommKind::send_recv ? 1.0
                                                      : ranks - 1.0;
-  return steps * latency_seconds + bytes * bus_bandwidth_factor(kind, ranks) / bus_bandwidth;
+  const double transfer = bytes * bus_bandwidth_factor(kind, ranks) /
+                          (bus_bandwidth * fraction_at(bandwidth_bytes_fraction, bytes));
+  if (bandwidth_bytes_fraction.empty()) return steps * latency_seconds + transfer;
+  return std::max(steps * latency_seconds, transfer);
 }
 
 namespace {
@@ -50,28 +69,42 @@ class DescriptionReader {
   }
   bool has(const std::string& key) const { return json_.contains(key); }
   LinkModel link(const std::string& name) const {
-    LinkModel link{figure(name, "latency_seconds"), figure(name, "bus_bandwidth")};
+    LinkModel link;
+    link.latency_seconds = figure(name, "latency_seconds");
+    link.bus_bandwidth = figure(name, "bus_bandwidth");
     if (link.bus_bandwidth <= 0) fail(name + ".bus_bandwidth must be positive");
+    if (json_[name].is_object())
+      link.bandwidth_bytes_fraction =
+          fraction_table(json_[name], name + ".bandwidth_bytes_fraction", "bytes");
     return link;
   }
   // The optional {"rows": [...], "fraction": [...], "source": "..."} table at `key`.
   std::vector<std::pair<double, double>> rows_table(const std::string& key) const {
+    return fraction_table(json_, key, "rows");
+  }
+  // The optional {"<axis>": [...], "fraction": [...], "source": "..."} table at the last part of
+  // `name` in `parent`.
+  std::vector<std::pair<double, double>> fraction_table(const nlohmann::json& parent,
+                                                        const std::string& name,
+                                                        const std::string& axis) const {
     std::vector<std::pair<double, double>> table;
-    if (!json_.contains(key)) return table;
-    const nlohmann::json& t = json_[key];
-    const std::string shape = key + " must be {\"rows\": [ascending numbers], \"fraction\": "
-                              "[positive numbers of the same count], \"source\": \"...\"}";
-    if (!t.is_object() || !t.contains("rows") || !t.contains("fraction") || !t.contains("source") ||
-        !t["rows"].is_array() || !t["fraction"].is_array() || !t["source"].is_string() ||
-        t["source"].get<std::string>().empty() || t["rows"].size() != t["fraction"].size() ||
-        t["rows"].empty())
+    const std::string key = name.substr(name.rfind('.') + 1);
+    if (!parent.contains(key)) return table;
+    const nlohmann::json& t = parent[key];
+    const std::string shape = name + " must be {\"" + axis +
+                              "\": [ascending numbers], \"fraction\": [positive numbers of "
+                              "the same count], \"source\": \"...\"}";
+    if (!t.is_object() || !t.contains(axis) || !t.contains("fraction") || !t.contains("source") ||
+        !t[axis].is_array() || !t["fraction"].is_array() || !t["source"].is_string() ||
+        t["source"].get<std::string>().empty() || t[axis].size() != t["fraction"].size() ||
+        t[axis].empty())
       fail(shape);
-    for (size_t i = 0; i < t["rows"].size(); ++i) {
-      if (!t["rows"][i].is_number() || !t["fraction"][i].is_number()) fail(shape);
-      const double rows = t["rows"][i].get<double>(), fraction = t["fraction"][i].get<double>();
-      if (!(rows > 0) || !(fraction > 0) || (!table.empty() && rows <= table.back().first))
+    for (size_t i = 0; i < t[axis].size(); ++i) {
+      if (!t[axis][i].is_number() || !t["fraction"][i].is_number()) fail(shape);
+      const double at = t[axis][i].get<double>(), fraction = t["fraction"][i].get<double>();
+      if (!(at > 0) || !(fraction > 0) || (!table.empty() && at <= table.back().first))
         fail(shape);
-      table.emplace_back(rows, fraction);
+      table.emplace_back(at, fraction);
     }
     return table;
   }
@@ -128,21 +161,6 @@ double MachineDescription::update_bandwidth(int ranks_on_node, int threads_per_r
                          threads_per_rank);
 }
 
-namespace {
-
-// A (rows, fraction) table at `rows`: interpolated in log(rows), the end values beyond it; 1
-// when empty.
-double fraction_at(const std::vector<std::pair<double, double>>& t, double rows) {
-  if (t.empty()) return 1.0;
-  if (rows <= t.front().first) return t.front().second;
-  if (rows >= t.back().first) return t.back().second;
-  size_t i = 1;
-  while (t[i].first < rows) ++i;
-  const double x = std::log(rows / t[i - 1].first) / std::log(t[i].first / t[i - 1].first);
-  return t[i - 1].second + x * (t[i].second - t[i - 1].second);
-}
-
-}  // namespace
 
 double MachineDescription::restream_bandwidth(int ranks_on_node, int threads_per_rank,
                                               double rows) const {

@@ -19,6 +19,10 @@ struct LinkModel {
   // bytes/s, as nccl-tests' busbw; between nodes per rank (its own NIC): a group with k ranks
   // on each node crosses at k times this, up to the bandwidth within a node.
   double bus_bandwidth = 1;
+  // Optional (bytes, fraction) ascending: the busbw of a collective of that size (nccl-tests'
+  // size) as a fraction of bus_bandwidth, interpolated in log(bytes); the measured times hold
+  // each size's latency, so the latency then only sets a floor. Empty: the same at every size.
+  std::vector<std::pair<double, double>> bandwidth_bytes_fraction = {};
   // One collective of `bytes` (nccl-tests' size) over `ranks` ranks; 0 for a group of one.
   double seconds(CommKind kind, int ranks, double bytes) const;
 };

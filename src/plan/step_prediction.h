@@ -28,7 +28,7 @@ struct StepPrediction {
   double elementwise = 0;  // bias, ReLU, LayerNorm, residual, loss bytes at its bandwidth
   double send_buffer_copies = 0;  // reduce-scatter inputs copied when posted (MPI), at it too
   double optimizer = 0;    // the update's bytes at its bandwidth
-  double data_loading = 0;  // the loader's samples, where no core is left for its thread
+  double data_loading = 0;  // the loader's samples, where no core (nor bubble) is left for it
   double bubble = 0;       // pipeline idle time
   double bubble_fraction = 0;
   double comm = 0;          // every collective's time

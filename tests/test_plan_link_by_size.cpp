@@ -1,0 +1,101 @@
+// bin/plan's link at each message size: a busbw table by size (MPI on CPU cores moves a message
+// that stays in cache faster than one that streams from memory), calibrated from bench_comm's
+// sweep without the dips of a slow size, and refused by name when malformed.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "src/errors.h"
+#include "src/plan/machine_calibration.h"
+#include "src/plan/machine_description.h"
+#include "tests/temp_dir_test.h"
+
+namespace mlps {
+namespace {
+
+LinkModel link_by_size() {
+  LinkModel link;
+  link.latency_seconds = 1e-6;
+  link.bus_bandwidth = 1e9;
+  link.bandwidth_bytes_fraction = {{1e3, 0.01}, {1e6, 2.0}, {1e8, 1.0}};
+  return link;
+}
+
+TEST(PlanLink, EachMessageSizeMovesAtItsOwnBusBandwidth) {
+  const LinkModel link = link_by_size();
+  EXPECT_DOUBLE_EQ(link.seconds(CommKind::all_reduce, 2, 1e6), 1e6 / 2e9);  // a table size
+  // Between sizes: the fraction interpolated in log(bytes), 1e7 halfway from 1e6 to 1e8.
+  EXPECT_DOUBLE_EQ(link.seconds(CommKind::all_gather, 4, 1e7), 0.75 * 1e7 / 1.5e9);
+  EXPECT_DOUBLE_EQ(link.seconds(CommKind::all_reduce, 2, 1e9), 1.0);  // the last size's beyond
+  // The measured times hold each size's latency: it is a floor, not added.
+  EXPECT_DOUBLE_EQ(link.seconds(CommKind::all_reduce, 4, 10), 6e-6);
+  EXPECT_EQ(link.seconds(CommKind::all_reduce, 1, 1e6), 0);
+  LinkModel flat = link;  // no table: latency per ring step plus the bytes at bus_bandwidth
+  flat.bandwidth_bytes_fraction.clear();
+  EXPECT_DOUBLE_EQ(flat.seconds(CommKind::all_reduce, 2, 1e6), 2e-6 + 1e-3);
+}
+
+TEST(LinkCalibration, ASlowSizeTakesTheTimeOfTheFirstFasterLargerOne) {
+  // All-reduce on 2 ranks (bus factor 1): 1 MiB in 0.5 ms, 2 MiB in 2 ms (preempted), 4 MiB in
+  // 1.6 ms; busbw in GB/s is bytes / time.
+  const std::vector<int64_t> bytes = {8, 1 << 20, 2 << 20, 4 << 20};
+  const std::vector<double> seconds = {4e-6, 5e-4, 2e-3, 1.6e-3};
+  std::vector<double> busbw;
+  for (size_t i = 0; i < bytes.size(); ++i) busbw.push_back(bytes[i] / seconds[i] / 1e9);
+  const nlohmann::json t = bandwidth_by_size(
+      {"allreduce", bytes, {2, 262144, 524288, 1048576}, seconds, busbw, busbw, {0, 0, 0, 0}},
+      "test: ");
+  ASSERT_EQ(t["bytes"].size(), 4u);
+  EXPECT_EQ(t["bytes"][1].get<int64_t>(), 1 << 20);
+  EXPECT_DOUBLE_EQ(t["fraction"][3].get<double>(), 1.0);  // the largest: bus_bandwidth itself
+  EXPECT_DOUBLE_EQ(t["fraction"][2].get<double>(), 0.5);  // 2 MiB in 4 MiB's 1.6 ms
+  EXPECT_DOUBLE_EQ(t["fraction"][1].get<double>(), 0.8);  // its own 0.5 ms
+  EXPECT_DOUBLE_EQ(t["fraction"][0].get<double>(), busbw[0] / busbw[3]);
+  EXPECT_EQ(t["source"].get<std::string>().rfind("test: ", 0), 0u);
+}
+
+class LinkTableFile : public TempDirTest {
+ protected:
+  LinkTableFile() : TempDirTest("mlpscale_link_") {}
+  // A description whose intra-node link carries `table` as its bandwidth_bytes_fraction.
+  std::string write(const std::string& table) {
+    const std::string figure = R"({"value": 1e9, "source": "datasheet"})";
+    const std::string link =
+        R"({"latency_seconds": )" + figure + R"(, "bus_bandwidth": )" + figure;
+    const std::string path = (dir_ / "machine.json").string();
+    std::ofstream(path) << R"({"name": "m", "ranks_per_node": 2, "ranks_share_node": true,
+        "comm_overlaps_compute": false, "memory_bytes": )" + figure +
+                               R"(, "gemm_fp32_flops": )" + figure + R"(, "gemm_fp64_flops": )" +
+                               figure + R"(, "memory_bandwidth": )" + figure +
+                               R"(, "intra_node": )" + link + R"(, "bandwidth_bytes_fraction": )" +
+                               table + R"(}, "inter_node": )" + link + "}}";
+    return path;
+  }
+  // What loading it says: "accepted", or the refusal's line.
+  std::string refusal(const std::string& table) {
+    try {
+      load_machine_description(write(table));
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "accepted";
+  }
+};
+
+TEST_F(LinkTableFile, ATableIsReadAndAMalformedOneRefusedByName) {
+  const MachineDescription m = load_machine_description(
+      write(R"({"bytes": [8, 1024], "fraction": [0.1, 1], "source": "bench_comm"})"));
+  ASSERT_EQ(m.intra_node.bandwidth_bytes_fraction.size(), 2u);
+  EXPECT_DOUBLE_EQ(m.intra_node.bandwidth_bytes_fraction[0].second, 0.1);
+  EXPECT_TRUE(m.inter_node.bandwidth_bytes_fraction.empty());  // optional
+  for (const char* table :
+       {R"({"bytes": [1024, 8], "fraction": [1, 0.1], "source": "bench_comm"})",  // descending
+        R"({"bytes": [8], "fraction": [0], "source": "bench_comm"})",              // not positive
+        R"({"bytes": [8, 16], "fraction": [1], "source": "bench_comm"})",          // counts differ
+        R"({"bytes": [8], "fraction": [1]})"})                                      // no source
+    EXPECT_NE(refusal(table).find("intra_node.bandwidth_bytes_fraction"), std::string::npos)
+        << table;
+}
+
+}  // namespace
+}  // namespace mlps
