@@ -6,7 +6,8 @@ Every *.h5 under each folder (recursively; a path may also be one file) that car
 /prediction group (written by a run given a machine description, --machine) gives one row:
 predicted and measured step time, peak memory, exposed communication and, for a pipeline, bubble
 fraction. Files without /prediction are skipped and named in one line. Then one closing line per
-set of runs, "oversubscribed: runs N, ..." for runs whose ranks time-shared cores
+set of runs (a configuration run more than once, as a sweep's "repeat" does, counts once, at
+its runs' median), "oversubscribed: runs N, ..." for runs whose ranks time-shared cores
 (/prediction oversubscribed = 1) and, last, "runs N, median error X%, max error Y%, kendall tau T,
 best slowdown S%, memory max error M%" for the dedicated ones (analysis/README.md defines them).
 --out DIR also draws the figures (analysis/plan_plots.py), --json FILE writes the figures and the
@@ -109,6 +110,13 @@ def _relative(predicted, actual):
     return (predicted - actual) / actual if actual and math.isfinite(actual) else None
 
 
+def configuration_key(run, prediction):
+    """Runs of one command on as many ranks, predicted alike: repeats of one configuration."""
+    options = {k: v for k, v in run.config.items() if k not in ("out", "trace")}
+    return json.dumps([run.ranks, options, prediction["step_seconds"]], sort_keys=True,
+                      default=str)
+
+
 def accuracy_row(run, prediction):
     """One run's predicted and measured figures (a JSON-ready dict; None where unknown)."""
     w = run.warmup
@@ -143,7 +151,36 @@ def accuracy_row(run, prediction):
         "predicted_samples_per_second": p.get("samples_per_second"),
         "measured_samples_per_second": run.global_batch / step,
         "predicted": {k: p[k] for k in REQUIRED_FLOATS + OPTIONAL_FLOATS if k in p},
+        "configuration": configuration_key(run, p), "repeats": 1,
     }
+
+
+def combine_repeats(rows):
+    """One row per configuration (a sweep's "repeat" runs each several times): its runs'
+    measured step, exposed communication and bubble as their median, the largest peak, the
+    errors recomputed from them; a configuration run once keeps its row."""
+    groups = {}
+    for r in rows:
+        groups.setdefault(r["configuration"], []).append(r)
+    combined = []
+    for members in groups.values():
+        r = dict(members[0])
+        if len(members) > 1:
+            def median(key):
+                values = [m[key] for m in members if m[key] is not None]
+                return float(np.median(values)) if values else None
+            for key in ("measured_step_seconds", "measured_exposed_comm_seconds",
+                        "measured_bubble_fraction"):
+                r[key] = median(key)
+            peaks = [m["measured_peak_bytes"] for m in members if m["measured_peak_bytes"]]
+            r["measured_peak_bytes"] = max(peaks) if peaks else None
+            r["step_error"] = _relative(r["predicted_step_seconds"], r["measured_step_seconds"])
+            r["memory_error"] = _relative(r["predicted_peak_bytes"], r["measured_peak_bytes"])
+            r["measured_samples_per_second"] = r["global_batch"] / r["measured_step_seconds"]
+            r["repeats"] = len(members)
+            r["file"] = f"{members[0]['file']} (median of {len(members)})"
+        combined.append(r)
+    return combined
 
 
 def problem_key(row):
@@ -230,7 +267,7 @@ def rows_for(runs, report):
                 rows.append(accuracy_row(run, prediction))
         except ResultFileError as e:
             report(e)
-    return rows
+    return combine_repeats(rows)
 
 
 def _ms(seconds):
@@ -328,6 +365,11 @@ def main(argv):
         if status == 0:  # else the files' own lines have said why
             print(f"{', '.join(args.paths)}: no result file with a /prediction", file=sys.stderr)
         return 1
+    files = len(rows)
+    rows = combine_repeats(rows)
+    if len(rows) < files:
+        print(f"{files} files of {len(rows)} configurations: a configuration run more than once "
+              "is one row, its runs' median")
     machines = sorted({(r["machine"], r["machine_file"]) for r in rows})
     print("predictions for machine " + "; ".join(f"{m or '?'} ({f or '?'})" for m, f in machines))
     print("\n".join(table(rows)))

@@ -356,6 +356,22 @@ else
     "exit status $status, stderr: $(head -c 600 "$tmp/err")"
 fi
 
+# Three runs of one configuration (a sweep's "repeat"), steps 1, 2 and 6 times serial.h5's: one
+# row at their median (not their mean), 2 times, against the prediction of 1.1 times: -45.0%.
+mkdir -p "$tmp/repeats"
+for k in 1 2 6; do
+  cp "$planned/serial.h5" "$tmp/repeats/serial-run$k.h5"
+  "$python" -c 'import sys, h5py; f = h5py.File(sys.argv[1], "a"); f["timing/step"][...] *= int(sys.argv[2])' \
+    "$tmp/repeats/serial-run$k.h5" "$k"
+done
+out=$("$python" analysis/plan_accuracy.py "$tmp/repeats" 2>&1)
+if grep -qx "3 files of 1 configurations: .*" <<<"$out" && grep -q "^runs 1, median error 45.0%" <<<"$out" &&
+   grep -qF "serial-run1.h5 (median of 3)" <<<"$out"; then
+  ok "repeated runs of one configuration are one row at their median step"
+else
+  not_ok "plan_accuracy.py over repeats" "$(tr '\n' '|' <<<"$out" | head -c 600)"
+fi
+
 # Kendall tau on hand-computed orderings: in order 1, reversed -1, one swap of four (5 - 1) / 6.
 if out=$("$python" -c '
 import sys

@@ -49,6 +49,8 @@ expect_config_refusal "zero node count" "nodes entry must be a positive integer"
   '{"nodes": [0], "tasks_per_node": [1], "scaling": {"strong": {"batch": 8}},
     "schemes": [{"executable": "serial"}]}'
 expect_config_refusal "invalid JSON" "not valid JSON" "{$base,"
+expect_config_refusal "zero repeats" "repeat must be a positive integer" \
+  "{$base, \"schemes\": [{\"executable\": \"serial\"}], \"repeat\": 0}"
 expect_config_refusal "unknown site" "jobs/site/nosuch.env not found" \
   "{$base, \"schemes\": [{\"executable\": \"serial\"}]}" --site nosuch
 # Grid values become file, log and job names: no path separators, no shell metacharacters.
@@ -67,6 +69,17 @@ if ((status == 2)) && [[ $(grep -c . "$tmp/err") -eq 1 ]] && grep -q -- "--resul
   ok "unusable --results is refused: $(cat "$tmp/err")"
 else
   not_ok "unusable --results" "exit status $status: $(tr '\n' '|' <"$tmp/err")"
+fi
+# "repeat": every point once per round, the rounds one after another, labels ending -runK.
+printf '%s\n' "{$base, \"schemes\": [{\"executable\": \"serial\"},
+  {\"executable\": \"data\"}], \"repeat\": 2}" >"$tmp/repeat.json"
+status=0
+jobs/sweep "$tmp/repeat.json" --site local --dry-run >"$tmp/out" 2>&1 || status=$?
+order=$(grep -o -E '(serial|data)-1x1-run[0-9]' "$tmp/out" | awk '!seen[$0]++' | tr '\n' ' ')
+if ((status == 0)) && [[ $order == "serial-1x1-run1 data-1x1-run1 serial-1x1-run2 data-1x1-run2 " ]]; then
+  ok "repeat 2 runs every point twice, round after round: $order"
+else
+  not_ok "repeat" "exit status $status, order '$order': $(tr '\n' '|' <"$tmp/out" | head -c 600)"
 fi
 # The local site has one node: a point on 2 nodes is skipped with the reason.
 printf '%s\n' '{"nodes": [1, 2], "tasks_per_node": [1], "scaling": {"weak": {"batch_per_rank": 8}},

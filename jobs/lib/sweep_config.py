@@ -54,7 +54,7 @@ COMMON_OPTIONS = ("config", "layers", "hidden", "ffn-mult", "ffn-hidden", "image
                   "precision", "print-every", "eval-samples", "verify", "machine")
 
 TOP_KEYS = ("study", "description", "nodes", "tasks_per_node", "scaling", "schemes", "options",
-            "time")
+            "time", "repeat")
 SCHEME_KEYS = ("executable", "grids", "nodes", "tasks_per_node")
 SCALING_KEYS = {"strong": "batch", "weak": "batch_per_rank"}
 
@@ -170,6 +170,7 @@ class Sweep:
     options: dict
     time_limit: str = ""
     raw: dict = field(default_factory=dict)
+    repeat: int = 1          # rounds of every point, one after another (labels -run1, -run2, ...)
 
 
 def load_sweep(path):
@@ -263,7 +264,8 @@ def load_sweep(path):
     description = raw.get("description", "")
     if not isinstance(description, str):
         raise InputError(f"{where}: description must be a string")
+    repeat = positive_int(raw.get("repeat", 1), f"{where}: repeat")
     return Sweep(path=path, study=study, description=description,
                  nodes=nodes, tasks_per_node=tasks_per_node,
                  scaling=modes, schemes=schemes, options=options, time_limit=str(time_limit),
-                 raw=raw)
+                 raw=raw, repeat=repeat)
