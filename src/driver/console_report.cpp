@@ -88,17 +88,21 @@ void print_summary(const RunRecord& record, int64_t iterations, int64_t warmup,
     std::fflush(stdout);
     return;
   }
-  // Bandwidths as nccl-tests defines them, each over its own communicator's size.
-  std::printf("  %-14s %12s %12s %10s %10s\n", "collective", "MB/iter", "ms/iter", "algbw GB/s",
-              "busbw GB/s");
+  // Bandwidths as nccl-tests defines them, each over its own communicator's size. The first
+  // column as wide as the longest key ("reduce_scatter:data").
+  int width = 14;
+  for (const auto& entry : record.comm)
+    width = std::max(width, static_cast<int>(entry.first.size()));
+  std::printf("  %-*s %12s %12s %10s %10s\n", width, "collective", "MB/iter", "ms/iter",
+              "algbw GB/s", "busbw GB/s");
   for (const auto& [kind, comm] : record.comm) {
     const double t = median_of(comm.time_seconds);
     const double bytes = median_of(comm.bytes);
     const double algbw = t > 0 ? bytes / t / 1e9 : 0.0;
     const double busbw =
         algbw * bus_bandwidth_factor(comm_kind_of(comm.kind), static_cast<int>(comm.group_size));
-    std::printf("  %-14s %12.3f %12.3f %10.3f %10.3f\n", kind.c_str(), bytes / 1e6, t * 1e3,
-                algbw, busbw);
+    std::printf("  %-*s %12.3f %12.3f %10.3f %10.3f\n", width, kind.c_str(), bytes / 1e6,
+                t * 1e3, algbw, busbw);
   }
   std::fflush(stdout);
 }
