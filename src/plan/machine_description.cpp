@@ -73,9 +73,8 @@ class DescriptionReader {
     link.latency_seconds = figure(name, "latency_seconds");
     link.bus_bandwidth = figure(name, "bus_bandwidth");
     if (link.bus_bandwidth <= 0) fail(name + ".bus_bandwidth must be positive");
-    if (json_[name].is_object())
-      link.bandwidth_bytes_fraction =
-          fraction_table(json_[name], name + ".bandwidth_bytes_fraction", "bytes");
+    link.bandwidth_bytes_fraction =
+        fraction_table(json_.at(name), name + ".bandwidth_bytes_fraction", "bytes");
     return link;
   }
   // The optional {"rows": [...], "fraction": [...], "source": "..."} table at `key`.
@@ -160,7 +159,6 @@ double MachineDescription::update_bandwidth(int ranks_on_node, int threads_per_r
   return streaming_share(optimizer_bandwidth, core_optimizer_bandwidth, ranks_on_node,
                          threads_per_rank);
 }
-
 
 double MachineDescription::restream_bandwidth(int ranks_on_node, int threads_per_rank,
                                               double rows) const {
