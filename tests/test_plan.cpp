@@ -231,6 +231,20 @@ TEST(PlanCandidates, EveryCandidateIsAGridItsSchemeAccepts) {
     EXPECT_TRUE(c.scheme == "data" || c.scheme == "pipeline") << c.label();
 }
 
+TEST(PlanCandidates, TensorParallelismIsWeighedWithAndWithoutSequenceParallelism) {
+  Options o = small_options();  // batch 32
+  const auto all = enumerate_candidates(o, 4, {Precision::fp32});
+  const PlanCandidate* sp = find(all, "tensor1d --tp 2 --sequence-parallel --precision fp32");
+  ASSERT_NE(sp, nullptr);
+  EXPECT_TRUE(sp->tensor1d->sequence_parallel);
+  EXPECT_NE(find(all, "tensor1d --tp 4 --sequence-parallel --precision fp32"), nullptr);
+  // Each replica's 3 rows do not split over T = 2 ranks: only plain tensor parallelism.
+  o.batch = 6;
+  const auto odd = enumerate_candidates(o, 4, {Precision::fp32});
+  EXPECT_NE(find(odd, "tensor1d --tp 2 --precision fp32"), nullptr);
+  EXPECT_EQ(find(odd, "tensor1d --tp 2 --sequence-parallel --precision fp32"), nullptr);
+}
+
 TEST(PipelineVolumes, BoundariesToOtherRanksCountedOnBothEnds) {
   ModelConfig model;
   model.hidden = 24;

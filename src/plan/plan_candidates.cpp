@@ -62,11 +62,16 @@ void add_scheme_candidates(std::vector<PlanCandidate>& out, const PlanCandidate&
         });
       }
   for (int t : divisors_above_one(world))
-    add_if_accepted(out, make("tensor1d", {"--tp", std::to_string(t)}), [&](PlanCandidate& c) {
-      c.replicas = world / t;
-      check_batch_covers_ranks(o.batch, c.replicas);
-      c.tensor1d = make_tensor1d_plan(o.model, t);
-    });
+    for (bool sequence_parallel : {false, true}) {
+      std::vector<std::string> flags = {"--tp", std::to_string(t)};
+      if (sequence_parallel) flags.push_back("--sequence-parallel");
+      add_if_accepted(out, make("tensor1d", flags), [&](PlanCandidate& c) {
+        c.replicas = world / t;
+        check_batch_covers_ranks(o.batch, c.replicas);
+        c.tensor1d = make_tensor1d_plan(o.model, t, sequence_parallel);
+        if (sequence_parallel) check_sequence_parallel_rows(*c.tensor1d, o.batch, c.replicas);
+      });
+    }
   for (int q = 2; q * q <= world; ++q)
     if (world % (q * q) == 0)
       add_if_accepted(out, make("tensor2d", {"--tp-dims", std::to_string(q) + "," +
