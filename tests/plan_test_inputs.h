@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "src/options.h"
 #include "src/plan/machine_description.h"
@@ -35,11 +36,19 @@ inline MachineDescription test_machine(int ranks_per_node) {
   return m;
 }
 
-// The prediction of the fp32 candidate of the small model on `world` ranks labelled `label` (as
-// bin/plan's table prints it); a test failure when there is none.
+// The candidate labelled `label` (as bin/plan's table prints it), or null.
+inline const PlanCandidate* find(const std::vector<PlanCandidate>& all, const std::string& label) {
+  for (const PlanCandidate& c : all)
+    if (c.label() == label) return &c;
+  return nullptr;
+}
+
+// The prediction of the fp32 candidate of the small model on `world` ranks labelled `label`; a
+// test failure when there is none.
 inline StepPrediction predict(const std::string& label, int world, const MachineDescription& m) {
-  for (const PlanCandidate& c : enumerate_candidates(small_options(), world, {Precision::fp32}))
-    if (c.label() == label) return predict_step(c, m);
+  const auto all = enumerate_candidates(small_options(), world, {Precision::fp32});
+  const PlanCandidate* c = find(all, label);
+  if (c) return predict_step(*c, m);
   ADD_FAILURE() << "no candidate " << label;
   return {};
 }

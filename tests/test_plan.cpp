@@ -18,12 +18,6 @@
 namespace mlps {
 namespace {
 
-const PlanCandidate* find(const std::vector<PlanCandidate>& all, const std::string& label) {
-  for (const PlanCandidate& c : all)
-    if (c.label() == label) return &c;
-  return nullptr;
-}
-
 TEST(PlanLink, AlphaBetaPerRingStepAndBusBytes) {
   const LinkModel link{1e-6, 1e9};
   // All-reduce over 4: 2·3 steps, 2·3/4 of the bytes on the bus.
