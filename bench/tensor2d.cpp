@@ -18,10 +18,9 @@ template <typename T>
 void print_report(const Tensor2dTrainer<T>& trainer, const Options& o, const GridShape& shape) {
   // With --inference the measured volumes are one forward pass's per batch. bf16/fp16 runs
   // carry every payload in 16 bits, but the "data" group's in fp32 with --fp32-grad-comm.
-  const bool narrow = storage_format(o.precision) != StorageFormat::full;
-  const size_t wire = narrow ? 2 : sizeof(T);
+  const size_t wire = wire_bytes(storage_format(o.precision), sizeof(T));
   auto volumes = tensor2d_volumes(o.model, o.batch, shape, wire, {}, o.inference);
-  if (narrow && o.fp32_grad_comm && volumes.count("allreduce:data"))
+  if (wire != sizeof(T) && o.fp32_grad_comm && volumes.count("allreduce:data"))
     volumes["allreduce:data"] =
         tensor2d_volumes(o.model, o.batch, shape, sizeof(float), {}, o.inference)
             .at("allreduce:data");

@@ -21,7 +21,7 @@ void print_report(const Tensor3dTrainer<T>& trainer, const Options& o, const Sha
                   const Overlap3d& overlap) {
   // Mixed precision carries float payloads as 16-bit values, the data group in fp32 with
   // --fp32-grad-comm.
-  const size_t wire = storage_format(o.precision) != StorageFormat::full ? 2 : sizeof(T);
+  const size_t wire = wire_bytes(storage_format(o.precision), sizeof(T));
   auto layers = tensor3d_layer_volumes(o.model, o.batch, shape, wire, overlap.cache_weights,
                                        o.inference);
   if (o.fp32_grad_comm)

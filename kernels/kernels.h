@@ -26,6 +26,13 @@ enum class GradAfterUpdate { kept, zeroed };
 // 16 bits after every kernel that produces them (mixed precision; accumulation stays fp32).
 enum class StorageFormat { full, bf16, fp16 };
 
+// Bytes of one element as a communicator in `wire` format sends it: 16-bit formats carry 2, a
+// full one the computed type's `full_bytes`. The one rule the trainers, the volume reports and
+// the planner count wire bytes by.
+constexpr size_t wire_bytes(StorageFormat wire, size_t full_bytes) {
+  return wire == StorageFormat::full ? full_bytes : 2;
+}
+
 namespace cpu {
 #include "kernel_api.inc"
 // Threads per rank: OpenBLAS's, which the kernels' loops share (kernels/cpu/parallel_loops.h).

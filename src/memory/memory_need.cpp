@@ -14,8 +14,9 @@ std::string MemoryNeed::breakdown() const {
 size_t element_bytes(Precision precision) { return precision == Precision::fp64 ? 8 : 4; }
 
 size_t wire_element_bytes(Precision precision, bool fp32_gradients) {
-  if (storage_format(precision) == StorageFormat::full) return element_bytes(precision);
-  return fp32_gradients ? 4 : 2;
+  const StorageFormat wire = storage_format(precision);
+  if (fp32_gradients && wire != StorageFormat::full) return 4;
+  return wire_bytes(wire, element_bytes(precision));
 }
 
 void add_parameter_state(MemoryNeed& need, double held, double optimized,

@@ -96,7 +96,7 @@ template <typename T>
 std::map<std::string, double> DataParallelBase<T>::analytic_bytes(bool inference) const {
   // Both communicators carry weight gradients: one wire format.
   const Communicator& any = comm_ ? *comm_ : *replica_comm_;
-  const size_t wire = any.wire_format() != StorageFormat::full ? 2 : sizeof(T);
+  const size_t wire = wire_bytes(any.wire_format(), sizeof(T));
   return data_comm_bytes(this->model_.config(), config_, world_size(grid_.world()), sizeof(T),
                          wire, inference);
 }

@@ -143,7 +143,7 @@ std::map<std::string, double> Tensor1dTrainer<T>::analytic_bytes(int64_t global_
   // Mixed precision carries float payloads as 16-bit values (the data group in fp32 with
   // --fp32-grad-comm): each group's bytes per element are its wire's.
   const auto element_bytes = [](const Communicator* c) -> size_t {
-    return c && c->wire_format() != StorageFormat::full ? 2 : sizeof(T);
+    return c ? wire_bytes(c->wire_format(), sizeof(T)) : sizeof(T);
   };
   auto bytes = tensor1d_comm_bytes(plan_, batch_slice(global_batch).count,
                                    element_bytes(tp_comm_.get()), dp_, inference,
