@@ -63,15 +63,27 @@ std::vector<GemmShape> training_step_gemms(const ModelConfig& c, int64_t batch) 
 
 StepElementwiseBytes training_step_elementwise_bytes(const ModelConfig& c, int64_t batch,
                                                      double element_bytes) {
-  const int64_t r = batch, h = c.hidden, blocks = c.layers;
+  return training_step_elementwise_bytes(c, {batch, full_widths(c)}, element_bytes);
+}
+
+StepElementwiseBytes training_step_elementwise_bytes(const ModelConfig& c,
+                                                     const ActivationSlice& slice,
+                                                     double element_bytes) {
+  const ActivationWidths& w = slice.widths;
+  const int64_t r = slice.rows, h = w.hidden, blocks = c.layers;
   const bool residual = c.block == BlockKind::residual_mlp;
+  const size_t linears = linear_shapes(c).size();
   StepElementwiseBytes e;
-  for (const auto& s : linear_shapes(c)) {
-    e.forward += traffic::bias_add(r, s.out);
-    e.backward += traffic::bias_grad(r, s.out);
+  for (size_t i = 0; i < linears; ++i) {
+    // embed and fc2 (and plain blocks) end H wide, fc1 F wide, the classifier in the classes.
+    const int64_t out = i + 1 == linears ? (w.logit_block > 0 ? w.logit_block : c.classes)
+                        : residual && i % 2 == 1 ? w.ffn
+                                                 : h;
+    e.forward += traffic::bias_add(r, out);
+    e.backward += traffic::bias_grad(r, out);
   }
   // The ReLU over the block's inner width.
-  const int64_t inner = residual ? c.ffn_hidden() : h;
+  const int64_t inner = residual ? w.ffn : h;
   e.forward += blocks * traffic::relu_forward(r * inner);
   e.backward += blocks * traffic::relu_backward(r * inner);
   if (residual) {  // LayerNorm and the residual add (its backward moves as much)

@@ -31,6 +31,23 @@ std::string ffn_flag(const ModelConfig& config);
 // F's source, for messages: "--ffn-hidden 11008" or "--ffn-mult 4 x --hidden 2048".
 std::string ffn_option(const ModelConfig& config);
 
+// The widths a rank's activations have (full model: S², H, F; sharded schemes: their slices).
+struct ActivationWidths {
+  int64_t inputs = 0, hidden = 0, ffn = 0;
+  int64_t logit_block = 0, logit_parts = 0;  // split logits (LogitSplit); 0: whole
+  int64_t norm_ranks = 0;  // LayerNorm sliced over this many ranks (its scratch); 0: whole rows
+};
+inline ActivationWidths full_widths(const ModelConfig& m) {
+  return {m.input_features(), m.hidden, m.ffn_hidden()};
+}
+
+// A rank's activations: the rows of its pass at those widths. Its memory (scheme_memory.h) and
+// the planner's element-wise time both count from it.
+struct ActivationSlice {
+  int64_t rows = 0;
+  ActivationWidths widths;
+};
+
 // One Linear layer of the model, in forward order (out × in weight, as PyTorch stores it).
 struct LinearShape {
   std::string name;  // "embed", "block0.fc1", "block0.fc2", ..., "classifier"
@@ -72,12 +89,17 @@ std::vector<GemmShape> training_step_gemms(const ModelConfig& config, int64_t ba
 // Bytes the element-wise kernels of one training step read and write at `batch` rows, each input
 // read once and each output written once (as bin/bench_kernels counts them): bias add and bias
 // gradient per Linear; per block the ReLU, and the LayerNorm and residual of a residual block;
-// the loss. Forward and backward apart, for the step-time floor.
+// the loss. Forward and backward apart, for the step-time floor. With a slice, on a rank's rows
+// and widths: each Linear's bias at its output's width (split logits: a block), the ReLU at
+// the inner width, LayerNorm and residual at H's, the loss over all the classes.
 struct StepElementwiseBytes {
   double forward = 0;
   double backward = 0;
 };
 StepElementwiseBytes training_step_elementwise_bytes(const ModelConfig& config, int64_t batch,
+                                                     double element_bytes);
+StepElementwiseBytes training_step_elementwise_bytes(const ModelConfig& config,
+                                                     const ActivationSlice& slice,
                                                      double element_bytes);
 
 }  // namespace mlps

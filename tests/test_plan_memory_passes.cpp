@@ -1,8 +1,8 @@
 // bin/plan's passes over memory beyond the GEMMs' flops: a pipeline's micro-batches after the
 // first reading the stage's weights again (weight_restream_bandwidth, and its calibration), a
 // sharded optimizer's gradients written with zeros once a step, MPI's reduce-scatter copying its
-// send buffer, and what a core streams when it has the node to itself (core_memory_bandwidth,
-// and its calibration).
+// send buffer, what a core streams when it has the node to itself (core_memory_bandwidth,
+// and its calibration), and a tensor-parallel rank's element-wise kernels on its own activations.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -87,6 +87,30 @@ TEST(PlanMachine, BusyCoresShareTheNodesBandwidthEachUpToOneCoresOwn) {
   EXPECT_DOUBLE_EQ(cpu.bandwidth(1), 1e11);         // one rank on every core: the node's
   EXPECT_DOUBLE_EQ(cpu.bandwidth(1, 2), 8e10);      // 2 threads, each a core of its own
   EXPECT_DOUBLE_EQ(cpu.update_bandwidth(1, 1), 2e11 / 8);  // no core figure for the optimizer
+}
+
+// Element-wise kernels run on the rank's activations (the rows and widths its memory counts),
+// not on its share of the parameters: what a scheme replicates, every rank runs whole.
+TEST(PlanStep, ATensorParallelRanksElementwiseKernelsRunOnItsOwnActivations) {
+  const MachineDescription m = test_machine(8);
+  const double serial = predict("serial --precision fp32", 1, m).elementwise;
+  const double plain = predict("tensor1d --tp 2 --precision fp32", 2, m).elementwise;
+  const double sequence =
+      predict("tensor1d --tp 2 --sequence-parallel --precision fp32", 2, m).elementwise;
+  const double rows_split = predict("tensor3d --tp-dims 1,1,2 --precision fp32", 2, m).elementwise;
+  const double f_split = predict("tensor3d --tp-dims 2,1,1 --precision fp32", 2, m).elementwise;
+  ASSERT_GT(serial, 0);
+  // The depth axis halves the rows of every activation: the serial bytes of 16 rows.
+  const StepElementwiseBytes half = training_step_elementwise_bytes(small_options().model, 16, 4);
+  EXPECT_DOUBLE_EQ(rows_split, (half.forward + half.backward) / m.memory_bandwidth);
+  // Plain tensor1d splits the F-wide bias and ReLU only; LayerNorm, the residual add and the
+  // H-wide biases run whole on both ranks. tensor3d [2,1,1] splits the same widths.
+  EXPECT_GT(plain, 0.6 * serial);
+  EXPECT_LT(plain, 0.9 * serial);
+  EXPECT_DOUBLE_EQ(f_split, plain);
+  // Sequence parallelism splits those too: about half, the loss over all classes kept whole.
+  EXPECT_LT(sequence, 0.55 * serial);
+  EXPECT_GT(sequence, 0.45 * serial);
 }
 
 TEST(PlanStep, WeightsGatheredRightBeforeTheirGemmsAreReadInCache) {

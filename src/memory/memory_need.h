@@ -37,16 +37,6 @@ size_t wire_element_bytes(Precision precision, bool fp32_gradients = false);
 void add_parameter_state(MemoryNeed& need, double held, double optimized,
                          const OptimizerConfig& optimizer, Precision precision);
 
-// The widths a rank's activations have (full model: S², H, F; sharded schemes: their slices).
-struct ActivationWidths {
-  int64_t inputs = 0, hidden = 0, ffn = 0;
-  int64_t logit_block = 0, logit_parts = 0;  // split logits (LogitSplit); 0: whole
-  int64_t norm_ranks = 0;  // LayerNorm sliced over this many ranks (its scratch); 0: whole rows
-};
-inline ActivationWidths full_widths(const ModelConfig& m) {
-  return {m.input_features(), m.hidden, m.ffn_hidden()};
-}
-
 // FcNet's activations and backward scratch for `rows` rows (see FcNet and MlpBlock): inputs
 // and labels, L + 1 block outputs, per block the saved LayerNorm output, moments and ReLU
 // output (one shared set with checkpoint_activations), the blocks' one backward scratch, the

@@ -181,10 +181,7 @@ MemoryNeed pipeline_memory(const Options& o, const PipelineLayout& layout, int s
   return need;
 }
 
-MemoryNeed tensor1d_memory(const Options& o, const Tensor1dPlan& plan, int dp) {
-  MemoryNeed need;
-  const double held = as_double(local_parameter_count(plan));
-  add_parameter_state(need, held, held, o.optimizer, o.precision);
+ActivationSlice tensor1d_activations(const Options& o, const Tensor1dPlan& plan, int dp) {
   const int64_t rows = largest_part(o.batch, dp);
   // Activations between the Linears are whole (H wide; a plain column block's output is
   // counted whole too), the inner ones F/T wide; a row-parallel embed reads S²/T features, a
@@ -196,22 +193,41 @@ MemoryNeed tensor1d_memory(const Options& o, const Tensor1dPlan& plan, int dp) {
     w.logit_block = o.model.classes / plan.tp;
     w.logit_parts = plan.tp;
   }
+  if (!plan.sequence_parallel) return {rows, w};
+  // Those between the Linears hold R/T rows (counted as H/T wide) of the rows padded to a
+  // multiple of T.
+  w.hidden = o.model.hidden / plan.tp;
+  return {pass_rows(plan, rows), w};
+}
+
+MemoryNeed tensor1d_memory(const Options& o, const Tensor1dPlan& plan, int dp) {
+  MemoryNeed need;
+  const double held = as_double(local_parameter_count(plan));
+  add_parameter_state(need, held, held, o.optimizer, o.precision);
+  const ActivationSlice a = tensor1d_activations(o, plan, dp);
+  const auto e = static_cast<double>(element_bytes(o.precision));
+  need.activations = replica_activation_bytes(o.model, a.rows, a.widths, element_bytes(o.precision));
   if (plan.sequence_parallel) {
-    // The activations between the Linears hold R/T rows (counted as H/T wide), but the
-    // LayerNorm outputs (saved for fc1) and their gradient scratch are all-gathered, whole; and
-    // the layers share one scratch of the rows padded to a multiple of T, H wide.
-    const int64_t h = o.model.hidden, narrow = h / plan.tp;
-    const int64_t padded = pass_rows(plan, rows);
+    // The LayerNorm outputs (saved for fc1) and their gradient scratch are all-gathered, whole;
+    // and the layers share one scratch of the padded rows, H wide.
+    const int64_t h = o.model.hidden, narrow = a.widths.hidden;
     const int64_t sets = o.model.checkpoint_activations ? (o.model.layers > 0 ? 1 : 0)
                                                         : o.model.layers;
-    w.hidden = narrow;
-    need.activations = replica_activation_bytes(o.model, padded, w, element_bytes(o.precision)) +
-                       static_cast<double>(((sets + 1) * (h - narrow) + h) * padded) *
-                           static_cast<double>(element_bytes(o.precision));
-    return need;
+    need.activations += static_cast<double>(((sets + 1) * (h - narrow) + h) * a.rows) * e;
   }
-  need.activations = replica_activation_bytes(o.model, rows, w, element_bytes(o.precision));
   return need;
+}
+
+ActivationSlice tensor2d_activations(const Options& o, const GridShape& shape) {
+  const int q = shape.q;
+  ActivationWidths w{largest_part(o.model.input_features(), q), largest_part(o.model.hidden, q),
+                     largest_part(o.model.ffn_hidden(), q)};
+  w.norm_ranks = q;
+  if (q > 1) {  // the logits' column blocks, all-gathered over the grid row
+    w.logit_block = largest_part(o.model.classes, q);
+    w.logit_parts = q;
+  }
+  return {largest_part(o.batch, shape.dp * q), w};
 }
 
 MemoryNeed tensor2d_memory(const Options& o, const GridShape& shape) {
@@ -222,15 +238,9 @@ MemoryNeed tensor2d_memory(const Options& o, const GridShape& shape) {
   const double held = as_double(ShardLayout(o.model, q, 0, 0).total());
   add_parameter_state(need, held, held, o.optimizer, o.precision);
   const size_t e = element_bytes(o.precision);
-  const int64_t rows = largest_part(o.batch, shape.dp * q);
-  ActivationWidths w{largest_part(o.model.input_features(), q), largest_part(o.model.hidden, q),
-                     largest_part(o.model.ffn_hidden(), q)};
-  w.norm_ranks = q;
-  if (q > 1) {  // the logits' column blocks, all-gathered over the grid row
-    w.logit_block = largest_part(o.model.classes, q);
-    w.logit_parts = q;
-  }
-  need.activations = replica_activation_bytes(o.model, rows, w, e);
+  const ActivationSlice a = tensor2d_activations(o, shape);
+  const int64_t rows = a.rows;
+  need.activations = replica_activation_bytes(o.model, rows, a.widths, e);
   if (q > 1) {
     // SUMMA's workspace (SummaWorkspace): two activation and weight blocks, and q partial
     // products of each for the reduce-scatters, sized for the largest Linear.
@@ -244,13 +254,7 @@ MemoryNeed tensor2d_memory(const Options& o, const GridShape& shape) {
   return need;
 }
 
-MemoryNeed tensor3d_memory(const Options& o, const Shape3d& shape, const Overlap3d& overlap) {
-  MemoryNeed need;
-  const Local3d local = tensor3d_local_elements(o.model, shape);
-  const double held = local.weights + local.vectors;
-  add_parameter_state(need, held, held, o.optimizer, o.precision);
-  const size_t e = element_bytes(o.precision);
-  const int64_t rows = largest_part(o.batch, shape.dp * shape.depth);
+ActivationSlice tensor3d_activations(const Options& o, const Shape3d& shape) {
   // The embed's output and the residual stream are sharded over the inner axis, the blocks'
   // F-wide activations over the outer one; plain blocks alternate (count the wider slice).
   const int narrow = std::min(shape.outer, shape.inner);
@@ -266,7 +270,18 @@ MemoryNeed tensor3d_memory(const Options& o, const Shape3d& shape, const Overlap
     w.logit_block = largest_part(o.model.classes, logit_ranks);
     w.logit_parts = logit_ranks;
   }
-  need.activations = replica_activation_bytes(o.model, rows, w, e);
+  return {largest_part(o.batch, shape.dp * shape.depth), w};
+}
+
+MemoryNeed tensor3d_memory(const Options& o, const Shape3d& shape, const Overlap3d& overlap) {
+  MemoryNeed need;
+  const Local3d local = tensor3d_local_elements(o.model, shape);
+  const double held = local.weights + local.vectors;
+  add_parameter_state(need, held, held, o.optimizer, o.precision);
+  const size_t e = element_bytes(o.precision);
+  const int narrow = std::min(shape.outer, shape.inner);
+  const ActivationSlice a = tensor3d_activations(o, shape);
+  need.activations = replica_activation_bytes(o.model, a.rows, a.widths, e);
   std::vector<int64_t> blocks;
   for (const LinearShape& s : linear_shapes(o.model))
     blocks.push_back(largest_part(s.out, narrow) * largest_part(s.in, std::max(shape.outer, shape.inner)));

@@ -21,6 +21,12 @@ namespace mlps {
 MemoryNeed serial_memory(const Options& o, bool fuse_update);
 MemoryNeed data_memory(const Options& o, int ranks, const DataParallelConfig& config);
 MemoryNeed pipeline_memory(const Options& o, const PipelineLayout& layout, int stage);
+// The rows and widths of a tensor-parallel rank's activations (its memory counts them; the
+// planner prices its element-wise kernels on them).
+ActivationSlice tensor1d_activations(const Options& o, const Tensor1dPlan& plan, int dp);
+ActivationSlice tensor2d_activations(const Options& o, const GridShape& shape);
+ActivationSlice tensor3d_activations(const Options& o, const Shape3d& shape);
+
 MemoryNeed tensor1d_memory(const Options& o, const Tensor1dPlan& plan, int dp);
 MemoryNeed tensor2d_memory(const Options& o, const GridShape& shape);
 MemoryNeed tensor3d_memory(const Options& o, const Shape3d& shape, const Overlap3d& overlap);

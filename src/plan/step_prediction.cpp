@@ -98,6 +98,15 @@ RankWork replica_share(const Options& o, double rows, double share) {
   return w;
 }
 
+// A tensor-parallel rank's element-wise kernels act on its own activations: at their slice
+// widths (those its memory counts), whole where the scheme replicates them (tensor1d's
+// LayerNorm and residual without sequence parallelism), not at its share of the parameters.
+void price_elementwise_on(RankWork& w, const Options& o, const ActivationSlice& slice) {
+  const StepElementwiseBytes e = training_step_elementwise_bytes(
+      o.model, slice, static_cast<double>(element_bytes(o.precision)));
+  w.elementwise = {e.forward, e.backward};
+}
+
 double max_rows(int64_t batch, int parts) { return std::ceil(static_cast<double>(batch) / parts); }
 
 int linear_count(const ModelConfig& m) { return static_cast<int>(linear_shapes(m).size()); }
@@ -173,6 +182,7 @@ std::vector<RankWork> tensor1d_work(const PlanCandidate& c, SchemeShape& shape) 
   RankWork w = replica_share(o, rows, local / static_cast<double>(parameter_count(o.model)));
   w.gemm_parameters = local;
   w.optimized_parameters = local;
+  price_elementwise_on(w, o, tensor1d_activations(o, plan, c.replicas));
   w.bytes = tensor1d_comm_bytes(plan, static_cast<int64_t>(rows),
                                 static_cast<size_t>(wire_bytes(o)), c.replicas, false,
                                 static_cast<size_t>(grad_wire_bytes(o)));
@@ -190,6 +200,7 @@ std::vector<RankWork> tensor2d_work(const PlanCandidate& c, SchemeShape& shape) 
   RankWork w = replica_share(o, max_rows(o.batch, c.replicas), 1.0 / (q * q));
   w.gemm_rows = max_rows(o.batch, c.replicas * q);  // a grid row's share of the replica's rows
   w.loaded_rows = w.gemm_rows;
+  price_elementwise_on(w, o, tensor2d_activations(o, c.tensor2d));
   w.optimized_parameters = static_cast<double>(parameter_count(o.model)) / (q * q);
   // A rank's GEMMs take a weight panel from each of the q steps: a grid row's worth, P/q.
   w.gemm_parameters = w.optimized_parameters * q;
@@ -211,6 +222,7 @@ std::vector<RankWork> tensor3d_work(const PlanCandidate& c, SchemeShape& shape) 
   RankWork w = replica_share(o, max_rows(o.batch, s.dp), 1.0 / s.tensor_ranks());
   w.gemm_rows = max_rows(o.batch, s.dp * s.depth);  // the depth axis splits the rows
   w.loaded_rows = w.gemm_rows;
+  price_elementwise_on(w, o, tensor3d_activations(o, s));
   const Local3d local = tensor3d_local_elements(o.model, s);
   w.optimized_parameters = local.weights + local.vectors;
   // Weights are all-gathered over depth before the GEMMs: a rank computes with a depth's worth.
