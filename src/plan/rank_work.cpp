@@ -1,0 +1,197 @@
+#include "src/plan/rank_work.h"
+
+#include <cmath>
+
+#include "src/memory/scheme_memory.h"
+#include "src/schemes/data_parallel_volumes.h"
+#include "src/schemes/gradient_bucketer.h"
+#include "src/schemes/pipeline_volumes.h"
+#include "src/schemes/tensor2d/volumes_2d.h"
+#include "src/schemes/tensor3d/volumes_3d.h"
+
+namespace mlps {
+
+namespace {
+
+double wire_bytes(const Options& o) {
+  return static_cast<double>(wire_element_bytes(o.precision));
+}
+double grad_wire_bytes(const Options& o) {
+  return static_cast<double>(wire_element_bytes(o.precision, o.fp32_grad_comm));
+}
+
+// The work of a rank that runs `share` of its replica's model on `rows` rows.
+RankWork replica_share(const Options& o, double rows, double share) {
+  RankWork w;
+  ModelConfig plain = o.model;
+  plain.checkpoint_activations = false;
+  const double all = model_flops_per_sample(o.model, false) * rows * share;
+  w.gemm_flops = all;
+  w.gemm_rows = rows;
+  w.loaded_rows = rows;
+  w.recompute_flops = all - model_flops_per_sample(plain, false) * rows * share;
+  const StepElementwiseBytes e = training_step_elementwise_bytes(
+      o.model, static_cast<int64_t>(std::ceil(rows)),
+      static_cast<double>(element_bytes(o.precision)));
+  w.elementwise = {e.forward * share, e.backward * share};
+  return w;
+}
+
+// A tensor-parallel rank's element-wise kernels act on its own activations: at their slice
+// widths (those its memory counts), whole where the scheme replicates them (tensor1d's
+// LayerNorm and residual without sequence parallelism), not at its share of the parameters.
+void price_elementwise_on(RankWork& w, const Options& o, const ActivationSlice& slice) {
+  const StepElementwiseBytes e = training_step_elementwise_bytes(
+      o.model, slice, static_cast<double>(element_bytes(o.precision)));
+  w.elementwise = {e.forward, e.backward};
+}
+
+double max_rows(int64_t batch, int parts) { return std::ceil(static_cast<double>(batch) / parts); }
+
+int linear_count(const ModelConfig& m) { return static_cast<int>(linear_shapes(m).size()); }
+
+std::vector<RankWork> data_work(const PlanCandidate& c, SchemeShape& shape) {
+  const Options& o = c.options;
+  const int n = c.world;
+  // Hybrid sharding (--shard-group G < N): groups of G consecutive ranks share one sharded copy
+  // ("shard"), the N/G copies all-reduce ("data"; bare "allreduce" over all ranks when G = 1).
+  const int g = c.data.shard_group > 0 ? c.data.shard_group : n;
+  shape.axes = {{"data", n / g}, {"shard", g}};
+  shape.axis_of_group = g == n ? std::map<std::string, std::string>{{"world", "shard"}}
+                               : std::map<std::string, std::string>{
+                                     {"world", "data"}, {"shard", "shard"}, {"data", "data"}};
+  RankWork w = replica_share(o, max_rows(o.batch, n), 1.0);
+  const double params = static_cast<double>(parameter_count(o.model));
+  w.gemm_parameters = params;  // ZeRO-3 gathers each unit whole before its GEMMs
+  w.weights_gathered = c.data.zero == 3;
+  w.optimized_parameters = c.data.zero >= 1 ? params / g : params;
+  // DDP's optimizer zeroes the gradients it updates; a sharded one holds a shard only, so the
+  // whole gradient is written with zeros once a step (ZeRO-1's buffer, ZeRO-2's buckets, ZeRO-3's
+  // units).
+  if (c.data.zero >= 1) w.elementwise.backward += params * element_bytes(o.precision);
+  w.bytes = data_comm_bytes(o.model, c.data, n, element_bytes(o.precision),
+                            static_cast<size_t>(wire_bytes(o)));
+  const double buckets = static_cast<double>(
+      ddp_buckets(parameter_tensor_sizes(o.model), c.data.bucket_mb, element_bytes(o.precision),
+                  c.data.zero >= 1 ? n : 1)
+          .buckets()
+          .size());
+  const double units = o.model.layers + 2.0;
+  for (const auto& [key, bytes] : w.bytes)
+    w.calls[key] = c.data.zero == 3 ? (key.starts_with("allgather") ? 2 * units : units)
+                                    : buckets;
+  w.memory = data_memory(o, n, c.data);
+  return {w};
+}
+
+std::vector<RankWork> pipeline_work(const PlanCandidate& c, SchemeShape& shape) {
+  const Options& o = c.options;
+  const PipelineLayout& layout = *c.pipeline;
+  shape.axes = layout.axes();
+  shape.axis_of_group = {{"pipe", "pipe"}, {"data", "data"}};
+  const double rows = max_rows(o.batch, layout.replicas);
+  const double total = static_cast<double>(parameter_count(o.model));
+  const double message = rows / layout.micro_batches * o.model.hidden * wire_bytes(o);
+  std::vector<RankWork> ranks;
+  for (int s = 0; s < layout.stages; ++s) {
+    const double held = static_cast<double>(pipeline_rank_parameters(o.model, layout, s));
+    RankWork w = replica_share(o, rows, held / total);
+    w.gemm_rows = rows / layout.micro_batches;
+    w.gemm_parameters = held;
+    w.stage = s;
+    w.optimized_parameters = held;
+    w.bytes = pipeline_comm_bytes(o.model, layout, o.batch, layout.rank_of(s, 0),
+                                  static_cast<size_t>(wire_bytes(o)),
+                                  static_cast<size_t>(grad_wire_bytes(o)));
+    for (const auto& [key, bytes] : w.bytes)
+      w.calls[key] = key == "sendrecv:pipe" ? bytes / message : 1;
+    w.memory = pipeline_memory(o, layout, s);
+    ranks.push_back(w);
+  }
+  return ranks;
+}
+
+std::vector<RankWork> tensor1d_work(const PlanCandidate& c, SchemeShape& shape) {
+  const Options& o = c.options;
+  const Tensor1dPlan& plan = *c.tensor1d;
+  shape.axes = {{"data", c.replicas}, {"tensor", plan.tp}};
+  shape.axis_of_group = {{"tp", "tensor"}, {"data", "data"}};
+  const double rows = max_rows(o.batch, c.replicas);
+  const double local = static_cast<double>(local_parameter_count(plan));
+  RankWork w = replica_share(o, rows, local / static_cast<double>(parameter_count(o.model)));
+  w.gemm_parameters = local;
+  w.optimized_parameters = local;
+  price_elementwise_on(w, o, tensor1d_activations(o, plan, c.replicas));
+  w.bytes = tensor1d_comm_bytes(plan, static_cast<int64_t>(rows),
+                                static_cast<size_t>(wire_bytes(o)), c.replicas, false,
+                                static_cast<size_t>(grad_wire_bytes(o)));
+  for (const auto& [key, bytes] : w.bytes)
+    w.calls[key] = key == "allreduce:data" ? 1 : 2.0 * linear_count(o.model);
+  w.memory = tensor1d_memory(o, plan, c.replicas);
+  return {w};
+}
+
+std::vector<RankWork> tensor2d_work(const PlanCandidate& c, SchemeShape& shape) {
+  const Options& o = c.options;
+  const int q = c.tensor2d.q;
+  shape.axes = {{"data", c.replicas}, {"rows", q}, {"cols", q}};
+  shape.axis_of_group = {{"row", "cols"}, {"col", "rows"}, {"data", "data"}};
+  RankWork w = replica_share(o, max_rows(o.batch, c.replicas), 1.0 / (q * q));
+  w.gemm_rows = max_rows(o.batch, c.replicas * q);  // a grid row's share of the replica's rows
+  w.loaded_rows = w.gemm_rows;
+  price_elementwise_on(w, o, tensor2d_activations(o, c.tensor2d));
+  w.optimized_parameters = static_cast<double>(parameter_count(o.model)) / (q * q);
+  // A rank's GEMMs take a weight panel from each of the q steps: a grid row's worth, P/q.
+  w.gemm_parameters = w.optimized_parameters * q;
+  w.bytes = tensor2d_volumes(o.model, o.batch, c.tensor2d, static_cast<size_t>(wire_bytes(o)));
+  // SUMMA broadcasts a panel per grid step of each of a Linear's three GEMMs.
+  for (const auto& [key, bytes] : w.bytes)
+    w.calls[key] = key == "allreduce:data"      ? 1
+                   : key.starts_with("broadcast") ? 3.0 * q * linear_count(o.model)
+                                                  : 2.0 * linear_count(o.model);
+  w.memory = tensor2d_memory(o, c.tensor2d);
+  return {w};
+}
+
+std::vector<RankWork> tensor3d_work(const PlanCandidate& c, SchemeShape& shape) {
+  const Options& o = c.options;
+  const Shape3d& s = c.tensor3d;
+  shape.axes = {{"data", s.dp}, {"depth", s.depth}, {"outer", s.outer}, {"inner", s.inner}};
+  for (const char* axis : {"data", "depth", "outer", "inner"}) shape.axis_of_group[axis] = axis;
+  RankWork w = replica_share(o, max_rows(o.batch, s.dp), 1.0 / s.tensor_ranks());
+  w.gemm_rows = max_rows(o.batch, s.dp * s.depth);  // the depth axis splits the rows
+  w.loaded_rows = w.gemm_rows;
+  price_elementwise_on(w, o, tensor3d_activations(o, s));
+  const Local3d local = tensor3d_local_elements(o.model, s);
+  w.optimized_parameters = local.weights + local.vectors;
+  // Weights are all-gathered over depth before the GEMMs: a rank computes with a depth's worth.
+  w.gemm_parameters = w.optimized_parameters * s.depth;
+  w.weights_gathered = s.depth > 1;
+  for (const Volume3d& v : tensor3d_layer_volumes(o.model, o.batch, s,
+                                                  static_cast<size_t>(wire_bytes(o)), false,
+                                                  false)) {
+    if (v.group_size <= 1) continue;
+    w.bytes[v.kind] += v.bytes;
+    w.calls[v.kind] += 1;
+  }
+  w.memory = tensor3d_memory(o, s, Overlap3d{});
+  return {w};
+}
+
+}  // namespace
+
+std::vector<RankWork> rank_work(const PlanCandidate& c, SchemeShape& shape) {
+  if (c.scheme == "data") return data_work(c, shape);
+  if (c.scheme == "pipeline") return pipeline_work(c, shape);
+  if (c.scheme == "tensor1d") return tensor1d_work(c, shape);
+  if (c.scheme == "tensor2d") return tensor2d_work(c, shape);
+  if (c.scheme == "tensor3d") return tensor3d_work(c, shape);
+  RankWork w = replica_share(c.options, static_cast<double>(c.options.batch), 1.0);
+  w.optimized_parameters = static_cast<double>(parameter_count(c.options.model));
+  w.gemm_parameters = w.optimized_parameters;
+  w.memory = serial_memory(c.options, false);
+  shape.axes = {{"data", 1}};
+  return {w};
+}
+
+}  // namespace mlps

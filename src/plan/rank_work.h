@@ -1,0 +1,44 @@
+#pragma once
+// What one rank of a candidate does in a step, as its scheme accounts it: GEMM flops and the
+// rows they run on, the weights they read, element-wise bytes on the rank's own activations, the
+// parameters it updates, the samples its loader makes, each collective's volume (the scheme's
+// own analytic tables) and calls, and its memory; and how the scheme's groups map onto its grid.
+// bin/plan's step model (step_prediction.h) prices it on a machine.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "src/grid/process_grid.h"
+#include "src/memory/memory_need.h"
+#include "src/model_config.h"
+#include "src/plan/plan_candidates.h"
+
+namespace mlps {
+
+// What one rank does in a step, as its scheme accounts it.
+struct RankWork {
+  double gemm_flops = 0;         // forward, backward and any recompute
+  double recompute_flops = 0;    // of which checkpointing's second forward
+  double gemm_rows = 1;          // the rows its GEMMs run on (their rate depends on it)
+  double loaded_rows = 1;        // the samples its data loader makes (its trainer's batch_slice)
+  double gemm_parameters = 0;    // the weights its GEMMs read (gathered ones included)
+  bool weights_gathered = false;  // gathered right before its GEMMs, which then read them in cache
+  StepElementwiseBytes elementwise;
+  double optimized_parameters = 0;
+  std::map<std::string, double> bytes;  // the scheme's analytic volumes
+  std::map<std::string, double> calls;  // collectives per key (latency terms)
+  MemoryNeed memory;
+  int stage = 0;  // pipeline: the rank's stage
+};
+
+// How a scheme's groups map onto its grid, and what it overlaps.
+struct SchemeShape {
+  std::vector<GridAxis> axes;
+  std::map<std::string, std::string> axis_of_group;  // "tp" → "tensor"; "world" for bare kinds
+};
+
+// Every rank whose work differs (a pipeline's stages; one rank for the other schemes), with the
+// scheme's grid written into `shape`.
+std::vector<RankWork> rank_work(const PlanCandidate& c, SchemeShape& shape);
+
+}  // namespace mlps
