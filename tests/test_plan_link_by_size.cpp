@@ -1,6 +1,7 @@
 // bin/plan's link at each message size: a busbw table by size (MPI on CPU cores moves a message
 // that stays in cache faster than one that streams from memory), calibrated from bench_comm's
-// sweep without the dips of a slow size, and refused by name when malformed.
+// sweep without the dips of a slow size, and refused by name when malformed; DDP's buckets each
+// at their own size.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -8,6 +9,10 @@
 #include "src/errors.h"
 #include "src/plan/machine_calibration.h"
 #include "src/plan/machine_description.h"
+#include "src/plan/plan_candidates.h"
+#include "src/plan/step_prediction.h"
+#include "src/schemes/gradient_bucketer.h"
+#include "tests/plan_test_inputs.h"
 #include "tests/temp_dir_test.h"
 
 namespace mlps {
@@ -33,6 +38,29 @@ TEST(PlanLink, EachMessageSizeMovesAtItsOwnBusBandwidth) {
   LinkModel flat = link;  // no table: latency per ring step plus the bytes at bus_bandwidth
   flat.bandwidth_bytes_fraction.clear();
   EXPECT_DOUBLE_EQ(flat.seconds(CommKind::all_reduce, 2, 1e6), 2e-6 + 1e-3);
+}
+
+TEST(PlanLink, EachDdpBucketMovesAtItsOwnSizesBusBandwidth) {
+  Options o = small_options();
+  o.model.hidden = 256;  // 8.8 MB of fp32 gradients: a 1 MiB first bucket, then one of 7.8 MB
+  o.model.image_size = 16;
+  const auto all = enumerate_candidates(o, 2, {Precision::fp32});
+  const PlanCandidate* ddp = find(all, "data --zero 0 --precision fp32");
+  ASSERT_NE(ddp, nullptr);
+  MachineDescription m = test_machine(8);
+  m.intra_node = link_by_size();
+  const StepPrediction p = predict_step(*ddp, m);
+  const GradientBucketer buckets = ddp_buckets(parameter_tensor_sizes(o.model), 25, 4, 1);
+  ASSERT_EQ(buckets.buckets().size(), 2u);
+  double each = 0;
+  for (const GradientBucket& b : buckets.buckets())
+    each += m.intra_node.seconds(CommKind::all_reduce, 2, 4.0 * static_cast<double>(b.count));
+  const PredictedComm& allreduce = p.collectives.at("allreduce");
+  EXPECT_DOUBLE_EQ(allreduce.bytes, 4.0 * static_cast<double>(parameter_count(o.model)));
+  EXPECT_DOUBLE_EQ(allreduce.seconds, each);
+  // Not two calls of the average size: the large bucket moves at the slower busbw of its size.
+  EXPECT_GT(allreduce.seconds,
+            1.03 * 2 * m.intra_node.seconds(CommKind::all_reduce, 2, allreduce.bytes / 2));
 }
 
 TEST(LinkCalibration, ASlowSizeTakesTheTimeOfTheFirstFasterLargerOne) {

@@ -71,15 +71,19 @@ std::vector<RankWork> data_work(const PlanCandidate& c, SchemeShape& shape) {
   if (c.data.zero >= 1) w.elementwise.backward += params * element_bytes(o.precision);
   w.bytes = data_comm_bytes(o.model, c.data, n, element_bytes(o.precision),
                             static_cast<size_t>(wire_bytes(o)));
-  const double buckets = static_cast<double>(
+  const GradientBucketer bucketer =
       ddp_buckets(parameter_tensor_sizes(o.model), c.data.bucket_mb, element_bytes(o.precision),
-                  c.data.zero >= 1 ? n : 1)
-          .buckets()
-          .size());
+                  c.data.zero >= 1 ? n : 1);
+  std::vector<double> bucket_shares;
+  for (const GradientBucket& b : bucketer.buckets())
+    bucket_shares.push_back(static_cast<double>(b.count) /
+                            static_cast<double>(bucketer.total_elements()));
   const double units = o.model.layers + 2.0;
-  for (const auto& [key, bytes] : w.bytes)
+  for (const auto& [key, bytes] : w.bytes) {
     w.calls[key] = c.data.zero == 3 ? (key.starts_with("allgather") ? 2 * units : units)
-                                    : buckets;
+                                    : static_cast<double>(bucket_shares.size());
+    if (c.data.zero != 3) w.call_shares[key] = bucket_shares;
+  }
   w.memory = data_memory(o, n, c.data);
   return {w};
 }

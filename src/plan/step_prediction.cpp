@@ -138,7 +138,13 @@ StepPrediction predict_rank(const PlanCandidate& c, const MachineDescription& m,
         link.bus_bandwidth = std::min(m.intra_node.bus_bandwidth,
                                       link.bus_bandwidth * placement.ranks_per_node);
     }
-    comm.seconds = comm.calls * link.seconds(kind, comm.group_size, bytes / comm.calls);
+    const auto shares = w.call_shares.find(key);
+    if (shares == w.call_shares.end()) {
+      comm.seconds = comm.calls * link.seconds(kind, comm.group_size, bytes / comm.calls);
+    } else {
+      for (const double share : shares->second)
+        comm.seconds += link.seconds(kind, comm.group_size, bytes * share);
+    }
     p.comm += comm.seconds;
     if (kind == CommKind::reduce_scatter && m.reduce_scatter_copies_send_buffer)
       p.send_buffer_copies += 2 * bytes / bandwidth;  // the input read, the temporary written
