@@ -205,15 +205,16 @@ MemoryNeed tensor1d_memory(const Options& o, const Tensor1dPlan& plan, int dp) {
   const double held = as_double(local_parameter_count(plan));
   add_parameter_state(need, held, held, o.optimizer, o.precision);
   const ActivationSlice a = tensor1d_activations(o, plan, dp);
-  const auto e = static_cast<double>(element_bytes(o.precision));
-  need.activations = replica_activation_bytes(o.model, a.rows, a.widths, element_bytes(o.precision));
+  const size_t e = element_bytes(o.precision);
+  need.activations = replica_activation_bytes(o.model, a.rows, a.widths, e);
   if (plan.sequence_parallel) {
     // The LayerNorm outputs (saved for fc1) and their gradient scratch are all-gathered, whole;
     // and the layers share one scratch of the padded rows, H wide.
     const int64_t h = o.model.hidden, narrow = a.widths.hidden;
     const int64_t sets = o.model.checkpoint_activations ? (o.model.layers > 0 ? 1 : 0)
                                                         : o.model.layers;
-    need.activations += static_cast<double>(((sets + 1) * (h - narrow) + h) * a.rows) * e;
+    need.activations +=
+        static_cast<double>(((sets + 1) * (h - narrow) + h) * a.rows) * static_cast<double>(e);
   }
   return need;
 }
