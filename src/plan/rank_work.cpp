@@ -20,8 +20,12 @@ double grad_wire_bytes(const Options& o) {
   return static_cast<double>(wire_element_bytes(o.precision, o.fp32_grad_comm));
 }
 
-// The work of a rank that runs `share` of its replica's model on `rows` rows.
-RankWork replica_share(const Options& o, double rows, double share) {
+// The work of a rank that runs `share` of its replica's model on `rows` rows. Its element-wise
+// kernels: on `own` activations where the scheme gives them (a tensor-parallel rank's, at the
+// slice widths its memory counts: whole where it replicates them, as tensor1d's LayerNorm and
+// residual without sequence parallelism), else `share` of the replica's.
+RankWork replica_share(const Options& o, double rows, double share,
+                       const ActivationSlice* own = nullptr) {
   RankWork w;
   ModelConfig plain = o.model;
   plain.checkpoint_activations = false;
@@ -30,20 +34,16 @@ RankWork replica_share(const Options& o, double rows, double share) {
   w.gemm_rows = rows;
   w.loaded_rows = rows;
   w.recompute_flops = all - model_flops_per_sample(plain, false) * rows * share;
-  const StepElementwiseBytes e = training_step_elementwise_bytes(
-      o.model, static_cast<int64_t>(std::ceil(rows)),
-      static_cast<double>(element_bytes(o.precision)));
-  w.elementwise = {e.forward * share, e.backward * share};
+  const double element = static_cast<double>(element_bytes(o.precision));
+  if (own) {
+    const StepElementwiseBytes e = training_step_elementwise_bytes(o.model, *own, element);
+    w.elementwise = {e.forward, e.backward};
+  } else {
+    const StepElementwiseBytes e =
+        training_step_elementwise_bytes(o.model, static_cast<int64_t>(std::ceil(rows)), element);
+    w.elementwise = {e.forward * share, e.backward * share};
+  }
   return w;
-}
-
-// A tensor-parallel rank's element-wise kernels act on its own activations: at their slice
-// widths (those its memory counts), whole where the scheme replicates them (tensor1d's
-// LayerNorm and residual without sequence parallelism), not at its share of the parameters.
-void price_elementwise_on(RankWork& w, const Options& o, const ActivationSlice& slice) {
-  const StepElementwiseBytes e = training_step_elementwise_bytes(
-      o.model, slice, static_cast<double>(element_bytes(o.precision)));
-  w.elementwise = {e.forward, e.backward};
 }
 
 double max_rows(int64_t batch, int parts) { return std::ceil(static_cast<double>(batch) / parts); }
@@ -122,10 +122,11 @@ std::vector<RankWork> tensor1d_work(const PlanCandidate& c, SchemeShape& shape) 
   shape.axis_of_group = {{"tp", "tensor"}, {"data", "data"}};
   const double rows = max_rows(o.batch, c.replicas);
   const double local = static_cast<double>(local_parameter_count(plan));
-  RankWork w = replica_share(o, rows, local / static_cast<double>(parameter_count(o.model)));
+  const ActivationSlice own = tensor1d_activations(o, plan, c.replicas);
+  RankWork w =
+      replica_share(o, rows, local / static_cast<double>(parameter_count(o.model)), &own);
   w.gemm_parameters = local;
   w.optimized_parameters = local;
-  price_elementwise_on(w, o, tensor1d_activations(o, plan, c.replicas));
   w.bytes = tensor1d_comm_bytes(plan, static_cast<int64_t>(rows),
                                 static_cast<size_t>(wire_bytes(o)), c.replicas, false,
                                 static_cast<size_t>(grad_wire_bytes(o)));
@@ -140,10 +141,10 @@ std::vector<RankWork> tensor2d_work(const PlanCandidate& c, SchemeShape& shape) 
   const int q = c.tensor2d.q;
   shape.axes = {{"data", c.replicas}, {"rows", q}, {"cols", q}};
   shape.axis_of_group = {{"row", "cols"}, {"col", "rows"}, {"data", "data"}};
-  RankWork w = replica_share(o, max_rows(o.batch, c.replicas), 1.0 / (q * q));
+  const ActivationSlice own = tensor2d_activations(o, c.tensor2d);
+  RankWork w = replica_share(o, max_rows(o.batch, c.replicas), 1.0 / (q * q), &own);
   w.gemm_rows = max_rows(o.batch, c.replicas * q);  // a grid row's share of the replica's rows
   w.loaded_rows = w.gemm_rows;
-  price_elementwise_on(w, o, tensor2d_activations(o, c.tensor2d));
   w.optimized_parameters = static_cast<double>(parameter_count(o.model)) / (q * q);
   // A rank's GEMMs take a weight panel from each of the q steps: a grid row's worth, P/q.
   w.gemm_parameters = w.optimized_parameters * q;
@@ -162,10 +163,10 @@ std::vector<RankWork> tensor3d_work(const PlanCandidate& c, SchemeShape& shape) 
   const Shape3d& s = c.tensor3d;
   shape.axes = {{"data", s.dp}, {"depth", s.depth}, {"outer", s.outer}, {"inner", s.inner}};
   for (const char* axis : {"data", "depth", "outer", "inner"}) shape.axis_of_group[axis] = axis;
-  RankWork w = replica_share(o, max_rows(o.batch, s.dp), 1.0 / s.tensor_ranks());
+  const ActivationSlice own = tensor3d_activations(o, s);
+  RankWork w = replica_share(o, max_rows(o.batch, s.dp), 1.0 / s.tensor_ranks(), &own);
   w.gemm_rows = max_rows(o.batch, s.dp * s.depth);  // the depth axis splits the rows
   w.loaded_rows = w.gemm_rows;
-  price_elementwise_on(w, o, tensor3d_activations(o, s));
   const Local3d local = tensor3d_local_elements(o.model, s);
   w.optimized_parameters = local.weights + local.vectors;
   // Weights are all-gathered over depth before the GEMMs: a rank computes with a depth's worth.
