@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
           // Every rank moves the same bytes: rank 0's table stands for all.
           if (s.context.is_root())
             print_comm_volumes(stdout, "rank 0", trainer.analytic_bytes(s.options.inference),
-                               trainer.measured_bytes());
+                               trainer.measured_volumes());
         });
   };
   return scheme_main(argc, argv, scheme);

@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
                                                    wire_element_bytes(o.precision),
                                                    wire_element_bytes(o.precision,
                                                                       o.fp32_grad_comm)),
-                               trainer.measured_bytes());
+                               trainer.measured_volumes());
           // With --inference the figures are those of the forward-only stream (evaluate()).
           print_pipeline_report(*layout, trainer.batch_slice(o.batch).count / layout->micro_batches,
                                 trainer.report(o.warmup, o.inference), MPI_COMM_WORLD,

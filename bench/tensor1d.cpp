@@ -36,8 +36,9 @@ template <typename T>
 void print_report(const Tensor1dTrainer<T>& trainer, const Options& o, const Tensor1dPlan& plan) {
   // With --inference the measured volumes are the forward passes' (and no weights are gathered,
   // so there is no replicated-tensor comparison).
-  print_comm_volumes(stdout, "rank 0", trainer.analytic_bytes(o.batch, o.inference),
-                     trainer.measured_bytes());
+  CommCalls calls;
+  const auto bytes = trainer.analytic_bytes(o.batch, o.inference, &calls);
+  print_comm_volumes(stdout, "rank 0", bytes, trainer.measured_volumes(), &calls);
   if (o.verify && plan.tp > 1 && !o.inference) {
     if (trainer.most_divergent_tensor().empty())
       std::printf("replicated tensors: identical on all %d tp ranks\n", plan.tp);

@@ -19,12 +19,13 @@ void print_report(const Tensor2dTrainer<T>& trainer, const Options& o, const Gri
   // With --inference the measured volumes are one forward pass's per batch. bf16/fp16 runs
   // carry every payload in 16 bits, but the "data" group's in fp32 with --fp32-grad-comm.
   const size_t wire = wire_bytes(storage_format(o.precision), sizeof(T));
-  auto volumes = tensor2d_volumes(o.model, o.batch, shape, wire, {}, o.inference);
+  CommCalls calls;
+  auto volumes = tensor2d_volumes(o.model, o.batch, shape, wire, {}, o.inference, &calls);
   if (wire != sizeof(T) && o.fp32_grad_comm && volumes.count("allreduce:data"))
     volumes["allreduce:data"] =
         tensor2d_volumes(o.model, o.batch, shape, sizeof(float), {}, o.inference)
             .at("allreduce:data");
-  print_comm_volumes(stdout, "rank 0", volumes, trainer.measured_bytes());
+  print_comm_volumes(stdout, "rank 0", volumes, trainer.measured_volumes(), &calls);
   const double q2 = static_cast<double>(shape.q) * shape.q;
   std::printf("memory per rank: parameter shards %lld B (weight blocks %lld B, about 1/%g of "
               "the weights), with gradients and optimizer state %lld B; peak %zu B\n",

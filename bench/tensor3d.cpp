@@ -33,8 +33,10 @@ void print_report(const Tensor3dTrainer<T>& trainer, const Options& o, const Sha
   for (const Volume3d& v : layers)
     std::printf("  %-28s %-22s %14.0f %14.0f\n", v.layer.c_str(), v.kind.c_str(), v.bytes,
                 v.ring_bytes());
-  const bool equal = print_comm_volumes(stdout, "rank 0", tensor3d_volumes(layers),
-                                        trainer.measured_bytes());
+  CommCalls calls;
+  const auto bytes = tensor3d_volumes(layers, &calls);
+  const bool equal =
+      print_comm_volumes(stdout, "rank 0", bytes, trainer.measured_volumes(), &calls);
   std::printf("volumes: %s\n", equal ? "analytic == measured" : "analytic != measured");
   std::printf("memory per rank: weight shards %lld B (1/%d of the weights), vector slices "
               "%lld B, depth scratch %lld B (%s); peak %zu B\n",

@@ -56,6 +56,9 @@ struct LinearShape {
 };
 
 std::vector<LinearShape> linear_shapes(const ModelConfig& config);
+// FcNet's units (embed, each block, classifier): the granularity of per-unit gradient
+// synchronisation and of ZeRO-3's gathers.
+inline int unit_count(const ModelConfig& config) { return config.layers + 2; }
 int64_t parameter_count(const ModelConfig& config);
 // Elements of each parameter tensor in FcNet's creation order: per Linear its weight then its
 // bias, a residual block's LayerNorm γ and β before its fc1.

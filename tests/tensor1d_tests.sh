@@ -36,7 +36,7 @@ run_case() {
   if grep -q "DIFFERENT" "$log" || ! grep -q "equal" "$log"; then
     not_ok "$name printed volumes" "$(grep -A6 'communication per iteration' "$log" | tr '\n' '|')"
   else
-    ok "$name: printed analytic volumes equal the measured ones"
+    ok "$name: printed analytic bytes and calls equal the measured ones"
   fi
   if ((have_h5py)); then
     expect_output "$name volumes" "$python" tests/check_tensor1d.py volumes "$out"

@@ -4,7 +4,8 @@
 # oversubscribed), on 2×2 × 2 replicas and 1×1 × 4 replicas, plus --block plain, an F set by
 # --ffn-hidden that is no multiple of H, and fp32; then uneven blocks, where q divides neither the
 # batch, S², H, F nor (at q = 3) the 10 classes; every run's recorded bytes must equal the analytic
-# formulas exactly on every rank (tests/check_tensor2d_volumes.py); weight memory per rank must be
+# formulas exactly on every rank (tests/check_tensor2d_volumes.py), and rank 0's printed bytes and
+# calls the analytic ones; weight memory per rank must be
 # 1/q² of the model's and peak memory must fall with q. --checkpoint-activations (fp32 and fp64 at q
 # = 2, q = 2 × 2 replicas and uneven q = 3; bf16 at q = 2 × 2) must give bit-identical /train/loss,
 # pass --verify and its volumes (the recompute's broadcasts and all-gathers included), time the
@@ -54,6 +55,12 @@ run() {
   ok "$name matches serial ($figure)"
   cp "$log" "$tmp/last.log"
   last_out=$out
+  # Rank 0's table: every collective's bytes and calls as counted (none on a 1 × 1 grid).
+  if grep -q "DIFFERENT" "$log" || ! grep -q "communication per iteration" "$log"; then
+    not_ok "$name printed volumes" "$(grep -A9 'communication per iteration' "$log" | tr '\n' '|')"
+  else
+    ok "$name: printed analytic bytes and calls equal the measured ones"
+  fi
   if ((have_h5py)); then
     expect_output "$name volumes" "$python" tests/check_tensor2d_volumes.py "$out"
   else

@@ -81,7 +81,7 @@ run() {
 }
 
 # measured BYTES of a collective kind in the last run's table ("" when absent).
-measured() { awk -v k="$1" '$1 == k && $4 ~ /equal/ {print $3}' "$tmp/last.log"; }
+measured() { awk -v k="$1" '$1 == k && $NF == "equal" {print $3}' "$tmp/last.log"; }
 
 # expect_kinds NAME KIND...: each kind was measured with nonzero bytes.
 expect_kinds() {

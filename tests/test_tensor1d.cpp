@@ -90,6 +90,27 @@ TEST(Tensor1dPlan, AnalyticVolumesCountEveryTensorParallelAllReduceAndTheDataGra
   EXPECT_EQ(tensor1d_comm_bytes(make_tensor1d_plan(tiny(), 3), 6, 8, 1).count("allgather:tp"), 0u);
 }
 
+TEST(Tensor1dPlan, AnalyticCallsAreTheCollectivesTheBytesCount) {
+  // Tiny model, T = 2, D = 2 (as above): each all-reduce carries one [rows × H] activation, the
+  // logits are gathered once and the data gradients go unit by unit (embed, 2 blocks, classifier).
+  CommCalls calls;
+  const Tensor1dPlan plan = make_tensor1d_plan(tiny(), 2);
+  const auto bytes = tensor1d_comm_bytes(plan, 6, sizeof(double), 2, false, 0, &calls);
+  EXPECT_EQ(calls.at("allreduce:tp"), bytes.at("allreduce:tp") / (6.0 * 24 * 8));
+  EXPECT_EQ(calls.at("allgather:tp"), 1);
+  EXPECT_EQ(calls.at("allreduce:data"), 4);
+  EXPECT_EQ(calls.size(), bytes.size());
+  // Sequence parallel: one gather or scatter per activation (+ the logits), and one all-reduce
+  // per LayerNorm γ and β.
+  CommCalls sp_calls;
+  const auto sp = tensor1d_comm_bytes(make_tensor1d_plan(tiny(), 2, true), 6, 8, 1, false, 0,
+                                      &sp_calls);
+  const double logits = 6.0 * 10 * 8, activation = 6.0 * 24 * 8;
+  EXPECT_EQ(sp_calls.at("allgather:tp"), (sp.at("allgather:tp") - logits) / activation + 1);
+  EXPECT_EQ(sp_calls.at("reduce_scatter:tp"), sp.at("reduce_scatter:tp") / activation);
+  EXPECT_EQ(sp_calls.at("allreduce:tp"), 2 * 2);
+}
+
 TEST(Tensor1dPlan, CheckpointingRepeatsEachBlocksForwardAllReduceAndInferenceHasOnlyForwards) {
   ModelConfig c = tiny();  // 2 residual blocks
   c.checkpoint_activations = true;

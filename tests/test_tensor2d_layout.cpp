@@ -191,6 +191,28 @@ TEST(Tensor2dVolumes, DataAllReduceMovesEveryLocalParameter) {
   EXPECT_EQ(doubled.at("broadcast:col"), one.at("broadcast:col"));
 }
 
+TEST(Tensor2dVolumes, CallsCountEachSummaStepsBroadcastAndEachUnitsSums) {
+  // 6 Linears (embed, 2 blocks of fc1/fc2, classifier), 4 units, q = 3, 2 replicas. Per SUMMA
+  // product q panel broadcasts: forward and dW over "row", forward and dX (not the embed's) over
+  // "col"; a reduce-scatter per dW (col) and per dX (row); each LayerNorm gathers its row
+  // statistics forward and sums them backward; the logits are gathered once.
+  ModelConfig model = small_model(BlockKind::residual_mlp);
+  CommCalls calls;
+  tensor2d_volumes(model, 24, {3, 2}, 8, {}, false, &calls);
+  const CommCalls expected = {{"broadcast:row", 6 * 2 * 3}, {"broadcast:col", (6 + 5) * 3},
+                              {"reduce_scatter:col", 6},    {"reduce_scatter:row", 5},
+                              {"allgather:row", 1 + 2},     {"allreduce:row", 2},
+                              {"allreduce:col", 4},         {"allreduce:data", 4}};
+  EXPECT_EQ(calls, expected);
+  // Checkpointing reruns the 4 block Linears' forwards and the LayerNorms' gathers.
+  model.checkpoint_activations = true;
+  CommCalls rerun;
+  tensor2d_volumes(model, 24, {3, 2}, 8, {}, false, &rerun);
+  EXPECT_EQ(rerun.at("broadcast:row"), expected.at("broadcast:row") + 4 * 3);
+  EXPECT_EQ(rerun.at("broadcast:col"), expected.at("broadcast:col") + 4 * 3);
+  EXPECT_EQ(rerun.at("allgather:row"), 1 + 2 * 2);
+}
+
 TEST(Tensor2dVolumes, UnevenVolumesAddUpToTheModelOverTheGrid) {
   ModelConfig model = small_model(BlockKind::residual_mlp);
   model.hidden = 10;

@@ -29,6 +29,11 @@ double bus_bandwidth_factor(CommKind kind, int ranks) {
   return 1.0;
 }
 
+double latency_steps(CommKind kind, int ranks) {
+  if (kind == CommKind::send_recv) return 1.0;
+  return (kind == CommKind::all_reduce ? 2.0 : 1.0) * (ranks - 1);
+}
+
 std::string comm_key(CommKind kind, const std::string& group) {
   if (group.empty() || group == "world") return to_string(kind);
   return std::string(to_string(kind)) + ":" + group;

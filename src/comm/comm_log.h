@@ -20,6 +20,9 @@ const char* to_string(CommKind kind);  // "allreduce", "allgather", "reduce_scat
 // nccl-tests' bus-bandwidth factor for a group of n ranks: 2(n−1)/n for all-reduce, (n−1)/n
 // for all-gather and reduce-scatter, 1 for broadcast and send/recv.
 double bus_bandwidth_factor(CommKind kind, int ranks);
+// Latency-bound steps of a ring collective of n ranks: 2(n−1) for all-reduce, n−1 for all-gather,
+// reduce-scatter and broadcast, 1 for send/recv.
+double latency_steps(CommKind kind, int ranks);
 
 struct CommTotals {
   double bytes = 0;

@@ -166,9 +166,7 @@ nlohmann::json calibrated_machine(const CalibrationInputs& in) {
   const CommBenchSweep& s = sweep != in.comm.sweeps.end() ? *sweep : in.comm.sweeps.front();
   const int ranks = static_cast<int>(in.comm.integer_attributes.at("ranks"));
   const CommKind kind = comm_kind_of(s.op);
-  const double steps = kind == CommKind::all_reduce ? 2.0 * (ranks - 1)
-                       : kind == CommKind::send_recv ? 1.0
-                                                     : ranks - 1.0;
+  const double steps = latency_steps(kind, ranks);
   if (ranks < 2) throw InputError(in.comm_path + ": bench_comm ran on one rank: no link to time");
   const std::string measured = "measured by bin/bench_comm (" + in.comm_path + ", " +
                                std::to_string(ranks) + " " + device + " ranks on " + hosts +

@@ -28,9 +28,7 @@ double fraction_at(const std::vector<std::pair<double, double>>& t, double rows)
 
 double LinkModel::seconds(CommKind kind, int ranks, double bytes) const {
   if (ranks <= 1 && kind != CommKind::send_recv) return 0;
-  const double steps = kind == CommKind::all_reduce ? 2.0 * (ranks - 1)
-                       : kind == CommKind::send_recv ? 1.0
-                                                     : ranks - 1.0;
+  const double steps = latency_steps(kind, ranks);
   const double transfer = bytes * bus_bandwidth_factor(kind, ranks) /
                           (bus_bandwidth * fraction_at(bandwidth_bytes_fraction, bytes));
   if (bandwidth_bytes_fraction.empty()) return steps * latency_seconds + transfer;

@@ -48,8 +48,6 @@ RankWork replica_share(const Options& o, double rows, double share,
 
 double max_rows(int64_t batch, int parts) { return std::ceil(static_cast<double>(batch) / parts); }
 
-int linear_count(const ModelConfig& m) { return static_cast<int>(linear_shapes(m).size()); }
-
 std::vector<RankWork> data_work(const PlanCandidate& c, SchemeShape& shape) {
   const Options& o = c.options;
   const int n = c.world;
@@ -78,7 +76,7 @@ std::vector<RankWork> data_work(const PlanCandidate& c, SchemeShape& shape) {
   for (const GradientBucket& b : bucketer.buckets())
     bucket_shares.push_back(static_cast<double>(b.count) /
                             static_cast<double>(bucketer.total_elements()));
-  const double units = o.model.layers + 2.0;
+  const double units = unit_count(o.model);
   for (const auto& [key, bytes] : w.bytes) {
     w.calls[key] = c.data.zero == 3 ? (key.starts_with("allgather") ? 2 * units : units)
                                     : static_cast<double>(bucket_shares.size());
@@ -108,7 +106,7 @@ std::vector<RankWork> pipeline_work(const PlanCandidate& c, SchemeShape& shape) 
                                   static_cast<size_t>(wire_bytes(o)),
                                   static_cast<size_t>(grad_wire_bytes(o)));
     for (const auto& [key, bytes] : w.bytes)
-      w.calls[key] = key == "sendrecv:pipe" ? bytes / message : 1;
+      w.calls[key] = key == "sendrecv:pipe" ? bytes / message : layout.chunks;  // one per chunk
     w.memory = pipeline_memory(o, layout, s);
     ranks.push_back(w);
   }
@@ -129,9 +127,7 @@ std::vector<RankWork> tensor1d_work(const PlanCandidate& c, SchemeShape& shape) 
   w.optimized_parameters = local;
   w.bytes = tensor1d_comm_bytes(plan, static_cast<int64_t>(rows),
                                 static_cast<size_t>(wire_bytes(o)), c.replicas, false,
-                                static_cast<size_t>(grad_wire_bytes(o)));
-  for (const auto& [key, bytes] : w.bytes)
-    w.calls[key] = key == "allreduce:data" ? 1 : 2.0 * linear_count(o.model);
+                                static_cast<size_t>(grad_wire_bytes(o)), &w.calls);
   w.memory = tensor1d_memory(o, plan, c.replicas);
   return {w};
 }
@@ -148,12 +144,8 @@ std::vector<RankWork> tensor2d_work(const PlanCandidate& c, SchemeShape& shape) 
   w.optimized_parameters = static_cast<double>(parameter_count(o.model)) / (q * q);
   // A rank's GEMMs take a weight panel from each of the q steps: a grid row's worth, P/q.
   w.gemm_parameters = w.optimized_parameters * q;
-  w.bytes = tensor2d_volumes(o.model, o.batch, c.tensor2d, static_cast<size_t>(wire_bytes(o)));
-  // SUMMA broadcasts a panel per grid step of each of a Linear's three GEMMs.
-  for (const auto& [key, bytes] : w.bytes)
-    w.calls[key] = key == "allreduce:data"      ? 1
-                   : key.starts_with("broadcast") ? 3.0 * q * linear_count(o.model)
-                                                  : 2.0 * linear_count(o.model);
+  w.bytes = tensor2d_volumes(o.model, o.batch, c.tensor2d, static_cast<size_t>(wire_bytes(o)),
+                             {}, false, &w.calls);
   w.memory = tensor2d_memory(o, c.tensor2d);
   return {w};
 }
@@ -177,7 +169,7 @@ std::vector<RankWork> tensor3d_work(const PlanCandidate& c, SchemeShape& shape) 
                                                   false)) {
     if (v.group_size <= 1) continue;
     w.bytes[v.kind] += v.bytes;
-    w.calls[v.kind] += 1;
+    w.calls[v.kind] += v.calls;
   }
   w.memory = tensor3d_memory(o, s, Overlap3d{});
   return {w};

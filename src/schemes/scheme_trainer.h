@@ -39,17 +39,22 @@ class SchemeTrainer : public Trainer {
   std::map<std::string, CommTotals> take_comm_totals() override {
     auto totals = log_->take_totals();
     for (const auto& [kind, t] : totals) {
-      const auto [it, first] = measured_.try_emplace(kind, ByteRange{t.bytes, t.bytes});
-      if (!first)
-        it->second = {std::min(it->second.min, t.bytes), std::max(it->second.max, t.bytes)};
+      const auto calls = static_cast<double>(t.calls);
+      const auto [it, first] =
+          measured_.try_emplace(kind, MeasuredVolume{{t.bytes, t.bytes}, {calls, calls}});
+      if (first) continue;
+      MeasuredVolume& m = it->second;
+      for (auto [range, value] : {std::pair{&m.bytes, t.bytes}, {&m.calls, calls}})
+        *range = {std::min(range->min, value), std::max(range->max, value)};
     }
     return totals;
   }
   double take_blocked_comm_seconds() override { return log_->take_blocked_seconds(); }
   const CommLog* comm_log() const override { return log_.get(); }
   void set_comm_event_sink(CommEventSink* sink) override { log_->set_event_sink(sink); }
-  // Bytes per collective kind over the training iterations so far (smallest and largest).
-  const std::map<std::string, ByteRange>& measured_bytes() const { return measured_; }
+  // Bytes and calls per collective kind over the training iterations so far (smallest and
+  // largest).
+  const std::map<std::string, MeasuredVolume>& measured_volumes() const { return measured_; }
 
  protected:
   // `consensus`: the ranks whose fp16 loss scaling must agree (MPI_COMM_SELF for one rank).
@@ -74,7 +79,7 @@ class SchemeTrainer : public Trainer {
   int64_t parameter_count_;
 
  private:
-  std::map<std::string, ByteRange> measured_;
+  std::map<std::string, MeasuredVolume> measured_;
 };
 
 // A scheme whose step is one forward and one backward pass over this rank's rows (all but the

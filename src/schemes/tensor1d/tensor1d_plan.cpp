@@ -100,17 +100,21 @@ namespace {
 // row-parallel Linear and of each column-parallel one's partial dX, and the all-reduce of the
 // gradients of parameters applied to this rank's rows only.
 std::map<std::string, double> sequence_parallel_bytes(const Tensor1dPlan& plan, int64_t rows,
-                                                      double b, double grad_b, bool inference) {
+                                                      double b, double grad_b, bool inference,
+                                                      CommCalls* calls) {
   const ModelConfig& m = plan.model;
   const double activation = static_cast<double>(rows * m.hidden) * b;
   const bool recompute = m.checkpoint_activations && !inference;
   const double passes = inference ? 0 : 1;  // backward passes
   double gathers = 0, scatters = 0, gradients = 0;  // activations; gradient elements
+  double gradient_tensors = 0;  // one all-reduce each
   for (size_t i = 0; i < plan.linears.size(); ++i) {
     const PlannedLinear& l = plan.linears[i];
     const bool embed = i == 0, classifier = i + 1 == plan.linears.size();
-    if (embed && l.split == LinearSplit::replicated)
+    if (embed && l.split == LinearSplit::replicated) {
       gradients += static_cast<double>(l.shape.in * l.shape.out + l.shape.out);
+      gradient_tensors += 2;  // weight, bias
+    }
     if (l.split == LinearSplit::row) {  // fc2 and a row-parallel embed
       scatters += 1 + (recompute && !embed ? 1 : 0);
       gathers += passes;
@@ -120,13 +124,17 @@ std::map<std::string, double> sequence_parallel_bytes(const Tensor1dPlan& plan, 
       if (l.split == LinearSplit::column) scatters += passes;
     }
   }
-  if (m.block == BlockKind::residual_mlp) gradients += static_cast<double>(m.layers * 2 * m.hidden);
+  if (m.block == BlockKind::residual_mlp) {
+    gradients += static_cast<double>(m.layers * 2 * m.hidden);
+    gradient_tensors += 2.0 * m.layers;  // each LayerNorm's γ, β
+  }
   std::map<std::string, double> bytes;
-  bytes["allgather:tp"] = gathers * activation;
-  if (plan.classifier().split == LinearSplit::column)
-    bytes["allgather:tp"] += static_cast<double>(rows * m.classes) * b;
-  bytes["reduce_scatter:tp"] = scatters * activation;
-  if (!inference && gradients > 0) bytes["allreduce:tp"] = gradients * grad_b;
+  add_volume(bytes, calls, "allgather:tp", gathers * activation, gathers);
+  if (plan.classifier().split == LinearSplit::column)  // the logits
+    add_volume(bytes, calls, "allgather:tp", static_cast<double>(rows * m.classes) * b, 1);
+  add_volume(bytes, calls, "reduce_scatter:tp", scatters * activation, scatters);
+  if (!inference && gradients > 0)
+    add_volume(bytes, calls, "allreduce:tp", gradients * grad_b, gradient_tensors);
   return bytes;
 }
 
@@ -134,14 +142,14 @@ std::map<std::string, double> sequence_parallel_bytes(const Tensor1dPlan& plan, 
 
 std::map<std::string, double> tensor1d_comm_bytes(const Tensor1dPlan& plan, int64_t rows,
                                                   size_t element_bytes, int dp, bool inference,
-                                                  size_t grad_element_bytes) {
+                                                  size_t grad_element_bytes, CommCalls* calls) {
   const double b = static_cast<double>(element_bytes);
   std::map<std::string, double> bytes;
   if (plan.sequence_parallel)
     bytes = sequence_parallel_bytes(plan, rows, b,
                                     static_cast<double>(grad_element_bytes ? grad_element_bytes
                                                                            : element_bytes),
-                                    inference);
+                                    inference, calls);
   const double activation = static_cast<double>(rows * plan.model.hidden) * b;
   const bool recompute = plan.model.checkpoint_activations && !inference;
   const size_t classifier = plan.linears.size() - 1;
@@ -154,11 +162,14 @@ std::map<std::string, double> tensor1d_comm_bytes(const Tensor1dPlan& plan, int6
     }
     if (l.split == LinearSplit::column && i != 0 && !inference) all_reduces += 1;  // backward: dX
     if (l.split == LinearSplit::column && i == classifier)
-      bytes["allgather:tp"] = static_cast<double>(rows * plan.model.classes) * b;
+      add_volume(bytes, calls, "allgather:tp", static_cast<double>(rows * plan.model.classes) * b,
+                 1);
   }
-  if (all_reduces > 0) bytes["allreduce:tp"] = all_reduces * activation;
-  if (dp > 1 && !inference)
-    bytes["allreduce:data"] = static_cast<double>(local_parameter_count(plan)) * b;
+  if (all_reduces > 0)
+    add_volume(bytes, calls, "allreduce:tp", all_reduces * activation, all_reduces);
+  if (dp > 1 && !inference)  // one per unit, as backward finishes it
+    add_volume(bytes, calls, "allreduce:data", static_cast<double>(local_parameter_count(plan)) * b,
+               unit_count(plan.model));
   return bytes;
 }
 

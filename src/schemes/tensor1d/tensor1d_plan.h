@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "src/comm/comm_volume_report.h"
 #include "src/model_config.h"
 
 namespace mlps {
@@ -55,10 +56,11 @@ int64_t local_parameter_count(const Tensor1dPlan& plan);
 // store them ("allreduce:tp", "allgather:tp", "reduce_scatter:tp", "allreduce:data"); the
 // formulas are README's. With sequence parallelism "allreduce:tp" carries only the gradients of
 // the parameters every tp rank holds but applies to its own rows (γ, β, a replicated embed), at
-// grad_element_bytes each.
+// grad_element_bytes each. `calls`: where given, each kind's calls per iteration are added.
 std::map<std::string, double> tensor1d_comm_bytes(const Tensor1dPlan& plan, int64_t rows,
                                                   size_t element_bytes, int dp,
                                                   bool inference = false,
-                                                  size_t grad_element_bytes = 0);
+                                                  size_t grad_element_bytes = 0,
+                                                  CommCalls* calls = nullptr);
 
 }  // namespace mlps

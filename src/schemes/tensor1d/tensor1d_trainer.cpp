@@ -139,7 +139,8 @@ void Tensor1dTrainer<T>::backward(int64_t rows, int64_t global_batch, PhaseTimer
 
 template <typename T>
 std::map<std::string, double> Tensor1dTrainer<T>::analytic_bytes(int64_t global_batch,
-                                                                 bool inference) const {
+                                                                 bool inference,
+                                                                 CommCalls* calls) const {
   // Mixed precision carries float payloads as 16-bit values (the data group in fp32 with
   // --fp32-grad-comm): each group's bytes per element are its wire's.
   const auto element_bytes = [](const Communicator* c) -> size_t {
@@ -147,7 +148,7 @@ std::map<std::string, double> Tensor1dTrainer<T>::analytic_bytes(int64_t global_
   };
   auto bytes = tensor1d_comm_bytes(plan_, batch_slice(global_batch).count,
                                    element_bytes(tp_comm_.get()), dp_, inference,
-                                   element_bytes(tp_grad_comm_.get()));
+                                   element_bytes(tp_grad_comm_.get()), calls);
   if (bytes.count("allreduce:data"))
     bytes["allreduce:data"] = static_cast<double>(mlps::local_parameter_count(plan_)) *
                               static_cast<double>(element_bytes(data_comm_.get()));

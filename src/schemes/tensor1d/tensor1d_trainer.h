@@ -37,8 +37,9 @@ class Tensor1dTrainer : public ForwardBackwardTrainer<T>, private LayerSet<T>, p
   // Parameter elements this rank holds (its shards and the replicated tensors).
   int64_t local_parameter_count() const { return values_.size(); }
   // The analytic volumes (tensor1d_comm_bytes) for this rank's replica: per training step, or
-  // with `inference` per evaluate() of a global batch.
-  std::map<std::string, double> analytic_bytes(int64_t global_batch, bool inference = false) const;
+  // with `inference` per evaluate() of a global batch; `calls`, where given, gets their calls.
+  std::map<std::string, double> analytic_bytes(int64_t global_batch, bool inference = false,
+                                               CommCalls* calls = nullptr) const;
   // After gather_parameters(): the largest spread between the copies of one parameter element
   // (a replicated tensor's on the tp ranks, LayerNorm γ/β, row-parallel and replicated layers'
   // biases ..., and every tensor's on the data replicas), and that tensor's name (empty while

@@ -4,11 +4,12 @@
 // nccl-tests sizes as CommLog records them, keyed as the result file's /comm groups. The
 // formulas, with checkpointing's and inference's, are README's (Tensor parallelism in 2D).
 // element_bytes is an element's size on the wire (2 for bf16/fp16 payloads; the caller prices
-// "data" at 4 with --fp32-grad-comm).
+// "data" at 4 with --fp32-grad-comm). `calls`: where given, each kind's calls are added.
 #include <cstddef>
 #include <map>
 #include <string>
 
+#include "src/comm/comm_volume_report.h"
 #include "src/model_config.h"
 #include "src/schemes/tensor2d/grid_2d.h"
 
@@ -21,6 +22,7 @@ struct GridPosition {
 std::map<std::string, double> tensor2d_volumes(const ModelConfig& model, int64_t global_batch,
                                                const GridShape& shape, size_t element_bytes,
                                                const GridPosition& at = {},
-                                               bool inference = false);
+                                               bool inference = false,
+                                               CommCalls* calls = nullptr);
 
 }  // namespace mlps

@@ -48,8 +48,9 @@ std::vector<Volume3d> tensor3d_layer_volumes(const ModelConfig& model, int64_t g
   const double b = static_cast<double>(global_batch) / (int64_t{shape.dp} * shape.depth);
   const bool train = !inference, recompute = train && model.checkpoint_activations;
   std::vector<Volume3d> out;
-  auto add = [&](const std::string& layer, const std::string& kind, int n, double bytes) {
-    if (n > 1) out.push_back({layer, kind, n, bytes});
+  auto add = [&](const std::string& layer, const std::string& kind, int n, double bytes,
+                 int calls = 1) {
+    if (n > 1) out.push_back({layer, kind, n, bytes, calls});
   };
   auto size_of = [&](ShardAxis a) { return group_size(shape, a); };
   auto name_of = [](ShardAxis a) { return a == ShardAxis::inner ? "inner" : "outer"; };
@@ -62,7 +63,8 @@ std::vector<Volume3d> tensor3d_layer_volumes(const ModelConfig& model, int64_t g
     const int64_t out_local = (outf + go - 1) / go;  // the classifier's blocks are padded
     const double block = static_cast<double>(out_local) * static_cast<double>(in / gi);
     const std::string sum_in = std::string("allreduce:") + name_of(axis);
-    add(name, "allgather:depth", shape.depth, block * e * (train && !cache_weights ? 2 : 1));
+    const int gathers = train && !cache_weights ? 2 : 1;  // W again for backward
+    add(name, "allgather:depth", shape.depth, block * e * gathers, gathers);
     add(name, sum_in, gi, b * out_local * e);
     if (train && has_dx)
       add(name, std::string("allreduce:") + name_of(out_axis), go, b * (in / gi) * e);
@@ -97,14 +99,15 @@ std::vector<Volume3d> tensor3d_layer_volumes(const ModelConfig& model, int64_t g
   if (train) {
     const Local3d local = tensor3d_local_elements(model, shape);
     add("gradients", "allreduce:depth", shape.depth, local.vectors * e);
-    add("gradients", "allreduce:data", shape.dp, (local.vectors + local.weights) * e);
+    add("gradients", "allreduce:data", shape.dp, (local.vectors + local.weights) * e, 2);
   }
   return out;
 }
 
-std::map<std::string, double> tensor3d_volumes(const std::vector<Volume3d>& layers) {
+std::map<std::string, double> tensor3d_volumes(const std::vector<Volume3d>& layers,
+                                               CommCalls* calls) {
   std::map<std::string, double> total;
-  for (const Volume3d& v : layers) total[v.kind] += v.bytes;
+  for (const Volume3d& v : layers) add_volume(total, calls, v.kind, v.bytes, v.calls);
   return total;
 }
 

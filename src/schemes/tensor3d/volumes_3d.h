@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "src/comm/comm_volume_report.h"
 #include "src/model_config.h"
 #include "src/schemes/tensor3d/grid_3d.h"
 
@@ -19,6 +20,7 @@ struct Volume3d {
   std::string kind;   // "allgather:depth", ...
   int group_size = 1;
   double bytes = 0;   // nccl-tests size
+  int calls = 1;      // the collectives carrying them (W gathered twice; weights and vectors)
   double ring_bytes() const;  // bytes a rank sends on a ring
 };
 
@@ -34,7 +36,9 @@ Local3d tensor3d_local_elements(const ModelConfig& model, const Shape3d& shape);
 std::vector<Volume3d> tensor3d_layer_volumes(const ModelConfig& model, int64_t global_batch,
                                              const Shape3d& shape, size_t element_bytes,
                                              bool cache_weights, bool inference);
-// Summed per kind (the keys of the result file's /comm groups).
-std::map<std::string, double> tensor3d_volumes(const std::vector<Volume3d>& layers);
+// Summed per kind (the keys of the result file's /comm groups); `calls`, where given, gets
+// their calls.
+std::map<std::string, double> tensor3d_volumes(const std::vector<Volume3d>& layers,
+                                               CommCalls* calls = nullptr);
 
 }  // namespace mlps
