@@ -58,9 +58,10 @@ int main(int argc, char** argv) {
         },
         [&](const auto& trainer) {
           // Every rank moves the same bytes: rank 0's table stands for all.
-          if (s.context.is_root())
-            print_comm_volumes(stdout, "rank 0", trainer.analytic_bytes(s.options.inference),
-                               trainer.measured_volumes());
+          if (!s.context.is_root()) return;
+          CommCalls calls;
+          const auto bytes = trainer.analytic_bytes(s.options.inference, &calls);
+          print_comm_volumes(stdout, "rank 0", bytes, trainer.measured_volumes(), &calls);
         });
   };
   return scheme_main(argc, argv, scheme);

@@ -77,13 +77,13 @@ int main(int argc, char** argv) {
           // Ranks move different bytes (a stage's neighbours, its chunks' gradients): rank 0's
           // table is rank 0's. Mixed precision sends 16-bit values, gradients in fp32 with
           // --fp32-grad-comm.
-          if (s.context.is_root() && !o.inference)
-            print_comm_volumes(stdout, "rank 0",
-                               pipeline_comm_bytes(o.model, *layout, o.batch, 0,
-                                                   wire_element_bytes(o.precision),
-                                                   wire_element_bytes(o.precision,
-                                                                      o.fp32_grad_comm)),
-                               trainer.measured_volumes());
+          if (s.context.is_root() && !o.inference) {
+            CommCalls calls;
+            const auto bytes = pipeline_comm_bytes(
+                o.model, *layout, o.batch, 0, wire_element_bytes(o.precision),
+                wire_element_bytes(o.precision, o.fp32_grad_comm), false, &calls);
+            print_comm_volumes(stdout, "rank 0", bytes, trainer.measured_volumes(), &calls);
+          }
           // With --inference the figures are those of the forward-only stream (evaluate()).
           print_pipeline_report(*layout, trainer.batch_slice(o.batch).count / layout->micro_batches,
                                 trainer.report(o.warmup, o.inference), MPI_COMM_WORLD,

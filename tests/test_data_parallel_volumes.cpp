@@ -54,5 +54,22 @@ TEST(DataParallelVolumes, ZeroThreeGathersEachPaddedUnitTwiceAndHybridShardingAd
             data_comm_bytes(model, stage(0), 4, 8, 8));
 }
 
+TEST(DataParallelVolumes, CallsAreOnePerBucketAndZeroThreesOnePerUnitAndPass) {
+  // The model fits the first 1 MiB bucket: one of each; ZeRO-3: 3 units, gathered in forward
+  // and backward, reduced once (hybrid: the shard's all-reduce per unit too).
+  CommCalls ddp, zero1, zero3, hybrid, forward;
+  data_comm_bytes(model, stage(0), 4, 8, 8, false, &ddp);
+  EXPECT_EQ(ddp, (CommCalls{{"allreduce", 1}}));
+  data_comm_bytes(model, stage(1), 4, 8, 8, false, &zero1);
+  EXPECT_EQ(zero1, (CommCalls{{"allgather", 1}, {"reduce_scatter", 1}}));
+  data_comm_bytes(model, stage(3, 4), 4, 8, 8, false, &zero3);
+  EXPECT_EQ(zero3, (CommCalls{{"allgather", 6}, {"reduce_scatter", 3}}));
+  data_comm_bytes(model, stage(3, 2), 4, 8, 8, false, &hybrid);
+  EXPECT_EQ(hybrid,
+            (CommCalls{{"allgather:shard", 6}, {"reduce_scatter:shard", 3}, {"allreduce:data", 3}}));
+  data_comm_bytes(model, stage(3, 4), 4, 8, 8, true, &forward);
+  EXPECT_EQ(forward, (CommCalls{{"allgather", 3}}));
+}
+
 }  // namespace
 }  // namespace mlps

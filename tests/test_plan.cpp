@@ -239,16 +239,27 @@ TEST(PlanCandidates, TensorParallelismIsWeighedWithAndWithoutSequenceParallelism
   EXPECT_EQ(find(odd, "tensor1d --tp 2 --sequence-parallel --precision fp32"), nullptr);
 }
 
-TEST(PipelineVolumes, BoundariesToOtherRanksCountedOnBothEnds) {
+// 8 blocks of H 24 on 5×5 images, for the pipeline volume tests.
+ModelConfig eight_blocks() {
   ModelConfig model;
   model.hidden = 24;
   model.layers = 8;
   model.image_size = 5;
+  return model;
+}
+
+PipelineOptions interleaved_options(int pp) {
   PipelineOptions po;
-  po.pp = 4;
+  po.pp = pp;
   po.micro_batches = 4;
   po.schedule = "interleaved";
   po.virtual_stages = 2;
+  return po;
+}
+
+TEST(PipelineVolumes, BoundariesToOtherRanksCountedOnBothEnds) {
+  const ModelConfig model = eight_blocks();
+  PipelineOptions po = interleaved_options(4);
   const PipelineLayout interleaved = resolve_pipeline_layout(po, model, 24, 4);
   const double boundary = 2.0 * 24 * 24 * 8;  // rows × H × fp64, forward and back
   // Rank 0 holds virtual stages 0 and 4: boundaries 0-1, 3-4 and 4-5; rank 1 holds 1 and 5.
@@ -272,6 +283,18 @@ TEST(PipelineVolumes, BoundariesToOtherRanksCountedOnBothEnds) {
   EXPECT_EQ(pipeline_rank_parameters(model, replicated, 0) +
                 pipeline_rank_parameters(model, replicated, 1),
             parameter_count(model));
+}
+
+TEST(PipelineVolumes, CallsAreAMessagePerMicroBatchAndBoundaryEachWayAndAnAllReducePerChunk) {
+  const ModelConfig model = eight_blocks();
+  const PipelineOptions po = interleaved_options(2);
+  // 2 stages × 2 chunks × 2 replicas: rank 0 holds virtual stages 0 and 2 (3 boundaries).
+  const PipelineLayout layout = resolve_pipeline_layout(po, model, 24, 4);
+  CommCalls calls, forward;
+  pipeline_comm_bytes(model, layout, 24, 0, 8, 8, false, &calls);
+  EXPECT_EQ(calls, (CommCalls{{"sendrecv:pipe", 3 * 2 * 4}, {"allreduce:data", 2}}));
+  pipeline_comm_bytes(model, layout, 24, 0, 8, 8, true, &forward);
+  EXPECT_EQ(forward, (CommCalls{{"sendrecv:pipe", 3 * 4}}));
 }
 
 TEST(PlanStep, SerialIsFlopsAtTheRateAndBytesAtTheBandwidth) {

@@ -68,7 +68,7 @@ std::vector<RankWork> data_work(const PlanCandidate& c, SchemeShape& shape) {
   // units).
   if (c.data.zero >= 1) w.elementwise.backward += params * element_bytes(o.precision);
   w.bytes = data_comm_bytes(o.model, c.data, n, element_bytes(o.precision),
-                            static_cast<size_t>(wire_bytes(o)));
+                            static_cast<size_t>(wire_bytes(o)), false, &w.calls);
   const GradientBucketer bucketer =
       ddp_buckets(parameter_tensor_sizes(o.model), c.data.bucket_mb, element_bytes(o.precision),
                   c.data.zero >= 1 ? n : 1);
@@ -76,12 +76,8 @@ std::vector<RankWork> data_work(const PlanCandidate& c, SchemeShape& shape) {
   for (const GradientBucket& b : bucketer.buckets())
     bucket_shares.push_back(static_cast<double>(b.count) /
                             static_cast<double>(bucketer.total_elements()));
-  const double units = unit_count(o.model);
-  for (const auto& [key, bytes] : w.bytes) {
-    w.calls[key] = c.data.zero == 3 ? (key.starts_with("allgather") ? 2 * units : units)
-                                    : static_cast<double>(bucket_shares.size());
-    if (c.data.zero != 3) w.call_shares[key] = bucket_shares;
-  }
+  if (c.data.zero != 3)
+    for (const auto& [key, bytes] : w.bytes) w.call_shares[key] = bucket_shares;
   w.memory = data_memory(o, n, c.data);
   return {w};
 }
@@ -93,7 +89,6 @@ std::vector<RankWork> pipeline_work(const PlanCandidate& c, SchemeShape& shape) 
   shape.axis_of_group = {{"pipe", "pipe"}, {"data", "data"}};
   const double rows = max_rows(o.batch, layout.replicas);
   const double total = static_cast<double>(parameter_count(o.model));
-  const double message = rows / layout.micro_batches * o.model.hidden * wire_bytes(o);
   std::vector<RankWork> ranks;
   for (int s = 0; s < layout.stages; ++s) {
     const double held = static_cast<double>(pipeline_rank_parameters(o.model, layout, s));
@@ -104,9 +99,7 @@ std::vector<RankWork> pipeline_work(const PlanCandidate& c, SchemeShape& shape) 
     w.optimized_parameters = held;
     w.bytes = pipeline_comm_bytes(o.model, layout, o.batch, layout.rank_of(s, 0),
                                   static_cast<size_t>(wire_bytes(o)),
-                                  static_cast<size_t>(grad_wire_bytes(o)));
-    for (const auto& [key, bytes] : w.bytes)
-      w.calls[key] = key == "sendrecv:pipe" ? bytes / message : layout.chunks;  // one per chunk
+                                  static_cast<size_t>(grad_wire_bytes(o)), false, &w.calls);
     w.memory = pipeline_memory(o, layout, s);
     ranks.push_back(w);
   }

@@ -93,12 +93,13 @@ std::string DataParallelBase<T>::comm_backend() const {
 }
 
 template <typename T>
-std::map<std::string, double> DataParallelBase<T>::analytic_bytes(bool inference) const {
+std::map<std::string, double> DataParallelBase<T>::analytic_bytes(bool inference,
+                                                                  CommCalls* calls) const {
   // Both communicators carry weight gradients: one wire format.
   const Communicator& any = comm_ ? *comm_ : *replica_comm_;
   const size_t wire = wire_bytes(any.wire_format(), sizeof(T));
   return data_comm_bytes(this->model_.config(), config_, world_size(grid_.world()), sizeof(T),
-                         wire, inference);
+                         wire, inference, calls);
 }
 
 template <typename T>

@@ -39,7 +39,7 @@ class DataParallelBase : public ForwardBackwardTrainer<T>, protected UnitHooks {
   BatchSlice batch_slice(int64_t global_rows) const override;
   std::string comm_backend() const override;
   // data_comm_bytes for this run: per training iteration, or with `inference` per forward pass.
-  std::map<std::string, double> analytic_bytes(bool inference) const;
+  std::map<std::string, double> analytic_bytes(bool inference, CommCalls* calls = nullptr) const;
 
  protected:
   // Throws InputError when the batch leaves a rank without samples.

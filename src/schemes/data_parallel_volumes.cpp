@@ -8,7 +8,7 @@ namespace mlps {
 std::map<std::string, double> data_comm_bytes(const ModelConfig& model,
                                               const DataParallelConfig& config, int ranks,
                                               size_t storage_bytes, size_t wire_bytes,
-                                              bool inference) {
+                                              bool inference, CommCalls* calls) {
   const auto b = static_cast<double>(wire_bytes);
   std::map<std::string, double> bytes;
   if (config.zero < 3) {
@@ -19,11 +19,12 @@ std::map<std::string, double> data_comm_bytes(const ModelConfig& model,
         ddp_buckets(parameter_tensor_sizes(model), config.bucket_mb, storage_bytes,
                     config.zero >= 1 ? ranks : 1);
     const double elements = static_cast<double>(buckets.total_elements());
+    const auto count = static_cast<double>(buckets.buckets().size());
     if (config.zero == 0) {
-      bytes["allreduce"] = elements * b;
+      add_volume(bytes, calls, "allreduce", elements * b, count);
     } else {
-      bytes["reduce_scatter"] = elements * b;
-      bytes["allgather"] = elements * b;
+      add_volume(bytes, calls, "reduce_scatter", elements * b, count);
+      add_volume(bytes, calls, "allgather", elements * b, count);
     }
     return bytes;
   }
@@ -35,13 +36,14 @@ std::map<std::string, double> data_comm_bytes(const ModelConfig& model,
   double units = 0;
   for (int64_t u : unit_parameter_counts(model))
     units += static_cast<double>((u + group - 1) / group * group);
+  const double passes = inference ? 1 : 2, count = unit_count(model);
   if (group > 1 || ranks == 1) {
     const std::string suffix = group == ranks ? "" : ":shard";
-    bytes["allgather" + suffix] = (inference ? 1 : 2) * units * b;
-    if (!inference) bytes["reduce_scatter" + suffix] = units * b;
+    add_volume(bytes, calls, "allgather" + suffix, passes * units * b, passes * count);
+    if (!inference) add_volume(bytes, calls, "reduce_scatter" + suffix, units * b, count);
   }
   if (group < ranks && !inference)
-    bytes[group == 1 ? "allreduce" : "allreduce:data"] = units / group * b;
+    add_volume(bytes, calls, group == 1 ? "allreduce" : "allreduce:data", units / group * b, count);
   return bytes;
 }
 

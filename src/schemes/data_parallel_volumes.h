@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "src/comm/comm_volume_report.h"
 #include "src/model_config.h"
 #include "src/schemes/data_parallel_base.h"
 
@@ -13,9 +14,10 @@ namespace mlps {
 
 // config.shard_group resolved (resolve_shard_group). storage_bytes: an element of the model's
 // buffers (it sizes the gradient buckets); wire_bytes: an element as the collectives send it.
+// `calls`: where given, each kind's calls are added (one per bucket; ZeRO-3: per unit).
 std::map<std::string, double> data_comm_bytes(const ModelConfig& model,
                                               const DataParallelConfig& config, int ranks,
                                               size_t storage_bytes, size_t wire_bytes,
-                                              bool inference = false);
+                                              bool inference = false, CommCalls* calls = nullptr);
 
 }  // namespace mlps

@@ -20,7 +20,8 @@ std::map<std::string, double> pipeline_comm_bytes(const ModelConfig& model,
                                                   const PipelineLayout& layout,
                                                   int64_t global_batch, int rank,
                                                   size_t element_bytes,
-                                                  size_t grad_element_bytes, bool inference) {
+                                                  size_t grad_element_bytes, bool inference,
+                                                  CommCalls* calls) {
   std::map<std::string, double> bytes;
   const PipelineShape shape = layout.shape();
   const int stage = layout.stage_of(rank);
@@ -33,12 +34,16 @@ std::map<std::string, double> pipeline_comm_bytes(const ModelConfig& model,
   }
   const double rows = static_cast<double>(layout.replica_rows(global_batch,
                                                               layout.replica_of(rank)).count);
+  const double messages = (inference ? 1 : 2) * remote;  // per micro-batch
   if (layout.stages > 1)
-    bytes["sendrecv:pipe"] = (inference ? 1 : 2) * remote * rows *
-                             static_cast<double>(model.hidden * element_bytes);
+    add_volume(bytes, calls, "sendrecv:pipe",
+               messages * rows * static_cast<double>(model.hidden * element_bytes),
+               messages * layout.micro_batches);
   if (layout.replicas > 1 && !inference)
-    bytes["allreduce:data"] = static_cast<double>(pipeline_rank_parameters(model, layout, stage)) *
-                              static_cast<double>(grad_element_bytes);
+    add_volume(bytes, calls, "allreduce:data",
+               static_cast<double>(pipeline_rank_parameters(model, layout, stage)) *
+                   static_cast<double>(grad_element_bytes),
+               layout.chunks);
   return bytes;
 }
 

@@ -9,17 +9,21 @@
 #include <map>
 #include <string>
 
+#include "src/comm/comm_volume_report.h"
 #include "src/schemes/pipeline_layout.h"
 
 namespace mlps {
 
 // element_bytes: an activation on the wire; grad_element_bytes: a gradient on the wire.
+// `calls`: where given, each kind's calls are added (a message per micro-batch and boundary
+// each way; a gradient all-reduce per chunk).
 std::map<std::string, double> pipeline_comm_bytes(const ModelConfig& model,
                                                   const PipelineLayout& layout,
                                                   int64_t global_batch, int rank,
                                                   size_t element_bytes,
                                                   size_t grad_element_bytes,
-                                                  bool inference = false);
+                                                  bool inference = false,
+                                                  CommCalls* calls = nullptr);
 
 // Parameters of the virtual stages rank `stage` holds.
 int64_t pipeline_rank_parameters(const ModelConfig& model, const PipelineLayout& layout,
