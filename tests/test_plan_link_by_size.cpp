@@ -1,11 +1,14 @@
 // bin/plan's link at each message size: a busbw table by size (MPI on CPU cores moves a message
 // that stays in cache faster than one that streams from memory), calibrated from bench_comm's
 // sweep without the dips of a slow size, and refused by name when malformed; DDP's buckets each
-// at their own size.
+// at their own size; and as many latency terms as the runs make calls.
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
+#include <string>
 
+#include "src/comm/comm_volume_report.h"
 #include "src/errors.h"
 #include "src/plan/machine_calibration.h"
 #include "src/plan/machine_description.h"
@@ -61,6 +64,25 @@ TEST(PlanLink, EachDdpBucketMovesAtItsOwnSizesBusBandwidth) {
   // Not two calls of the average size: the large bucket moves at the slower busbw of its size.
   EXPECT_GT(allreduce.seconds,
             1.03 * 2 * m.intra_node.seconds(CommKind::all_reduce, 2, allreduce.bytes / 2));
+}
+
+TEST(PlanLink, LatencyTermsCountTheCallsTheRunsMake) {
+  // Calls per step that rank 0 of `mpiexec -n 4 bin/<scheme> ... --hidden 64 --layers 4
+  // --image-size 8 --batch 32` logs (its closing volume table) for the small model.
+  const MachineDescription m = test_machine(8);
+  const std::map<std::string, CommCalls> runs = {
+      {"tensor1d --tp 4 --precision fp32", {{"allreduce:tp", 9}}},
+      {"tensor2d --tp-dims 2,2 --precision fp32",
+       {{"allgather:row", 5}, {"allreduce:col", 6}, {"allreduce:row", 4}, {"broadcast:col", 38},
+        {"broadcast:row", 40}, {"reduce_scatter:col", 10}, {"reduce_scatter:row", 9}}},
+      {"tensor3d --tp-dims 2,1,2 --precision fp32",
+       {{"allgather:depth", 20}, {"allgather:outer", 1}, {"allreduce:depth", 1},
+        {"allreduce:outer", 10}, {"reduce_scatter:depth", 10}}}};
+  for (const auto& [label, calls] : runs) {
+    CommCalls predicted;
+    for (const auto& [key, comm] : predict(label, 4, m).collectives) predicted[key] = comm.calls;
+    EXPECT_EQ(predicted, calls) << label;
+  }
 }
 
 TEST(LinkCalibration, ASlowSizeTakesTheTimeOfTheFirstFasterLargerOne) {

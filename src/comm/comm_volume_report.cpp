@@ -33,7 +33,7 @@ bool print_comm_volumes(std::FILE* out, const std::string& who,
   for (const auto& [kind, range] : measured) kinds.insert(kind);
   std::fprintf(out, "communication per iteration on %s (bytes, nccl-tests sizes%s):\n", who.c_str(),
                analytic_calls ? "; calls" : "");
-  std::fprintf(out, "  %-16s %16s %16s", "collective", "analytic", "measured");
+  std::fprintf(out, "  %-20s %16s %16s", "collective", "analytic", "measured");
   if (analytic_calls) std::fprintf(out, " %8s %8s", "calls", "measured");
   std::fprintf(out, "\n");
   if (kinds.empty()) std::fprintf(out, "  (none)\n");
@@ -43,7 +43,7 @@ bool print_comm_volumes(std::FILE* out, const std::string& who,
     const MeasuredVolume got = m == measured.end() ? MeasuredVolume{} : m->second;
     const double expected = find_or_zero(analytic, kind);
     bool equal = matches(got.bytes, expected);
-    std::fprintf(out, "  %-16s %16.0f %16s", kind.c_str(), expected, range_text(got.bytes).c_str());
+    std::fprintf(out, "  %-20s %16.0f %16s", kind.c_str(), expected, range_text(got.bytes).c_str());
     if (analytic_calls) {
       const double calls = find_or_zero(*analytic_calls, kind);
       equal = equal && matches(got.calls, calls);
