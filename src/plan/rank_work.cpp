@@ -13,11 +13,9 @@ namespace mlps {
 
 namespace {
 
-double wire_bytes(const Options& o) {
-  return static_cast<double>(wire_element_bytes(o.precision));
-}
-double grad_wire_bytes(const Options& o) {
-  return static_cast<double>(wire_element_bytes(o.precision, o.fp32_grad_comm));
+size_t wire_bytes(const Options& o) { return wire_element_bytes(o.precision); }
+size_t grad_wire_bytes(const Options& o) {
+  return wire_element_bytes(o.precision, o.fp32_grad_comm);
 }
 
 // The work of a rank that runs `share` of its replica's model on `rows` rows. Its element-wise
@@ -67,8 +65,8 @@ std::vector<RankWork> data_work(const PlanCandidate& c, SchemeShape& shape) {
   // whole gradient is written with zeros once a step (ZeRO-1's buffer, ZeRO-2's buckets, ZeRO-3's
   // units).
   if (c.data.zero >= 1) w.elementwise.backward += params * element_bytes(o.precision);
-  w.bytes = data_comm_bytes(o.model, c.data, n, element_bytes(o.precision),
-                            static_cast<size_t>(wire_bytes(o)), false, &w.calls);
+  w.bytes = data_comm_bytes(o.model, c.data, n, element_bytes(o.precision), wire_bytes(o), false,
+                            &w.calls);
   const GradientBucketer bucketer =
       ddp_buckets(parameter_tensor_sizes(o.model), c.data.bucket_mb, element_bytes(o.precision),
                   c.data.zero >= 1 ? n : 1);
@@ -97,9 +95,8 @@ std::vector<RankWork> pipeline_work(const PlanCandidate& c, SchemeShape& shape) 
     w.gemm_parameters = held;
     w.stage = s;
     w.optimized_parameters = held;
-    w.bytes = pipeline_comm_bytes(o.model, layout, o.batch, layout.rank_of(s, 0),
-                                  static_cast<size_t>(wire_bytes(o)),
-                                  static_cast<size_t>(grad_wire_bytes(o)), false, &w.calls);
+    w.bytes = pipeline_comm_bytes(o.model, layout, o.batch, layout.rank_of(s, 0), wire_bytes(o),
+                                  grad_wire_bytes(o), false, &w.calls);
     w.memory = pipeline_memory(o, layout, s);
     ranks.push_back(w);
   }
@@ -118,9 +115,8 @@ std::vector<RankWork> tensor1d_work(const PlanCandidate& c, SchemeShape& shape) 
       replica_share(o, rows, local / static_cast<double>(parameter_count(o.model)), &own);
   w.gemm_parameters = local;
   w.optimized_parameters = local;
-  w.bytes = tensor1d_comm_bytes(plan, static_cast<int64_t>(rows),
-                                static_cast<size_t>(wire_bytes(o)), c.replicas, false,
-                                static_cast<size_t>(grad_wire_bytes(o)), &w.calls);
+  w.bytes = tensor1d_comm_bytes(plan, static_cast<int64_t>(rows), wire_bytes(o), c.replicas,
+                                false, grad_wire_bytes(o), &w.calls);
   w.memory = tensor1d_memory(o, plan, c.replicas);
   return {w};
 }
@@ -137,7 +133,7 @@ std::vector<RankWork> tensor2d_work(const PlanCandidate& c, SchemeShape& shape) 
   w.optimized_parameters = static_cast<double>(parameter_count(o.model)) / (q * q);
   // A rank's GEMMs take a weight panel from each of the q steps: a grid row's worth, P/q.
   w.gemm_parameters = w.optimized_parameters * q;
-  w.bytes = tensor2d_volumes(o.model, o.batch, c.tensor2d, static_cast<size_t>(wire_bytes(o)),
+  w.bytes = tensor2d_volumes(o.model, o.batch, c.tensor2d, wire_bytes(o),
                              {}, false, &w.calls);
   w.memory = tensor2d_memory(o, c.tensor2d);
   return {w};
@@ -157,13 +153,8 @@ std::vector<RankWork> tensor3d_work(const PlanCandidate& c, SchemeShape& shape) 
   // Weights are all-gathered over depth before the GEMMs: a rank computes with a depth's worth.
   w.gemm_parameters = w.optimized_parameters * s.depth;
   w.weights_gathered = s.depth > 1;
-  for (const Volume3d& v : tensor3d_layer_volumes(o.model, o.batch, s,
-                                                  static_cast<size_t>(wire_bytes(o)), false,
-                                                  false)) {
-    if (v.group_size <= 1) continue;
-    w.bytes[v.kind] += v.bytes;
-    w.calls[v.kind] += v.calls;
-  }
+  w.bytes = tensor3d_volumes(
+      tensor3d_layer_volumes(o.model, o.batch, s, wire_bytes(o), false, false), &w.calls);
   w.memory = tensor3d_memory(o, s, Overlap3d{});
   return {w};
 }
