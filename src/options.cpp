@@ -61,6 +61,10 @@ OptionParser::OptionParser(const std::string& program, const std::string& descri
       ->check(integer_between(0, std::numeric_limits<long long>::max()));
   app.add_option("--data", o.data, "synthetic, or idx:DIR with MNIST-format files "
                  "(e.g. idx:/usr/share/datasets/fashion-mnist)");
+  app.add_option("--prefetch", prefetch_, "load the next batch on a thread while the step "
+                 "computes (on), or in the step's data phase (off); auto: on unless the node's "
+                 "ranks' compute threads fill its cores (CPU ranks on every core)")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   app.add_option("--device", o.device, "auto (cuda when built with CUDA and a GPU is visible), "
                  "cpu or cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   app.add_option("--comm", o.comm, "collectives backend: auto, mpi or nccl")
@@ -141,6 +145,8 @@ void OptionParser::validate() {
   Options& o = options_;
   o.model.block = block_ == "plain" ? BlockKind::plain : BlockKind::residual_mlp;
   o.optimizer.kind = optimizer_ == "sgd" ? OptimizerKind::sgd : OptimizerKind::adam;
+  for (const PrefetchMode m : {PrefetchMode::automatic, PrefetchMode::on, PrefetchMode::off})
+    if (prefetch_ == to_string(m)) o.prefetch = m;
   for (const Precision p : {Precision::fp32, Precision::fp64, Precision::bf16, Precision::fp16})
     if (precision_ == to_string(p)) o.precision = p;
   if (o.fp32_grad_comm && storage_format(o.precision) == StorageFormat::full)

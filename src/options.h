@@ -7,6 +7,7 @@
 #include <string>
 
 #include "kernels/kernels.h"
+#include "src/prefetch_mode.h"
 #include "src/model_config.h"
 #include "src/optimizer_config.h"
 
@@ -28,6 +29,7 @@ struct Options {
   OptimizerConfig optimizer;
   uint64_t seed = 42;
   std::string data = "synthetic";
+  PrefetchMode prefetch = PrefetchMode::automatic;
   std::string device = "auto";
   std::string comm = "auto";
   Precision precision = Precision::fp32;
@@ -68,7 +70,7 @@ class OptionParser {
   std::string describe_parse_error(const CLI::ParseError& e) const;
   std::unique_ptr<CLI::App> app_;
   Options options_;
-  std::string block_ = "mlp", optimizer_ = "adam", precision_ = "fp32";
+  std::string block_ = "mlp", optimizer_ = "adam", precision_ = "fp32", prefetch_ = "auto";
 };
 
 }  // namespace mlps

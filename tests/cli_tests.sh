@@ -129,6 +129,26 @@ done
 [[ -n $(find "$tmp/run" -mindepth 1) ]] && problem "--help left files behind"
 report "--help lists every option"
 
+# --prefetch: a bad value is refused; on (a loader thread) and off (loading in the data phase)
+# train the same losses, and the header and the result file say which ran.
+expect_input_error "bad --prefetch" "--prefetch" --prefetch sometimes
+for mode in on off; do
+  tiny_args --prefetch "$mode"
+  run_in_empty_dir "$serial" "${args[@]}" --out "$tmp/prefetch-$mode.h5"
+  ((rc == 0)) || problem "--prefetch $mode: exit status $rc: $(first_line "$tmp/stderr")"
+done
+grep -q 'loaded in the data phase (--prefetch off)' "$tmp/stdout" ||
+  problem "header: $(grep '  data ' "$tmp/stdout")"
+"$python" - "$tmp/prefetch-on.h5" "$tmp/prefetch-off.h5" <<'EOF2' || problem "see above"
+import sys, h5py, numpy as np
+on, off = (h5py.File(path, "r") for path in sys.argv[1:])
+if (on.attrs["prefetch"], off.attrs["prefetch"]) != (1, 0):
+    sys.exit(f"prefetch attributes {on.attrs['prefetch']}, {off.attrs['prefetch']}, expected 1, 0")
+if not np.array_equal(on["train/loss"][:], off["train/loss"][:]):
+    sys.exit(f"losses differ: {on['train/loss'][:]} against {off['train/loss'][:]}")
+EOF2
+report "--prefetch on and off train the same losses"
+
 # --- good runs ---------------------------------------------------------------------------------
 expect_run "tiny run" r.h5
 check_result "tiny run" "$tmp/run/r.h5" 4 config.hidden=16 config.layers=1 attr.precision=fp32 \

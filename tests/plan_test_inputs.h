@@ -45,8 +45,9 @@ inline const PlanCandidate* find(const std::vector<PlanCandidate>& all, const st
 
 // The prediction of the fp32 candidate of the small model on `world` ranks labelled `label`; a
 // test failure when there is none.
-inline StepPrediction predict(const std::string& label, int world, const MachineDescription& m) {
-  const auto all = enumerate_candidates(small_options(), world, {Precision::fp32});
+inline StepPrediction predict(const std::string& label, int world, const MachineDescription& m,
+                              const Options& options = small_options()) {
+  const auto all = enumerate_candidates(options, world, {Precision::fp32});
   const PlanCandidate* c = find(all, label);
   if (c) return predict_step(*c, m);
   ADD_FAILURE() << "no candidate " << label;

@@ -1,12 +1,15 @@
-// Resize, synthetic data, shuffling and batch loading.
+// Resize, synthetic data, shuffling, batch loading and loading ahead (--prefetch).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <array>
 #include <numeric>
+#include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "src/data/batch_loader.h"
+#include "src/data/batch_prefetcher.h"
 #include "src/data/dataset.h"
 #include "src/data/image_resize.h"
 #include "src/data/shuffle.h"
@@ -282,6 +285,28 @@ TEST(BatchLoader, LoadsTheOrderedSliceAndRanges) {
   EXPECT_THROW(load_batch(*data, Split::train, order, 3, 3, size), std::out_of_range);
   EXPECT_THROW(load_batch_range(*data, Split::test, 9999, 2, size), std::out_of_range);
   EXPECT_EQ(load_batch(*data, Split::train, order, 5, 0, size).rows, 0);
+}
+
+// Ahead, a worker thread loads each batch; without, take() loads it on the caller's thread. Either
+// way take(i) returns batch i, and a loader's exception comes out of take() for that batch.
+TEST(BatchPrefetcher, AheadOnAThreadOrInTakeTheSameBatches) {
+  for (const bool ahead : {true, false}) {
+    const std::thread::id caller = std::this_thread::get_id();
+    std::vector<bool> on_caller;
+    BatchPrefetcher batches(
+        [&](int64_t index) {
+          on_caller.push_back(std::this_thread::get_id() == caller);
+          if (index == 3) throw std::runtime_error("batch 3 is unreadable");
+          HostBatch b;
+          b.rows = index;
+          return b;
+        },
+        5, ahead);
+    for (int64_t i = 0; i < 3; ++i) EXPECT_EQ(batches.take(i).rows, i) << ahead;
+    EXPECT_THROW(batches.take(3), std::runtime_error) << ahead;
+    ASSERT_GE(on_caller.size(), 3u);
+    for (const bool here : on_caller) EXPECT_EQ(here, !ahead);
+  }
 }
 
 }  // namespace

@@ -1,11 +1,14 @@
-// bin/plan's price of each rank's data loader: the samples its prefetch thread makes cost the
-// step nothing while a core is idle, and their time when every core already runs a rank, less a
-// pipeline's bubble (its rank waits for a message, its core free for the loader); and
+// bin/plan's price of each rank's data loader: with --prefetch on, the samples its thread makes
+// cost the step nothing while a core is idle, and their time when every core already runs a
+// rank, less a pipeline's bubble (its rank waits for a message, its core free for the loader);
+// with --prefetch off, their time in the step; auto, the thread only while a core is spare; and
 // the calibration that measures a sample (bench_kernels' sample_load).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <fstream>
+#include <tuple>
+#include <vector>
 
 #include "src/errors.h"
 #include "src/plan/machine_calibration.h"
@@ -17,6 +20,15 @@
 namespace mlps {
 namespace {
 
+constexpr PrefetchMode on = PrefetchMode::on, off = PrefetchMode::off,
+                       automatic = PrefetchMode::automatic;
+
+Options prefetching(PrefetchMode mode) {
+  Options o = small_options();
+  o.prefetch = mode;
+  return o;
+}
+
 MachineDescription cpu_node_of(int cores) {
   MachineDescription m = test_machine(cores);
   m.ranks_share_node = true;
@@ -24,21 +36,21 @@ MachineDescription cpu_node_of(int cores) {
   return m;
 }
 
-TEST(PlanMachine, TheLoaderCostsAStepOnlyWhenEveryCoreRunsARank) {
+TEST(PlanMachine, TheLoaderThreadCostsAStepOnlyWhenEveryCoreRunsARank) {
   const MachineDescription cpu = cpu_node_of(8);
-  EXPECT_EQ(cpu.data_loading_seconds(64, 1, 1), 0.0);  // 7 idle cores
-  EXPECT_EQ(cpu.data_loading_seconds(64, 4, 1), 0.0);  // 4 idle cores
-  EXPECT_DOUBLE_EQ(cpu.data_loading_seconds(64, 8, 1), 64 * 2e-5);  // all busy: its own samples
-  EXPECT_DOUBLE_EQ(cpu.data_loading_seconds(64, 8), 64 * 2e-5);     // cores split among ranks
-  EXPECT_DOUBLE_EQ(cpu.data_loading_seconds(64, 1), 64 * 2e-5 / 8);  // one rank on every core
-  EXPECT_DOUBLE_EQ(cpu.data_loading_seconds(64, 16, 1), 2 * 64 * 2e-5);  // time-shared cores
-  EXPECT_DOUBLE_EQ(cpu_node_of(3).data_loading_seconds(10, 3), 10 * 2e-5);  // 3 of 3 busy
+  EXPECT_EQ(cpu.data_loading_seconds(64, 1, 1, on), 0.0);  // 7 idle cores
+  EXPECT_EQ(cpu.data_loading_seconds(64, 4, 1, on), 0.0);  // 4 idle cores
+  EXPECT_DOUBLE_EQ(cpu.data_loading_seconds(64, 8, 1, on), 64 * 2e-5);  // all busy: its own samples
+  EXPECT_DOUBLE_EQ(cpu.data_loading_seconds(64, 8, 0, on), 64 * 2e-5);     // cores split among ranks
+  EXPECT_DOUBLE_EQ(cpu.data_loading_seconds(64, 1, 0, on), 64 * 2e-5 / 8);  // one rank on every core
+  EXPECT_DOUBLE_EQ(cpu.data_loading_seconds(64, 16, 1, on), 2 * 64 * 2e-5);  // time-shared cores
+  EXPECT_DOUBLE_EQ(cpu_node_of(3).data_loading_seconds(10, 3, 0, on), 10 * 2e-5);  // 3 of 3 busy
   MachineDescription unmeasured = cpu;
   unmeasured.sample_load_seconds = 0;
-  EXPECT_EQ(unmeasured.data_loading_seconds(64, 8, 1), 0.0);
+  EXPECT_EQ(unmeasured.data_loading_seconds(64, 8, 1, on), 0.0);
   MachineDescription gpu = test_machine(8);  // a GPU node's host cores are free for loaders
   gpu.sample_load_seconds = 2e-5;
-  EXPECT_EQ(gpu.data_loading_seconds(64, 8, 1), 0.0);
+  EXPECT_EQ(gpu.data_loading_seconds(64, 8, 1, on), 0.0);
 }
 
 TEST(PlanStep, EachRankLoadsTheRowsItsTrainerSlicesForIt) {
@@ -52,11 +64,13 @@ TEST(PlanStep, EachRankLoadsTheRowsItsTrainerSlicesForIt) {
       {"tensor3d --tp-dims 1,1,4 --precision fp32", batch / 4},  // the depth axis's share
       {"tensor3d --tp-dims 4,1,1 --precision fp32", batch}};
   for (const auto& [label, loaded] : rows) {
-    const StepPrediction p = predict(label, 4, cpu);  // less what a pipeline's bubble hides
+    const StepPrediction p = predict(label, 4, cpu, prefetching(on));  // less a bubble
     EXPECT_DOUBLE_EQ(p.data_loading, std::max(0.0, loaded * sample - p.bubble)) << label;
     MachineDescription unmeasured = cpu;
     unmeasured.sample_load_seconds = 0;
-    EXPECT_NEAR(p.step - predict(label, 4, unmeasured).step, p.data_loading, 1e-12) << label;
+    EXPECT_NEAR(p.step - predict(label, 4, unmeasured, prefetching(on)).step, p.data_loading,
+                1e-12)
+        << label;
   }
 }
 
@@ -64,12 +78,55 @@ TEST(PlanStep, APipelinesBubbleLeavesItsCoreToTheLoader) {
   const std::string label = "pipeline --pp 4 --micro-batches 4 --schedule 1f1b --precision fp32";
   const double batch = static_cast<double>(small_options().batch);
   MachineDescription cpu = cpu_node_of(4);
-  const StepPrediction p = predict(label, 4, cpu);
+  const StepPrediction p = predict(label, 4, cpu, prefetching(on));
   ASSERT_GT(p.bubble, 0);
   cpu.sample_load_seconds = 0.5 * p.bubble / batch;  // half the bubble's time: hidden
-  EXPECT_EQ(predict(label, 4, cpu).data_loading, 0.0);
+  EXPECT_EQ(predict(label, 4, cpu, prefetching(on)).data_loading, 0.0);
   cpu.sample_load_seconds = 3 * p.bubble / batch;  // three bubbles' time: two of them exposed
-  EXPECT_NEAR(predict(label, 4, cpu).data_loading, 2 * p.bubble, 1e-12 * p.bubble);
+  EXPECT_NEAR(predict(label, 4, cpu, prefetching(on)).data_loading, 2 * p.bubble,
+              1e-12 * p.bubble);
+  // Loaded in the data phase, the samples hide in no bubble (auto: every core runs a stage).
+  for (const PrefetchMode mode : {off, automatic})
+    EXPECT_DOUBLE_EQ(predict(label, 4, cpu, prefetching(mode)).data_loading,
+                     batch * cpu.sample_load_seconds)
+        << to_string(mode);
+}
+
+TEST(PlanMachine, WithoutTheThreadARankLoadsItsOwnSamplesInItsStep) {
+  const MachineDescription cpu = cpu_node_of(8);
+  EXPECT_DOUBLE_EQ(cpu.data_loading_seconds(64, 1, 1, off), 64 * 2e-5);  // idle cores or not
+  EXPECT_DOUBLE_EQ(cpu.data_loading_seconds(64, 8, 1, off), 64 * 2e-5);
+  EXPECT_DOUBLE_EQ(cpu.data_loading_seconds(64, 16, 1, off), 2 * 64 * 2e-5);  // time-shared
+  MachineDescription gpu = test_machine(8);  // the host thread loads, the GPU waits
+  gpu.sample_load_seconds = 2e-5;
+  EXPECT_DOUBLE_EQ(gpu.data_loading_seconds(64, 8, 1, off), 64 * 2e-5);
+  EXPECT_EQ(gpu.data_loading_seconds(64, 8, 1, automatic), 0.0);  // ahead: host cores are free
+}
+
+TEST(PlanMachine, AutoLoadsAheadWhileACoreIsSpareAsTheRunsDecide) {
+  const MachineDescription cpu = cpu_node_of(8);
+  // ranks on the node, threads per rank (0: the executables' split), whether a core is spare
+  const std::vector<std::tuple<int, int, bool>> cases = {
+      {1, 1, true}, {7, 1, true}, {3, 2, true},   {8, 1, false},
+      {4, 2, false}, {16, 1, false}, {1, 0, false}, {8, 0, false}};
+  for (const auto& [ranks, threads, spare] : cases) {
+    EXPECT_EQ(cpu.loads_ahead(automatic, ranks, threads), spare) << ranks << " x " << threads;
+    // The runs' rule (scheme_main) on the same node: the ranks' compute threads against 8 cores.
+    const int split = threads > 0 ? threads : 8 / ranks;
+    EXPECT_EQ(loads_ahead(automatic, ranks * split, 8), spare) << ranks << " x " << threads;
+    EXPECT_TRUE(cpu.loads_ahead(on, ranks, threads));
+    EXPECT_FALSE(cpu.loads_ahead(off, ranks, threads));
+    const double auto_seconds = cpu.data_loading_seconds(64, ranks, threads, automatic);
+    EXPECT_DOUBLE_EQ(auto_seconds, cpu.data_loading_seconds(64, ranks, threads, spare ? on : off));
+  }
+  EXPECT_TRUE(test_machine(8).loads_ahead(automatic, 8, 0));  // GPU ranks leave the cores free
+  // bin/plan's commands run what it priced: --prefetch spelled out unless auto.
+  const std::string off_command =
+      enumerate_candidates(prefetching(off), 2, {Precision::fp32}).front().command();
+  EXPECT_NE(off_command.find(" --prefetch off"), std::string::npos) << off_command;
+  const std::string auto_command =
+      enumerate_candidates(small_options(), 2, {Precision::fp32}).front().command();
+  EXPECT_EQ(auto_command.find("--prefetch"), std::string::npos) << auto_command;
 }
 
 class SampleLoadCalibration : public TempDirTest {

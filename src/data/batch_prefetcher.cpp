@@ -6,10 +6,13 @@ namespace mlps {
 
 // The worker runs at normal priority: at SCHED_IDLE it starved behind ranks sharing a core
 // (MPI polls while it waits), and the step then waited for it longer than loading itself.
-BatchPrefetcher::BatchPrefetcher(Loader load, int64_t count)
-    : load_(std::move(load)), count_(count), worker_([this] { work(); }) {}
+BatchPrefetcher::BatchPrefetcher(Loader load, int64_t count, bool ahead)
+    : load_(std::move(load)), count_(count) {
+  if (ahead) worker_ = std::thread([this] { work(); });
+}
 
 BatchPrefetcher::~BatchPrefetcher() {
+  if (!worker_.joinable()) return;
   {
     std::lock_guard lock(mutex_);
     stop_ = true;
@@ -19,6 +22,7 @@ BatchPrefetcher::~BatchPrefetcher() {
 }
 
 HostBatch BatchPrefetcher::take(int64_t index) {
+  if (!worker_.joinable()) return load_(index);
   std::unique_lock lock(mutex_);
   if (wanted_ != index) {  // the first batch: nothing was asked for ahead of it
     wanted_ = index;

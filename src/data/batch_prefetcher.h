@@ -3,6 +3,7 @@
 // phase of a step is only the wait for a batch that is usually ready. Batches are taken in
 // order 0, 1, ...; one worker thread loads them one at a time, so the loader may keep state
 // between calls (an epoch's sample order) without locks. Datasets load from const, shared state.
+// Without `ahead` (--prefetch off) there is no thread: take() loads the batch itself.
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -18,7 +19,7 @@ namespace mlps {
 class BatchPrefetcher {
  public:
   using Loader = std::function<HostBatch(int64_t index)>;
-  BatchPrefetcher(Loader load, int64_t count);
+  BatchPrefetcher(Loader load, int64_t count, bool ahead = true);
   BatchPrefetcher(const BatchPrefetcher&) = delete;
   BatchPrefetcher& operator=(const BatchPrefetcher&) = delete;
   ~BatchPrefetcher();  // waits for a load in flight, then stops the worker
@@ -39,7 +40,7 @@ class BatchPrefetcher {
   std::optional<HostBatch> ready_;
   std::exception_ptr error_;
   bool stop_ = false;
-  std::thread worker_;  // last: it starts once everything above exists
+  std::thread worker_;  // last: it starts once everything above exists (none without ahead)
 };
 
 }  // namespace mlps

@@ -33,9 +33,11 @@ void print_settings_header(const RunContext& context, const Options& o,
               (long long)m.image_size, (long long)m.image_size, (long long)m.hidden,
               (long long)m.layers, m.block == BlockKind::plain ? "plain" : "mlp",
               (long long)m.ffn_hidden(), (long long)trainer.parameter_count());
-  std::printf("  data        %s, %lld training samples, global batch %lld\n",
+  std::printf("  data        %s, %lld training samples, global batch %lld, %s (--prefetch %s)\n",
               dataset.describe().c_str(), (long long)schedule.train_samples,
-              (long long)schedule.global_batch);
+              (long long)schedule.global_batch,
+              context.loads_ahead ? "loaded ahead on a thread" : "loaded in the data phase",
+              to_string(o.prefetch));
   std::printf("  training    %lld iterations (%lld per epoch), %lld warm-up, %s lr %g, seed %llu\n",
               (long long)schedule.iterations, (long long)schedule.batches_per_epoch,
               (long long)o.warmup, o.optimizer.kind == OptimizerKind::adam ? "adam" : "sgd",

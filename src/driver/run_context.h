@@ -19,6 +19,8 @@ struct RunContext {
   double largest_estimated_bytes = 0;  // the largest rank's
   // What bin/plan's model predicts for this run (--machine), recorded beside the measurement.
   RecordedPrediction prediction{};
+  // --prefetch as resolved for this node (prefetch_mode.h): load batches on a thread of their own.
+  bool loads_ahead = true;
   bool is_root() const { return rank == 0; }
 };
 

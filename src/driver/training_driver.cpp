@@ -119,6 +119,7 @@ void gather_and_summarise(const RunContext& context, const Options& o, const Tra
   n["checkpoint_activations"] = o.model.checkpoint_activations ? 1 : 0;
   n["flops_per_sample"] = std::llround(flops);
   n["cpu_threads"] = trainer.device().kind() == DeviceKind::cpu ? cpu::thread_count() : 0;
+  n["prefetch"] = context.loads_ahead ? 1 : 0;
   print_summary(record, iterations, o.warmup, global_batch, flops, o.inference);
   record.prediction = context.prediction;
   print_prediction(record, o.warmup);
@@ -185,7 +186,7 @@ int run_inference(const RunContext& context, const Options& o, const TrainingSch
         return load_batch_range(dataset, Split::test, (b % per_pass) * o.batch + slice.first,
                                 slice.count, static_cast<int>(o.model.image_size));
       },
-      batches);
+      batches, context.loads_ahead);
   for (int64_t b = 0; b < batches; ++b) {
     batch_starts.push_back((b % per_pass) * o.batch);
     const HostBatch batch = begin_iteration(timer, batches_ahead, b);
@@ -243,7 +244,7 @@ int run_training(const RunContext& context, const Options& o, const TrainingSche
         return load_batch(dataset, Split::train, order, schedule.first_position(it) + slice.first,
                           slice.count, static_cast<int>(o.model.image_size));
       },
-      schedule.iterations);
+      schedule.iterations, context.loads_ahead);
   // --timeout watches the training loop, where every rank waits on its peers.
   std::optional<HangWatchdog> watchdog(
       std::in_place, o.timeout,

@@ -168,12 +168,27 @@ double MachineDescription::gemm_efficiency(double rows) const {
   return fraction_at(gemm_rows_fraction, rows);
 }
 
+int MachineDescription::busy_threads(int ranks_on_node, int threads_per_rank) const {
+  if (!ranks_share_node) return 0;
+  const int ranks = std::max(1, ranks_on_node);
+  return ranks * (threads_per_rank > 0 ? threads_per_rank
+                                       : std::max(1, std::max(1, ranks_per_node) / ranks));
+}
+
+bool MachineDescription::loads_ahead(PrefetchMode mode, int ranks_on_node,
+                                     int threads_per_rank) const {
+  return mlps::loads_ahead(mode, busy_threads(ranks_on_node, threads_per_rank),
+                           std::max(1, ranks_per_node));
+}
+
 double MachineDescription::data_loading_seconds(double rows, int ranks_on_node,
-                                                int threads_per_rank) const {
-  if (!ranks_share_node || sample_load_seconds <= 0) return 0;
+                                                int threads_per_rank, PrefetchMode mode) const {
+  if (sample_load_seconds <= 0) return 0;
   const double cores = std::max(1, ranks_per_node), ranks = std::max(1, ranks_on_node);
-  const double busy = ranks * rate_share(ranks_on_node, threads_per_rank) * cores;
-  if (busy < cores - 1e-9) return 0;  // the loader runs on an idle core
+  // In the data phase, on the rank's own thread: time-shared where ranks outnumber cores.
+  if (!loads_ahead(mode, ranks_on_node, threads_per_rank))
+    return rows * sample_load_seconds * (ranks_share_node ? std::max(1.0, ranks / cores) : 1.0);
+  if (busy_threads(ranks_on_node, threads_per_rank) < cores) return 0;  // on an idle core
   return ranks * rows * sample_load_seconds / cores;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "src/comm/comm_log.h"
+#include "src/prefetch_mode.h"
 
 namespace mlps {
 
@@ -75,6 +76,8 @@ struct MachineDescription {
   // the cores split among its ranks, as the executables do), no more than its time slice when
   // the ranks' threads outnumber the cores.
   double rate_share(int ranks_on_node, int threads_per_rank = 0) const;
+  // The node's cores its ranks' compute threads keep busy (0 on a GPU node).
+  int busy_threads(int ranks_on_node, int threads_per_rank = 0) const;
   // The rate a rank gets when `ranks_on_node` ranks run on its node.
   double gemm_flops(Precision precision, int ranks_on_node, int threads_per_rank = 0) const;
   // A rank's part of a streaming rate: the node's `node_rate` split among its busy cores (the
@@ -86,10 +89,14 @@ struct MachineDescription {
   // The re-read rate of a rank whose micro-batches have `rows` rows (0: the figure as it is).
   double restream_bandwidth(int ranks_on_node, int threads_per_rank = 0, double rows = 0) const;
   double memory_per_rank(int ranks_on_node) const;
-  // What a rank's step loses to its loader making `rows` samples: nothing while the node has a
-  // core no rank's thread uses (or a GPU node's host cores), else the node's ranks' loading
-  // time spread over its cores.
-  double data_loading_seconds(double rows, int ranks_on_node, int threads_per_rank = 0) const;
+  // Whether a rank's loader runs on its own thread (prefetch_mode.h) with `ranks_on_node` ranks
+  // of `threads_per_rank` compute threads (0: the executables' split of a CPU node's cores).
+  bool loads_ahead(PrefetchMode mode, int ranks_on_node, int threads_per_rank = 0) const;
+  // What a rank's step loses to its loader making `rows` samples. Ahead: nothing while the node
+  // has a core no rank's thread uses (or a GPU node's host cores), else the node's ranks' loading
+  // time spread over its cores. Not ahead: the samples' time, in the step's data phase.
+  double data_loading_seconds(double rows, int ranks_on_node, int threads_per_rank,
+                              PrefetchMode mode) const;
 };
 
 // Reads and checks a description: InputError naming the file and the missing or bad key.

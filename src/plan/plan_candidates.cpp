@@ -114,6 +114,8 @@ std::string PlanCandidate::command() const {
                       " " + ffn_flag(m);
   if (m.block == BlockKind::plain) model += " --block plain";
   if (options.optimizer.kind == OptimizerKind::sgd) model += " --optimizer sgd";
+  if (options.prefetch != PrefetchMode::automatic)
+    model += std::string(" --prefetch ") + to_string(options.prefetch);
   return "mpiexec -n " + std::to_string(world) + " bin/" + label() + model + " --batch " +
          std::to_string(options.batch);
 }

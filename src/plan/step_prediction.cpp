@@ -170,8 +170,9 @@ StepPrediction predict_rank(const PlanCandidate& c, const MachineDescription& m,
   }
   p.exposed_comm = m.comm_overlaps_compute ? exposed_communication(c, p, work, backward) : p.comm;
   // A pipeline's bubble is a wait for a message: its core is free for the loader's thread then.
-  p.data_loading = std::max(
-      0.0, m.data_loading_seconds(w.loaded_rows, on_node, c.threads_per_rank) - p.bubble);
+  p.data_loading = m.data_loading_seconds(w.loaded_rows, on_node, c.threads_per_rank, o.prefetch);
+  if (m.loads_ahead(o.prefetch, on_node, c.threads_per_rank))
+    p.data_loading = std::max(0.0, p.data_loading - p.bubble);
   p.step = work + p.bubble + p.optimizer + p.exposed_comm + p.data_loading;
   p.samples_per_second = static_cast<double>(o.batch) / p.step;
   p.memory = w.memory;
