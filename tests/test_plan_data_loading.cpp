@@ -40,9 +40,9 @@ TEST(PlanMachine, TheLoaderThreadCostsAStepOnlyWhenEveryCoreRunsARank) {
   const MachineDescription cpu = cpu_node_of(8);
   EXPECT_EQ(cpu.data_loading_seconds(64, 1, 1, on), 0.0);  // 7 idle cores
   EXPECT_EQ(cpu.data_loading_seconds(64, 4, 1, on), 0.0);  // 4 idle cores
-  EXPECT_DOUBLE_EQ(cpu.data_loading_seconds(64, 8, 1, on), 64 * 2e-5);  // all busy: its own samples
-  EXPECT_DOUBLE_EQ(cpu.data_loading_seconds(64, 8, 0, on), 64 * 2e-5);     // cores split among ranks
-  EXPECT_DOUBLE_EQ(cpu.data_loading_seconds(64, 1, 0, on), 64 * 2e-5 / 8);  // one rank on every core
+  EXPECT_DOUBLE_EQ(cpu.data_loading_seconds(64, 8, 1, on), 64 * 2e-5);  // all busy: its own
+  EXPECT_DOUBLE_EQ(cpu.data_loading_seconds(64, 8, 0, on), 64 * 2e-5);  // cores split among ranks
+  EXPECT_DOUBLE_EQ(cpu.data_loading_seconds(64, 1, 0, on), 64 * 2e-5 / 8);  // one on every core
   EXPECT_DOUBLE_EQ(cpu.data_loading_seconds(64, 16, 1, on), 2 * 64 * 2e-5);  // time-shared cores
   EXPECT_DOUBLE_EQ(cpu_node_of(3).data_loading_seconds(10, 3, 0, on), 10 * 2e-5);  // 3 of 3 busy
   MachineDescription unmeasured = cpu;

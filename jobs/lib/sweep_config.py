@@ -50,8 +50,9 @@ SCHEMES = {
 # The options every executable shares (README's table) that a sweep may set for all points.
 # --batch comes from the scaling mode and --out from the point, so neither is listed.
 COMMON_OPTIONS = ("config", "layers", "hidden", "ffn-mult", "ffn-hidden", "image-size", "block",
-                  "epochs", "iters", "warmup", "optimizer", "lr", "seed", "data", "device", "comm",
-                  "precision", "print-every", "eval-samples", "verify", "machine")
+                  "epochs", "iters", "warmup", "optimizer", "lr", "seed", "data", "prefetch",
+                  "device", "comm", "precision", "print-every", "eval-samples", "verify",
+                  "machine")
 
 TOP_KEYS = ("study", "description", "nodes", "tasks_per_node", "scaling", "schemes", "options",
             "time", "repeat")

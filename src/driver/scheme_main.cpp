@@ -69,7 +69,9 @@ int start(const MpiSession& mpi, int argc, char** argv, const SchemeDefinition& 
   share_node_cores(s.placement, s.device.kind);
   bind_gpu(s.placement, s.device.kind);
   s.backend = resolve_comm_backend(o.comm, s.device.kind, s.placement, MPI_COMM_WORLD);
-  const int busy = s.device.kind == DeviceKind::cpu ? s.placement.local_size * cpu::thread_count() : 0;
+  // The node's cores its ranks' compute threads keep busy (none where they compute on GPUs).
+  const int busy =
+      s.device.kind == DeviceKind::cpu ? s.placement.local_size * cpu::thread_count() : 0;
   s.context.loads_ahead =
       loads_ahead(o.prefetch, busy, static_cast<int>(std::thread::hardware_concurrency()));
   s.context.prediction = predict_this_run(scheme, s);
