@@ -303,15 +303,11 @@ double PipelineTrainer<T>::train_step(const HostBatch& rows, int64_t global_batc
     else run_backward(action, global_batch, i, timer);
     set_aside_ahead();
   }
-  {
-    ScopedPhase phase(timer, Phase::backward);
-    for (Chunk& chunk : chunks_)
-      for (auto& send : chunk.input_grad_sends)
-        if (send) {
-          send->wait();
-          send.reset();
-        }
-  }
+  // The last gradients sent leave when the previous stage takes them: a wait for the
+  // neighbour (bubble), as its receive waits are.
+  for (Chunk& chunk : chunks_)
+    for (auto& send : chunk.input_grad_sends)
+      if (send) wait_for_neighbour(send);
 
   // The flush: the loss is complete once the last stage's last forward is; a stage done
   // earlier waits here for the slowest one.

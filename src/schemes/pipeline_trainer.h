@@ -44,8 +44,9 @@ class PipelineTrainer : public SchemeTrainer<T> {
   double train_step(const HostBatch& rows, int64_t global_batch, PhaseTimer& timer) override;
   Evaluation evaluate(const HostBatch& rows, int64_t global_rows) override;
   std::vector<NamedTensor> gather_parameters() override;
-  // Blocked in sends and the gradient all-reduce; receive waits count as bubble instead, so
-  // that /timing/exposed_comm and /timing/bubble are disjoint.
+  // Blocked in sends and the gradient all-reduce; receive waits (and the end of the step's
+  // wait for its last sends to be taken) count as bubble instead, so that
+  // /timing/exposed_comm and /timing/bubble are disjoint.
   double take_blocked_comm_seconds() override;
   std::vector<std::string> extra_timing_names() const override { return {"bubble"}; }
   std::vector<double> take_extra_timings() override;
