@@ -1,7 +1,8 @@
 // bin/plan's link at each message size: a busbw table by size (MPI on CPU cores moves a message
 // that stays in cache faster than one that streams from memory), calibrated from bench_comm's
 // sweep without the dips of a slow size, and refused by name when malformed; DDP's buckets each
-// at their own size; and as many latency terms as the runs make calls.
+// at their own size where they move during compute, else together as one message of their
+// total; and as many latency terms as the runs make calls.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -64,6 +65,13 @@ TEST(PlanLink, EachDdpBucketMovesAtItsOwnSizesBusBandwidth) {
   // Not two calls of the average size: the large bucket moves at the slower busbw of its size.
   EXPECT_GT(allreduce.seconds,
             1.03 * 2 * m.intra_node.seconds(CommKind::all_reduce, 2, allreduce.bytes / 2));
+  // Where nothing moves during compute (CPU ranks) the buckets are in flight together at the
+  // end: one message of their total size.
+  m.comm_overlaps_compute = false;
+  const PredictedComm& together = predict_step(*ddp, m).collectives.at("allreduce");
+  EXPECT_DOUBLE_EQ(together.seconds,
+                   m.intra_node.seconds(CommKind::all_reduce, 2, allreduce.bytes));
+  EXPECT_NE(together.seconds, each);
 }
 
 TEST(PlanLink, LatencyTermsCountTheCallsTheRunsMake) {

@@ -28,7 +28,8 @@ struct RankWork {
   std::map<std::string, double> bytes;  // the scheme's analytic volumes
   std::map<std::string, double> calls;  // collectives per key (latency terms)
   // Where a key's calls differ in size, each call's share of its bytes (DDP's and ZeRO-1/2's
-  // buckets: a 1 MiB first one, then up to --bucket-mb), each priced at its own size's busbw.
+  // buckets: a 1 MiB first one, then up to --bucket-mb), each priced at its own size's busbw
+  // where communication progresses during compute (else all of them as one message).
   std::map<std::string, std::vector<double>> call_shares;
   MemoryNeed memory;
   int stage = 0;  // pipeline: the rank's stage
