@@ -174,8 +174,8 @@ StepPrediction predict_rank(const PlanCandidate& c, const MachineDescription& m,
     p.bubble = work * p.bubble_fraction / (1 - p.bubble_fraction);
   }
   p.exposed_comm = m.comm_overlaps_compute ? exposed_communication(c, p, work, backward) : p.comm;
-  // A pipeline's bubble is a wait for a message: its core is free for the loader's thread then.
   p.data_loading = m.data_loading_seconds(w.loaded_rows, on_node, c.threads_per_rank, o.prefetch);
+  // A pipeline's bubble is a wait for a message: its core is free for the loader's thread then.
   if (m.loads_ahead(o.prefetch, on_node, c.threads_per_rank))
     p.data_loading = std::max(0.0, p.data_loading - p.bubble);
   p.step = work + p.bubble + p.optimizer + p.exposed_comm + p.data_loading;
