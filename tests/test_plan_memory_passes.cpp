@@ -69,6 +69,16 @@ TEST(PlanStep, PostingAReduceScatterCopiesItsSendBufferWhereTheDescriptionSaysSo
     EXPECT_NEAR(copied.send_buffer_copies, 2 * params * 4 / mpi.memory_bandwidth,
                 1e-4 * copied.send_buffer_copies) << label;
     EXPECT_NEAR(copied.step - in_place.step, copied.send_buffer_copies, 1e-12) << label;
+    // Inside the call that starts the reduce-scatter: communication, as the runs measure it.
+    EXPECT_NEAR(copied.exposed_comm - in_place.exposed_comm, copied.send_buffer_copies, 1e-12)
+        << label;
+    EXPECT_DOUBLE_EQ(copied.work(), in_place.work()) << label;
+    // Where collectives overlap compute, the copies still hold up the call that starts them.
+    MachineDescription overlapping_nccl = nccl, overlapping_mpi = mpi;
+    overlapping_nccl.comm_overlaps_compute = overlapping_mpi.comm_overlaps_compute = true;
+    EXPECT_NEAR(predict(label, 4, overlapping_mpi).exposed_comm -
+                    predict(label, 4, overlapping_nccl).exposed_comm,
+                copied.send_buffer_copies, 1e-12) << label;
   }
   // DDP's all-reduce has no reduce-scatter to copy.
   EXPECT_EQ(predict("data --zero 0 --precision fp32", 4, mpi).send_buffer_copies, 0.0);

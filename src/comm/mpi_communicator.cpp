@@ -57,9 +57,10 @@ using detail::ranges_overlap;
 class MpiCommunicator::Request : public CommRequest {
  public:
   // Times on CommLog::steady_seconds(), the clock of the phases and of the timeline.
-  Request(MpiCommunicator& owner, const CommOperation& call)
+  // `called`: when post() was entered (its progress of earlier requests is this call's too).
+  Request(MpiCommunicator& owner, const CommOperation& call, double called)
       : owner_(&owner), kind_(kind_of(call.op)), bytes_(owner.logged_bytes(call)),
-        start_seconds_(CommLog::steady_seconds()),
+        start_seconds_(called),
         call_(owner.log().posted(kind_, owner.name(), bytes_)) {
     if (owner.log().event_sink()) traced_ = owner.event_of(call);
     owner.live_.push_back(this);
@@ -93,6 +94,11 @@ class MpiCommunicator::Request : public CommRequest {
   }
 
   MPI_Request* handle() { return &request_; }
+  // post() is done: the time it took (progress, staging, MPI's start) is blocked time.
+  void posted() {
+    posting_seconds_ = CommLog::steady_seconds() - start_seconds_;
+    owner_->log().add_blocked(posting_seconds_);
+  }
   // The host buffer of count elements (16-bit wire values in `wire` format, else element_size
   // bytes each), filled with the staging's input; wait() copies (or unpacks) its output back.
   std::byte* stage(int64_t count, size_t element_size, StorageFormat wire, const Staging& s) {
@@ -114,7 +120,7 @@ class MpiCommunicator::Request : public CommRequest {
     owner_ = nullptr;
     std::erase(owner.live_, this);
     const double wait_start = CommLog::steady_seconds();
-    owner.progress();
+    owner.test_live();
     check(MPI_Wait(&request_, MPI_STATUS_IGNORE), "MPI_Wait");
     owner.log().finished(call_);
     const Staging& s = staging_;
@@ -130,7 +136,7 @@ class MpiCommunicator::Request : public CommRequest {
     if (CommEventSink* sink = owner.log().event_sink(); sink && traced_) {
       traced_->start = start_seconds_;
       traced_->end = end;
-      traced_->blocked = end - wait_start;
+      traced_->blocked = posting_seconds_ + (end - wait_start);
       sink->comm_event(*traced_);
     }
   }
@@ -139,6 +145,7 @@ class MpiCommunicator::Request : public CommRequest {
   CommKind kind_;
   double bytes_;
   double start_seconds_;
+  double posting_seconds_ = 0;  // inside post(), already counted as blocked
   int64_t call_;  // in the log's recent calls
   std::optional<CommEvent> traced_;  // with a timeline only
   MPI_Request request_ = MPI_REQUEST_NULL;
@@ -191,8 +198,14 @@ void MpiCommunicator::unpack_from_wire(void* dst, const uint16_t* wire, int64_t 
   if (staged()) device_.to_device(dst, host.data(), host.size() * sizeof(float));
 }
 
-void MpiCommunicator::progress() {
+void MpiCommunicator::test_live() {
   for (CommRequest* request : live_) static_cast<Request*>(request)->test();
+}
+
+void MpiCommunicator::progress() {
+  const double start = CommLog::steady_seconds();
+  test_live();
+  log().add_blocked(CommLog::steady_seconds() - start);
 }
 
 bool MpiCommunicator::through_host(const CommOperation& c) const {
@@ -239,13 +252,15 @@ void MpiCommunicator::start_mpi(const CommOperation& c, const void* send, void* 
 }
 
 PendingComm MpiCommunicator::post(const CommOperation& c) {
-  progress();
-  auto request = std::make_unique<Request>(*this, c);
+  const double called = CommLog::steady_seconds();
+  test_live();
+  auto request = std::make_unique<Request>(*this, c, called);
   const bool wire = on_16bit_wire(c.type);
   const MPI_Datatype type = wire ? MPI_UINT16_T : mpi_type(c.type);
   const MPI_Op sum = wire ? sum_op(wire_format()) : MPI_SUM;
   if (!through_host(c)) {
     start_mpi(c, c.send, c.recv, type, sum, request->handle());
+    request->posted();
     return request;
   }
   // One host buffer, used in place; MPI's in-place reduce-scatter leaves the part at the start.
@@ -254,6 +269,7 @@ PendingComm MpiCommunicator::post(const CommOperation& c) {
                                    wire ? wire_format() : StorageFormat::full, staging(c, 0));
   const size_t slot = static_cast<size_t>(c.count * rank_) * element;
   start_mpi(c, c.op == CommOp::all_gather ? host + slot : host, host, type, sum, request->handle());
+  request->posted();
   return request;
 }
 

@@ -3,7 +3,9 @@
 // communicator. Debian's MPICH is not CUDA-aware, so device buffers go through host memory:
 // copied to the host at the call, back in wait(). MPICH advances a non-blocking collective only
 // inside MPI calls, so every new operation and every wait() first tests all outstanding
-// requests: earlier collectives (DDP buckets, ZeRO-3 prefetch) keep moving. A 16-bit wire packs
+// requests: earlier collectives (DDP buckets, ZeRO-3 prefetch) keep moving. That work, and
+// MPI's own in starting a call (MPICH copies and reduces part of a message there), is time the
+// rank spends communicating: the log's blocked time counts the whole call, start and wait. A 16-bit wire packs
 // f32 payloads into host 16-bit values, moves MPI_UINT16_T, sums with a user-defined MPI_Op that
 // adds in float and rounds back, and unpacks in wait().
 #include <mpi.h>
@@ -34,8 +36,10 @@ class MpiCommunicator : public Communicator {
   PendingComm post(const CommOperation& call) override;
   // True when device buffers must go through host memory.
   bool staged() const { return device_.kind() == DeviceKind::cuda; }
-  // MPI_Test on every outstanding request, so that MPICH's progress engine runs.
+  // MPI_Test on every outstanding request, so that MPICH's progress engine runs; its time is
+  // blocked time, as is post()'s.
   void progress() override;
+  void test_live();
   // True when the call goes through a host buffer: device memory, a 16-bit wire, or a send
   // buffer overlapping the receive buffer (which MPI forbids, but for MPI_IN_PLACE).
   bool through_host(const CommOperation& call) const;

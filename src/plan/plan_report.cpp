@@ -35,14 +35,13 @@ void print_explanation(std::FILE* out, const PlannedCandidate& planned, size_t r
   std::fprintf(out, "#%zu %s\n  run it: %s\n", row, planned.candidate.label().c_str(),
                planned.candidate.command().c_str());
   std::fprintf(out, "  step %.3f ms = compute %.3f (GEMMs %.3f, their weights from memory %.3f, "
-               "element-wise %.3f, send-buffer copies %.3f) + bubble %.3f (%.1f%%) + exposed "
-               "communication %.3f + optimizer %.3f + data loading %.3f\n",
+               "element-wise %.3f) + bubble %.3f (%.1f%%) + exposed communication %.3f + "
+               "optimizer %.3f + data loading %.3f\n",
                p.step * 1e3, p.work() * 1e3, p.compute * 1e3, p.weights_from_memory * 1e3,
-               p.elementwise * 1e3, p.send_buffer_copies * 1e3, p.bubble * 1e3,
-               100 * p.bubble_fraction,
+               p.elementwise * 1e3, p.bubble * 1e3, 100 * p.bubble_fraction,
                p.exposed_comm * 1e3, p.optimizer * 1e3, p.data_loading * 1e3);
-  std::fprintf(out, "  communication %.3f ms in all, %.3f ms exposed\n", p.comm * 1e3,
-               p.exposed_comm * 1e3);
+  std::fprintf(out, "  communication %.3f ms in all (send-buffer copies %.3f), %.3f ms exposed\n",
+               p.comm * 1e3, p.send_buffer_copies * 1e3, p.exposed_comm * 1e3);
   if (!p.collectives.empty())
     std::fprintf(out, "    %-22s %6s %6s %12s %8s %10s\n", "collective", "ranks", "link", "MB/step",
                  "calls", "ms");

@@ -174,6 +174,10 @@ StepPrediction predict_rank(const PlanCandidate& c, const MachineDescription& m,
     p.bubble = work * p.bubble_fraction / (1 - p.bubble_fraction);
   }
   p.exposed_comm = m.comm_overlaps_compute ? exposed_communication(c, p, work, backward) : p.comm;
+  // The copies happen inside the call that starts the reduce-scatter: communication time that
+  // nothing hides, as the runs count it.
+  p.exposed_comm += p.send_buffer_copies;
+  p.comm += p.send_buffer_copies;
   p.data_loading = m.data_loading_seconds(w.loaded_rows, on_node, c.threads_per_rank, o.prefetch);
   // A pipeline's bubble is a wait for a message: its core is free for the loader's thread then.
   if (m.loads_ahead(o.prefetch, on_node, c.threads_per_rank))

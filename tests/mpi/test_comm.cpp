@@ -131,6 +131,24 @@ TYPED_TEST(MpiCpuCommTest, LogCountsNcclTestsBytes) {
     testing::check_log_accounting<TypeParam>(this->device, *this->comm, *this->log, count);
 }
 
+// MPICH does part of a collective's work inside the call that starts it: the rank is then
+// communicating, not computing, so starting a call is blocked time before any wait.
+TYPED_TEST(MpiCpuCommTest, StartingACallIsBlockedTime) {
+  const int64_t count = 1 << 16;
+  Buffer<TypeParam> buffer(this->device, count);
+  buffer.upload(testing::ramp<TypeParam>(world_rank(), count));
+  (void)this->log->take_blocked_seconds();
+  PendingComm pending = this->comm->all_reduce_async(buffer.data(), buffer.data(), count,
+                                                     data_type_of<TypeParam>());
+  const double started = this->log->take_blocked_seconds();
+  EXPECT_GT(started, 0.0) << "the start of the call was not counted";
+  pending->wait();
+  const double waited = this->log->take_blocked_seconds();
+  const double call = this->log->take_totals().at("allreduce").seconds;
+  EXPECT_GE(waited, 0.0);
+  EXPECT_LE(started + waited, call + 1e-9) << "blocked time exceeds start-to-completion time";
+}
+
 // A communicator that is destroyed with requests in flight completes them first.
 TEST_F(MpiTest, CommunicatorDestroyedWithRequestsInFlight) {
   Device device(DeviceKind::cpu);
