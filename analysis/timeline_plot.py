@@ -3,8 +3,8 @@ below, coloured by kind; idle time (a pipeline's bubbles) is the empty space.
 
 usage: .venv/bin/python analysis/timeline_plot.py TRACE.json OUT.png [--steps N]
 
-Communication is drawn as a thin line from the call's posting to its completion and as a full
-bar for the part the rank spent blocked waiting on it. --steps N shows the last N steps
+Communication is drawn as a thin line from the call's posting to its completion and as full
+bars for the parts the rank spent blocked in it: starting it (started_us, MPI) and waiting. --steps N shows the last N steps
 (default 2; 0: the whole run). Exit status: 0, 1 when the file is not a trace-event JSON file,
 2 for a bad command line.
 """
@@ -75,10 +75,13 @@ def draw(events, other, steps, title=None):
             offset, height = COMM_ROW
             ax.broken_barh([(x, width)], (y + offset + height - IN_FLIGHT, IN_FLIGHT),
                            facecolors=colour, alpha=0.5)
-            blocked = min(e.get("args", {}).get("blocked_us", 0) / 1e3, width)
-            if blocked > 0:
-                ax.broken_barh([(x + width - blocked, blocked)], (y + offset, height),
-                               facecolors=colour)
+            # Blocked in the call that started it (MPI), then in its wait, at the end.
+            args = e.get("args", {})
+            started = min(args.get("started_us", 0) / 1e3, width)
+            waited = min(args.get("blocked_us", 0) / 1e3 - started, width - started)
+            for at, length in ((x, started), (x + width - waited, waited)):
+                if length > 0:
+                    ax.broken_barh([(at, length)], (y + offset, height), facecolors=colour)
         elif e["name"] == "step":  # a tick where each step begins
             ax.plot([x, x], [y, y + 1], color="black", linewidth=0.6)
             continue

@@ -27,6 +27,7 @@ TraceEvent comm(const char* name, double start, double end, int peer = -1) {
   e.group = "pipe";
   e.bytes = 4096;
   e.blocked = 0.5e-3;
+  e.started = 0.125e-3;
   e.peer = peer;
   return e;
 }
@@ -75,6 +76,7 @@ TEST(RankTraceJson, OverlappingCallsGoOnSeparateThreadsWithTheirDetails) {
   EXPECT_EQ(x[2]["args"]["bytes"], 4096);
   EXPECT_EQ(x[2]["args"]["peer"], 2);
   EXPECT_DOUBLE_EQ(x[2]["args"]["blocked_us"].get<double>(), 500.0);
+  EXPECT_DOUBLE_EQ(x[2]["args"]["started_us"].get<double>(), 125.0);
 }
 
 TEST(RankTraceJson, AnEventEndingBeforeItStartsHasZeroDuration) {

@@ -57,6 +57,7 @@ struct CommEvent {
   double bytes = 0;       // as the totals count them
   int peer = -1;          // send/recv: the other rank, broadcast: the root (ranks of the group)
   double start = 0, end = 0, blocked = 0;
+  double started = 0;  // of `blocked`, the part inside the call that started it (MPI)
 };
 
 // Where a log hands each completed call when a timeline is recorded.

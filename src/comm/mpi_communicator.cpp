@@ -137,6 +137,7 @@ class MpiCommunicator::Request : public CommRequest {
       traced_->start = start_seconds_;
       traced_->end = end;
       traced_->blocked = posting_seconds_ + (end - wait_start);
+      traced_->started = posting_seconds_;
       sink->comm_event(*traced_);
     }
   }

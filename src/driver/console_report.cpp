@@ -73,7 +73,7 @@ void print_summary(const RunRecord& record, int64_t iterations, int64_t warmup,
                 "recompute", recompute * 1e3, 100.0 * recompute / step);
   const auto exposed_it = record.timing.find("exposed_comm");
   const double exposed = exposed_it == record.timing.end() ? 0.0 : median_of(exposed_it->second);
-  std::printf("  %-14s %12.3f %7.1f%%   (blocked waiting for communication, inside the phases)\n",
+  std::printf("  %-14s %12.3f %7.1f%%   (blocked in communication calls, inside the phases)\n",
               "exposed comm", exposed * 1e3, 100.0 * exposed / step);
   const double other = step - phases_total;
   std::printf("  %-14s %12.3f %7.1f%%   (step − phases: host work and waits outside them)\n",

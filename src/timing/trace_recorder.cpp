@@ -17,6 +17,8 @@ using nlohmann::json;
 
 // Nanoseconds from the origin (the clock's resolution), so that ts and dur print exactly.
 long long nanos(double seconds, double origin) { return std::llround((seconds - origin) * 1e9); }
+// A duration in microseconds, to the nanosecond.
+double micros(double seconds) { return static_cast<double>(nanos(seconds, 0)) / 1e3; }
 
 json metadata(const char* name, int rank, int thread, const json& args) {
   return {{"name", name}, {"ph", "M"}, {"ts", 0}, {"pid", rank}, {"tid", thread}, {"args", args}};
@@ -74,7 +76,7 @@ std::string rank_trace_json(int rank, std::span<const TraceEvent> events, double
     if (e.step >= 0) event["args"] = {{"iteration", e.step}, {"warmup", e.step < warmup}};
     if (std::strcmp(e.category, "comm") == 0) {
       event["args"] = {{"kind", e.name}, {"group", e.group}, {"bytes", std::llround(e.bytes)},
-                       {"blocked_us", static_cast<double>(std::llround(e.blocked * 1e9)) / 1e3}};
+                       {"blocked_us", micros(e.blocked)}, {"started_us", micros(e.started)}};
       if (e.peer >= 0) event["args"]["peer"] = e.peer;
     }
     out.push_back(std::move(event));
@@ -111,7 +113,8 @@ void TraceRecorder::step(double start, double end) {
 }
 
 void TraceRecorder::comm_event(const CommEvent& e) {
-  events_.push_back({e.name, "comm", e.start, e.end, -1, e.group, e.bytes, e.blocked, e.peer});
+  events_.push_back(
+      {e.name, "comm", e.start, e.end, -1, e.group, e.bytes, e.blocked, e.started, e.peer});
 }
 
 size_t TraceRecorder::write(const std::string& path, const std::string& other,

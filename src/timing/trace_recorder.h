@@ -30,7 +30,7 @@ struct TraceEvent {
   int64_t step = -1;  // "step": the iteration; else -1
   // "comm" only.
   std::string group;
-  double bytes = 0, blocked = 0;
+  double bytes = 0, blocked = 0, started = 0;  // started: of blocked, in the starting call
   int peer = -1;
 };
 
