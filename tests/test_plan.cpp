@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <tuple>
 
 #include "src/errors.h"
 #include "src/memory/scheme_memory.h"
@@ -132,6 +133,29 @@ std::string kernels_at_rows(int rows, double block, double square) {
          entry("gemm/cpu/f64/NN/m:2048/n:2048/k:2048", square / 2) + "," +
          R"({"name": "copy/cpu/f32/n:1024", "run_type": "iteration", "real_time": 1, )"
          R"("GB/s": 12}]})";
+}
+
+// A square GEMM runs once per file: one slow run must not lift its batch's fraction.
+TEST_F(PlanMachineFile, GemmRateByRowsIsOverTheFilesMedianSquare) {
+  std::vector<KernelRates> by_rows;
+  for (const auto& [rows, block, square] :
+       {std::tuple{8, 0.02, 0.04}, std::tuple{16, 0.03, 0.05}, std::tuple{64, 0.04, 0.03}}) {
+    const std::string path = (dir_ / ("rows" + std::to_string(rows) + ".json")).string();
+    std::ofstream(path) << kernels_at_rows(rows, block, square);
+    by_rows.emplace_back(path);
+  }
+  const std::string kernels = (dir_ / "kernels.json").string();
+  std::ofstream(kernels) << kernels_at_rows(32, 0.03, 0.04);
+  CommBenchRecord comm;
+  comm.string_attributes = {{"backend", "mpi"}, {"device", "cpu"}, {"hosts", "node1"}};
+  comm.integer_attributes = {{"ranks", 2}};
+  comm.sweeps.push_back({"allreduce", {8, 1 << 20}, {2, 262144}, {6e-6, 1e-3},
+                         {0.0013, 1.05}, {0.002, 1.6}, {0, 0}});
+  const MachineDescription m = load_machine_description(write(
+      calibrated_machine({KernelRates(kernels), comm, "comm.h5", 2, 8e9, "test", by_rows}).dump()));
+  EXPECT_DOUBLE_EQ(m.gemm_efficiency(8), 0.02 / 0.04);  // the median square: 0.04
+  EXPECT_DOUBLE_EQ(m.gemm_efficiency(16), 0.03 / 0.04);
+  EXPECT_DOUBLE_EQ(m.gemm_efficiency(64), 0.04 / 0.04);  // not over its own slow square's 0.03
 }
 
 TEST_F(PlanMachineFile, GemmRateByRowsIsMeasuredAndInterpolated) {
