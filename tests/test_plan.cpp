@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <tuple>
 
 #include "src/errors.h"
@@ -135,48 +137,49 @@ std::string kernels_at_rows(int rows, double block, double square) {
          R"("GB/s": 12}]})";
 }
 
-// A square GEMM runs once per file: one slow run must not lift its batch's fraction.
-TEST_F(PlanMachineFile, GemmRateByRowsIsOverTheFilesMedianSquare) {
+// bench_kernels files of (rows, the model's GEMM rate, the square's rate) in `dir`.
+std::vector<KernelRates> rows_files(const std::filesystem::path& dir,
+                                    std::initializer_list<std::tuple<int, double, double>> files) {
   std::vector<KernelRates> by_rows;
-  for (const auto& [rows, block, square] :
-       {std::tuple{8, 0.02, 0.04}, std::tuple{16, 0.03, 0.05}, std::tuple{64, 0.04, 0.03}}) {
-    const std::string path = (dir_ / ("rows" + std::to_string(rows) + ".json")).string();
+  for (const auto& [rows, block, square] : files) {
+    const std::string path = (dir / ("rows" + std::to_string(rows) + ".json")).string();
     std::ofstream(path) << kernels_at_rows(rows, block, square);
     by_rows.emplace_back(path);
   }
-  const std::string kernels = (dir_ / "kernels.json").string();
+  return by_rows;
+}
+
+// The description --calibrate writes from kernels at 32 rows in `dir`, a 2-rank all-reduce sweep
+// and `by_rows`.
+nlohmann::json calibrated_at_32_rows(const std::filesystem::path& dir,
+                                     const std::vector<KernelRates>& by_rows) {
+  const std::string kernels = (dir / "kernels.json").string();
   std::ofstream(kernels) << kernels_at_rows(32, 0.03, 0.04);
   CommBenchRecord comm;
   comm.string_attributes = {{"backend", "mpi"}, {"device", "cpu"}, {"hosts", "node1"}};
   comm.integer_attributes = {{"ranks", 2}};
   comm.sweeps.push_back({"allreduce", {8, 1 << 20}, {2, 262144}, {6e-6, 1e-3},
                          {0.0013, 1.05}, {0.002, 1.6}, {0, 0}});
-  const MachineDescription m = load_machine_description(write(
-      calibrated_machine({KernelRates(kernels), comm, "comm.h5", 2, 8e9, "test", by_rows}).dump()));
+  return calibrated_machine({KernelRates(kernels), comm, "comm.h5", 2, 8e9, "test", by_rows});
+}
+
+// A square GEMM runs once per file: one slow run must not lift its batch's fraction.
+TEST_F(PlanMachineFile, GemmRateByRowsIsOverTheFilesMedianSquare) {
+  const auto by_rows = rows_files(dir_, {{8, 0.02, 0.04}, {16, 0.03, 0.05}, {64, 0.04, 0.03}});
+  const MachineDescription m =
+      load_machine_description(write(calibrated_at_32_rows(dir_, by_rows).dump()));
   EXPECT_DOUBLE_EQ(m.gemm_efficiency(8), 0.02 / 0.04);  // the median square: 0.04
   EXPECT_DOUBLE_EQ(m.gemm_efficiency(16), 0.03 / 0.04);
   EXPECT_DOUBLE_EQ(m.gemm_efficiency(64), 0.04 / 0.04);  // not over its own slow square's 0.03
 }
 
 TEST_F(PlanMachineFile, GemmRateByRowsIsMeasuredAndInterpolated) {
-  std::vector<KernelRates> by_rows;
-  for (const auto& [rows, block] : {std::pair{64, 0.04}, std::pair{8, 0.02}}) {
-    const std::string path = (dir_ / ("rows" + std::to_string(rows) + ".json")).string();
-    std::ofstream(path) << kernels_at_rows(rows, block, 0.04);
-    by_rows.emplace_back(path);
-  }
-  const std::string kernels = (dir_ / "kernels.json").string();
-  std::ofstream(kernels) << kernels_at_rows(32, 0.03, 0.04);
-  CommBenchRecord comm;
-  comm.string_attributes = {{"backend", "mpi"}, {"device", "cpu"}, {"hosts", "node1"}};
-  comm.integer_attributes = {{"ranks", 2}};
-  comm.sweeps.push_back({"allreduce", {8, 1 << 20}, {2, 262144}, {6e-6, 1e-3},
-                         {0.0013, 1.05}, {0.002, 1.6}, {0, 0}});
-  const KernelRates rates(kernels);
+  const auto by_rows = rows_files(dir_, {{64, 0.04, 0.04}, {8, 0.02, 0.04}});
+  const nlohmann::json calibrated = calibrated_at_32_rows(dir_, by_rows);
+  const KernelRates rates((dir_ / "kernels.json").string());
   EXPECT_EQ(rates.model_batch(), 32);
   EXPECT_EQ(rates.cpu_threads(), 1);
-  const MachineDescription m = load_machine_description(
-      write(calibrated_machine({rates, comm, "comm.h5", 2, 8e9, "test", by_rows}).dump()));
+  const MachineDescription m = load_machine_description(write(calibrated.dump()));
   EXPECT_DOUBLE_EQ(m.gemm_fp32_flops, 0.08e12);  // one thread's rate times the node's 2 cores
   ASSERT_EQ(m.gemm_rows_fraction.size(), 2u);    // sorted by rows
   EXPECT_DOUBLE_EQ(m.gemm_efficiency(8), 0.5);
@@ -198,8 +201,7 @@ TEST_F(PlanMachineFile, GemmRateByRowsIsMeasuredAndInterpolated) {
   bad.replace(bad.find("batch 8"), 7, "no batch");
   const std::string bad_path = (dir_ / "bad.json").string();
   std::ofstream(bad_path) << bad;
-  EXPECT_THROW(calibrated_machine({rates, comm, "comm.h5", 2, 8e9, "test", {KernelRates(bad_path)}}),
-               InputError);
+  EXPECT_THROW(calibrated_at_32_rows(dir_, {KernelRates(bad_path)}), InputError);
 }
 
 TEST(PlanMachine, RatesAreSharedByTheCoresARanksThreadsUse) {
