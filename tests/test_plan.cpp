@@ -1,22 +1,13 @@
-// bin/plan's pieces: the link model, machine descriptions, the candidates (each one a grid its
-// scheme accepts), the pipeline's analytic volumes, and the step model's arithmetic.
+// bin/plan's pieces: the link model, the candidates (each one a grid its scheme accepts), the
+// pipeline's analytic volumes, and the step model's arithmetic (machine description files:
+// test_plan_machine_file.cpp).
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <cmath>
-#include <filesystem>
-#include <fstream>
-#include <initializer_list>
-#include <tuple>
-
-#include "src/errors.h"
 #include "src/memory/scheme_memory.h"
-#include "src/plan/machine_calibration.h"
 #include "src/plan/plan_candidates.h"
 #include "src/plan/step_prediction.h"
 #include "src/schemes/pipeline_volumes.h"
 #include "tests/plan_test_inputs.h"
-#include "tests/temp_dir_test.h"
 
 namespace mlps {
 namespace {
@@ -28,180 +19,6 @@ TEST(PlanLink, AlphaBetaPerRingStepAndBusBytes) {
   EXPECT_DOUBLE_EQ(link.seconds(CommKind::all_gather, 4, 1e6), 3e-6 + 0.75e-3);
   EXPECT_DOUBLE_EQ(link.seconds(CommKind::send_recv, 2, 1e6), 1e-6 + 1e-3);
   EXPECT_EQ(link.seconds(CommKind::all_reduce, 1, 1e6), 0);
-}
-
-class PlanMachineFile : public TempDirTest {
- protected:
-  PlanMachineFile() : TempDirTest("mlpscale_plan_") {}
-  std::string write(const std::string& text) {
-    const std::string path = (dir_ / "machine.json").string();
-    std::ofstream(path) << text;
-    return path;
-  }
-};
-
-TEST_F(PlanMachineFile, ShippedDescriptionsLoad) {
-  for (const char* path :
-       {"inputs/machines/h100-cluster.json", "inputs/machines/a100-cluster.json"}) {
-    const MachineDescription m = load_machine_description(path);
-    EXPECT_EQ(m.ranks_per_node, 8) << path;
-    EXPECT_FALSE(m.ranks_share_node) << path;
-    EXPECT_GT(m.gemm_fp32_flops, 1e13) << path;
-    EXPECT_GT(m.intra_node.bus_bandwidth, m.inter_node.bus_bandwidth) << path;
-  }
-}
-
-TEST_F(PlanMachineFile, AFigureWithoutItsSourceIsRefusedByName) {
-  const std::string figure = R"({"value": 1e9, "source": "datasheet"})";
-  const std::string link =
-      R"({"latency_seconds": )" + figure + R"(, "bus_bandwidth": )" + figure + "}";
-  const std::string good = R"({"name": "m", "ranks_per_node": 4, "ranks_share_node": true,
-      "comm_overlaps_compute": false,
-      "memory_bytes": )" + figure + R"(, "gemm_fp32_flops": )" + figure +
-      R"(, "gemm_fp64_flops": )" + figure + R"(, "memory_bandwidth": )" + figure +
-      R"(, "intra_node": )" + link + R"(, "inter_node": )" + link + "}";
-  const MachineDescription m = load_machine_description(write(good));
-  EXPECT_DOUBLE_EQ(m.gemm_flops(Precision::fp32, 4), 1e9 / 4);  // four ranks share the node
-  EXPECT_FALSE(m.reduce_scatter_copies_send_buffer);            // optional: absent, no copies
-  std::string unsourced = good;
-  unsourced.replace(unsourced.find("\"datasheet\""), 11, "\"\"");
-  try {
-    load_machine_description(write(unsourced));
-    FAIL() << "an unsourced figure was accepted";
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("memory_bytes"), std::string::npos) << e.what();
-  }
-  EXPECT_THROW(load_machine_description(write("{")), InputError);
-  EXPECT_THROW(load_machine_description((dir_ / "absent.json").string()), InputError);
-}
-
-TEST_F(PlanMachineFile, CalibrationTakesTheBestRatesAndTheCommSweepsEnds) {
-  const std::string kernels = (dir_ / "kernels.json").string();
-  std::ofstream(kernels) << R"({"benchmarks": [
-    {"name": "gemm/cpu/f32/NN/m:8/n:8/k:8", "run_type": "iteration", "real_time": 1,
-     "TFLOP/s": 0.01},
-    {"name": "gemm/cpu/f32/NN/m:64/n:64/k:64", "run_type": "iteration", "real_time": 1,
-     "TFLOP/s": 0.05},
-    {"name": "gemm/cpu/f64/NN/m:64/n:64/k:64", "run_type": "iteration", "real_time": 1,
-     "TFLOP/s": 0.02},
-    {"name": "copy/cpu/f32/n:1024", "run_type": "iteration", "real_time": 1, "GB/s": 12},
-    {"name": "stream_add/cpu/f32/n:1024", "run_type": "iteration", "real_time": 1,
-     "GB/s": 15}]})";
-  CommBenchRecord written;
-  written.string_attributes = {{"backend", "mpi"}, {"device", "cpu"}, {"hosts", "node1"}};
-  written.integer_attributes = {{"ranks", 4}};
-  written.sweeps.push_back({"allreduce", {8, 1 << 20}, {2, 262144}, {6e-6, 1e-3},
-                            {0.0013, 1.05}, {0.002, 1.6}, {0, 0}});
-  const std::string comm = (dir_ / "comm.h5").string();
-  write_comm_bench_hdf5(comm, written);
-  const KernelRates rates(kernels);
-  const CommBenchRecord read = read_comm_bench_hdf5(comm);
-  const std::string machine = write(
-      calibrated_machine({rates, read, comm, 2, 8e9, "test"}).dump());
-  const MachineDescription m = load_machine_description(machine);
-  EXPECT_DOUBLE_EQ(m.optimizer_bandwidth, m.memory_bandwidth);  // no Adam file: the stream's
-  const std::string adam = (dir_ / "adam.json").string();
-  std::ofstream(adam) << R"({"context": {"mlpscale_cpu_threads": "1"}, "benchmarks": [
-    {"name": "adam_update/cpu/f32/n:16777216", "run_type": "iteration", "real_time": 1,
-     "GB/s": 25}]})";
-  const KernelRates adam_rates(adam);
-  const MachineDescription with_adam = load_machine_description(write(
-      calibrated_machine({rates, read, comm, 2, 8e9, "test", {}, &adam_rates}).dump()));
-  EXPECT_DOUBLE_EQ(with_adam.optimizer_bandwidth, 50e9);  // one thread's, for the node's 2 cores
-  EXPECT_DOUBLE_EQ(m.gemm_fp32_flops, 0.05e12);  // the fastest GEMM of its type
-  EXPECT_DOUBLE_EQ(m.gemm_fp64_flops, 0.02e12);
-  EXPECT_DOUBLE_EQ(m.memory_bandwidth, 15e9);     // the faster of copy and STREAM add
-  EXPECT_DOUBLE_EQ(m.intra_node.latency_seconds, 6e-6 / 6);  // 2(n − 1) ring steps
-  EXPECT_DOUBLE_EQ(m.intra_node.bus_bandwidth, 1.6e9);        // the largest message's busbw
-  EXPECT_TRUE(m.ranks_share_node);  // CPU ranks share the node, and nothing overlaps
-  EXPECT_FALSE(m.comm_overlaps_compute);
-  EXPECT_TRUE(m.reduce_scatter_copies_send_buffer);  // MPI's collectives
-  EXPECT_EQ(m.ranks_per_node, 2);
-  EXPECT_THROW(read_comm_bench_hdf5(kernels), InputError);  // not an HDF5 bench_comm file
-}
-
-// bench_kernels JSON at one batch: the model's GEMMs at `block` TFLOP/s, the square at `square`.
-std::string kernels_at_rows(int rows, double block, double square) {
-  const std::string r = std::to_string(rows);
-  auto entry = [](const std::string& name, double rate) {
-    return R"({"name": ")" + name + R"(", "run_type": "iteration", "real_time": 1, "TFLOP/s": )" +
-           std::to_string(rate) + "}";
-  };
-  return R"({"context": {"mlpscale_model": "image_size 8, hidden 64, layers 1, ffn_mult 4, )"
-         R"(batch )" + r + R"(", "mlpscale_cpu_threads": "1"}, "benchmarks": [)" +
-         entry("gemm/cpu/f32/NT/m:" + r + "/n:256/k:64", block) + "," +
-         entry("gemm/cpu/f32/TN/m:256/n:64/k:" + r, block) + "," +
-         entry("gemm/cpu/f32/NN/m:2048/n:2048/k:2048", square) + "," +
-         entry("gemm/cpu/f64/NN/m:2048/n:2048/k:2048", square / 2) + "," +
-         R"({"name": "copy/cpu/f32/n:1024", "run_type": "iteration", "real_time": 1, )"
-         R"("GB/s": 12}]})";
-}
-
-// bench_kernels files of (rows, the model's GEMM rate, the square's rate) in `dir`.
-std::vector<KernelRates> rows_files(const std::filesystem::path& dir,
-                                    std::initializer_list<std::tuple<int, double, double>> files) {
-  std::vector<KernelRates> by_rows;
-  for (const auto& [rows, block, square] : files) {
-    const std::string path = (dir / ("rows" + std::to_string(rows) + ".json")).string();
-    std::ofstream(path) << kernels_at_rows(rows, block, square);
-    by_rows.emplace_back(path);
-  }
-  return by_rows;
-}
-
-// The description --calibrate writes from kernels at 32 rows in `dir`, a 2-rank all-reduce sweep
-// and `by_rows`.
-nlohmann::json calibrated_at_32_rows(const std::filesystem::path& dir,
-                                     const std::vector<KernelRates>& by_rows) {
-  const std::string kernels = (dir / "kernels.json").string();
-  std::ofstream(kernels) << kernels_at_rows(32, 0.03, 0.04);
-  CommBenchRecord comm;
-  comm.string_attributes = {{"backend", "mpi"}, {"device", "cpu"}, {"hosts", "node1"}};
-  comm.integer_attributes = {{"ranks", 2}};
-  comm.sweeps.push_back({"allreduce", {8, 1 << 20}, {2, 262144}, {6e-6, 1e-3},
-                         {0.0013, 1.05}, {0.002, 1.6}, {0, 0}});
-  return calibrated_machine({KernelRates(kernels), comm, "comm.h5", 2, 8e9, "test", by_rows});
-}
-
-// A square GEMM runs once per file: one slow run must not lift its batch's fraction.
-TEST_F(PlanMachineFile, GemmRateByRowsIsOverTheFilesMedianSquare) {
-  const auto by_rows = rows_files(dir_, {{8, 0.02, 0.04}, {16, 0.03, 0.05}, {64, 0.04, 0.03}});
-  const MachineDescription m =
-      load_machine_description(write(calibrated_at_32_rows(dir_, by_rows).dump()));
-  EXPECT_DOUBLE_EQ(m.gemm_efficiency(8), 0.02 / 0.04);  // the median square: 0.04
-  EXPECT_DOUBLE_EQ(m.gemm_efficiency(16), 0.03 / 0.04);
-  EXPECT_DOUBLE_EQ(m.gemm_efficiency(64), 0.04 / 0.04);  // not over its own slow square's 0.03
-}
-
-TEST_F(PlanMachineFile, GemmRateByRowsIsMeasuredAndInterpolated) {
-  const auto by_rows = rows_files(dir_, {{64, 0.04, 0.04}, {8, 0.02, 0.04}});
-  const nlohmann::json calibrated = calibrated_at_32_rows(dir_, by_rows);
-  const KernelRates rates((dir_ / "kernels.json").string());
-  EXPECT_EQ(rates.model_batch(), 32);
-  EXPECT_EQ(rates.cpu_threads(), 1);
-  const MachineDescription m = load_machine_description(write(calibrated.dump()));
-  EXPECT_DOUBLE_EQ(m.gemm_fp32_flops, 0.08e12);  // one thread's rate times the node's 2 cores
-  ASSERT_EQ(m.gemm_rows_fraction.size(), 2u);    // sorted by rows
-  EXPECT_DOUBLE_EQ(m.gemm_efficiency(8), 0.5);
-  EXPECT_DOUBLE_EQ(m.gemm_efficiency(4), 0.5);   // the end values beyond the table
-  EXPECT_DOUBLE_EQ(m.gemm_efficiency(64), 1.0);
-  EXPECT_DOUBLE_EQ(m.gemm_efficiency(1000), 1.0);
-  EXPECT_NEAR(m.gemm_efficiency(std::sqrt(8.0 * 64)), 0.75, 1e-12);  // halfway in log(rows)
-
-  // The serial step's GEMMs run at the rate for its batch, here 32 rows.
-  Options o = small_options();
-  PlanCandidate serial = *find(enumerate_candidates(o, 1, {Precision::fp32}),
-                               "serial --precision fp32");
-  serial.threads_per_rank = 1;
-  const double flops = 6 * static_cast<double>(parameter_count(o.model)) * 32;
-  const double rate = 0.08e12 / 2 * (0.5 + 0.5 * std::log(4.0) / std::log(8.0));
-  EXPECT_NEAR(predict_step(serial, m).compute, flops / rate, 1e-12);
-
-  std::string bad = kernels_at_rows(8, 0.02, 0.04);
-  bad.replace(bad.find("batch 8"), 7, "no batch");
-  const std::string bad_path = (dir_ / "bad.json").string();
-  std::ofstream(bad_path) << bad;
-  EXPECT_THROW(calibrated_at_32_rows(dir_, {KernelRates(bad_path)}), InputError);
 }
 
 TEST(PlanMachine, RatesAreSharedByTheCoresARanksThreadsUse) {
