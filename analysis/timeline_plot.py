@@ -4,8 +4,8 @@ below, coloured by kind; idle time (a pipeline's bubbles) is the empty space.
 usage: .venv/bin/python analysis/timeline_plot.py TRACE.json OUT.png [--steps N]
 
 Communication is drawn as a thin line from the call's posting to its completion and as full
-bars for the parts the rank spent blocked in it: starting it (started_us, MPI) and waiting. --steps N shows the last N steps
-(default 2; 0: the whole run). Exit status: 0, 1 when the file is not a trace-event JSON file,
+bars for the parts the rank spent blocked in it: starting it (started_us, MPI) and waiting.
+--steps N shows the last N steps (default 2; 0: the whole run). Exit status: 0, 1 when the file is not a trace-event JSON file,
 2 for a bad command line.
 """
 import argparse

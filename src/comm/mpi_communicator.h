@@ -5,9 +5,9 @@
 // inside MPI calls, so every new operation and every wait() first tests all outstanding
 // requests: earlier collectives (DDP buckets, ZeRO-3 prefetch) keep moving. That work, and
 // MPI's own in starting a call (MPICH copies and reduces part of a message there), is time the
-// rank spends communicating: the log's blocked time counts the whole call, start and wait. A 16-bit wire packs
-// f32 payloads into host 16-bit values, moves MPI_UINT16_T, sums with a user-defined MPI_Op that
-// adds in float and rounds back, and unpacks in wait().
+// rank spends communicating: the log's blocked time counts the whole call, start and wait. A
+// 16-bit wire packs f32 payloads into host 16-bit values, moves MPI_UINT16_T, sums with a
+// user-defined MPI_Op that adds in float and rounds back, and unpacks in wait().
 #include <mpi.h>
 
 #include "src/comm/communicator.h"
@@ -39,7 +39,7 @@ class MpiCommunicator : public Communicator {
   // MPI_Test on every outstanding request, so that MPICH's progress engine runs; its time is
   // blocked time, as is post()'s.
   void progress() override;
-  void test_live();
+  void test_live();  // the same, untimed: inside post() and wait(), which time themselves
   // True when the call goes through a host buffer: device memory, a 16-bit wire, or a send
   // buffer overlapping the receive buffer (which MPI forbids, but for MPI_IN_PLACE).
   bool through_host(const CommOperation& call) const;
