@@ -1,8 +1,9 @@
 // bin/bench_comm: message-size sweeps of every collective of the Comm seam, in the manner of
 // nccl-tests (all_reduce_perf and friends, same flags and size conventions): per size a warm-up,
-// a timed loop and check iterations on inputs whose results are exact integers. The table goes
-// to stdout, the sweeps to an HDF5 file (results/README.md, "Collective benchmark files"). Exit
-// status 0 when every element was right, 1 otherwise, 2 for bad options.
+// a timed loop and check iterations on inputs whose results are exact integers (--evict-bytes:
+// each timed call alone, after writing other memory, for buffers out of the caches). The table
+// goes to stdout, the sweeps to an HDF5 file (results/README.md, "Collective benchmark files").
+// Exit status 0 when every element was right, 1 otherwise, 2 for bad options.
 // The pieces live in bench/support: the options, one engine per collective, the sweep driver
 // with its exact-answer check, and the table/HDF5 output.
 #include <mpi.h>
@@ -65,9 +66,13 @@ int run(int argc, char** argv, const MpiSession& mpi) {
   setup.max_bytes = o.max_bytes.empty() ? (setup.device == DeviceKind::cuda ? kDefaultMaxBytesCuda
                                                                             : kDefaultMaxBytesCpu)
                                         : *parse_bytes(o.max_bytes);
+  setup.evict_bytes = *parse_bytes(o.evict_bytes);
   if (setup.min_bytes > setup.max_bytes)
     throw InputError("--minbytes " + o.min_bytes + " is larger than --maxbytes " +
                      (o.max_bytes.empty() ? std::to_string(setup.max_bytes) : o.max_bytes));
+  // As the training runs: a rank's CPU kernels (--evict-bytes' writes) on its share of the cores,
+  // not on threads that would spin on the core another rank is communicating on.
+  share_node_cores(placement, setup.device);
   const int gpu = bind_gpu(placement, setup.device);
   check_sweeps_fit(o, setup, placement, mpi.size());  // on the bound GPU
   setup.backend = resolve_comm_backend(o.comm, setup.device, placement, MPI_COMM_WORLD);

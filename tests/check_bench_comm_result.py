@@ -5,6 +5,7 @@ Prints the problems found on one line (nothing when there are none); exit status
 """
 import math, sys
 import h5py
+import numpy as np
 
 from result_checks import run_checks
 
@@ -20,6 +21,9 @@ def check(problems):
                                ("backend", "mpi"), ("device", "cpu")]:
             if a.get(name) != expected:
                 problems.append(f"attribute {name} is {a.get(name)!r}, expected {expected!r}")
+        evict = a.get("evict_bytes")
+        if not isinstance(evict, (int, np.integer)) or evict < 0:
+            problems.append(f"attribute evict_bytes is {evict!r}, expected a count of bytes")
         for name in ["hosts", "command_line", "git_commit", "mpi_version", "start_time"]:
             if not isinstance(a.get(name), str) or not a.get(name):
                 problems.append(f"attribute {name} missing or empty")

@@ -89,6 +89,19 @@ expect_sweep "3 ranks (not a power of two): every collective, no wrong elements"
 expect_sweep "2 ranks: one collective in double, two check iterations" 2 double allreduce \
   -- -b 8 -e 4K -n 2 -w 1 -c 2 --op allreduce -d double
 
+# --evict-bytes: each timed call alone after writing other memory; still exact, and recorded.
+expect_sweep "2 ranks: --evict-bytes 1M, every collective, no wrong elements" 2 float \
+  "${all_ops[@]}" -- -b 8 -e 64K -n 2 -w 1 --evict-bytes 1M
+grep -q '^# evict: each rank writes 1048576 bytes' "$tmp/stdout" || problem "no '# evict:' line"
+if ((have_h5py)); then
+  evict=$("$python" -c 'import h5py, sys; print(h5py.File(sys.argv[1]).attrs["evict_bytes"])' \
+    "$tmp/out/2.h5" 2>&1)
+  [[ $evict == 1048576 ]] || problem "attribute evict_bytes is '$evict', expected 1048576"
+  report "--evict-bytes is announced and recorded"
+else
+  skip "--evict-bytes is announced and recorded" "h5py not available ($python)"
+fi
+
 # The default file name, relative to the working directory.
 run_bench 2 -b 8 -e 256 -n 1 -w 0 --op sendrecv
 ((rc == 0)) || exit_problem
@@ -131,6 +144,7 @@ expect_input_error "--minbytes larger than --maxbytes" "minbytes.*maxbytes" -b 6
 expect_input_error "size that is not a size" "12X" -b 12X
 expect_input_error "unknown collective" "--op" --op alltoall
 expect_input_error "step factor below 2" "stepfactor" -f 1
+expect_input_error "--evict-bytes that is not a size" "evict-bytes" --evict-bytes lots
 expect_input_error "--comm nccl on the cpu backend" "nccl" --comm nccl --device cpu
 
 # A bad --out is refused before the sweep: a directory, and a place nobody can write.

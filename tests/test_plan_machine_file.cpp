@@ -138,17 +138,29 @@ std::vector<KernelRates> rows_files(const std::filesystem::path& dir,
 }
 
 // The description --calibrate writes from kernels at 32 rows in `dir`, a 2-rank all-reduce sweep
-// and `by_rows`.
+// (run with --evict-bytes `evict_bytes`) and `by_rows`.
 nlohmann::json calibrated_at_32_rows(const std::filesystem::path& dir,
-                                     const std::vector<KernelRates>& by_rows) {
+                                     const std::vector<KernelRates>& by_rows,
+                                     int64_t evict_bytes = 0) {
   const std::string kernels = (dir / "kernels.json").string();
   std::ofstream(kernels) << kernels_at_rows(32, 0.03, 0.04);
   CommBenchRecord comm;
   comm.string_attributes = {{"backend", "mpi"}, {"device", "cpu"}, {"hosts", "node1"}};
-  comm.integer_attributes = {{"ranks", 2}};
+  comm.integer_attributes = {{"ranks", 2}, {"evict_bytes", evict_bytes}};
   comm.sweeps.push_back({"allreduce", {8, 1 << 20}, {2, 262144}, {6e-6, 1e-3},
                          {0.0013, 1.05}, {0.002, 1.6}, {0, 0}});
   return calibrated_machine({KernelRates(kernels), comm, "comm.h5", 2, 8e9, "test", by_rows});
+}
+
+// A sweep of calls on evicted buffers is not the link's rate (nccl-tests' calls in a row).
+TEST_F(PlanMachineFile, CalibrationRefusesASweepOfEvictedBuffers) {
+  EXPECT_NO_THROW(calibrated_at_32_rows(dir_, {}, 0));
+  try {
+    calibrated_at_32_rows(dir_, {}, int64_t{64} << 20);
+    ADD_FAILURE() << "a sweep with --evict-bytes was taken";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--evict-bytes"), std::string::npos) << e.what();
+  }
 }
 
 // A square GEMM runs once per file: one slow run must not lift its batch's fraction.

@@ -40,7 +40,8 @@ class SizeRunner {
  public:
   SizeRunner(Device& device, Communicator& comm, const CollectiveEngine& engine,
              const CommBenchOptions& o)
-      : device_(device), comm_(comm), engine_(engine), o_(o) {}
+      : device_(device), comm_(comm), engine_(engine), o_(o),
+        evict_(device, *parse_bytes(o.evict_bytes) / static_cast<int64_t>(sizeof(T))) {}
 
   SizeResult run(const CollectiveShape& s, Buffer<T>& send, Buffer<T>& recv) {
     // The timed iterations move the first check iteration's inputs.
@@ -48,11 +49,8 @@ class SizeRunner {
     for (int64_t i = 0; i < o_.warmup_iters; ++i) call(s, send, recv);
     device_.synchronize();
 
-    MPI_Barrier(MPI_COMM_WORLD);
-    const double start = MPI_Wtime();
-    for (int64_t i = 0; i < o_.iters; ++i) call(s, send, recv);
-    device_.synchronize();
-    SizeResult result{(MPI_Wtime() - start) / static_cast<double>(o_.iters), -1};
+    SizeResult result{
+        evict_.size() > 0 ? timed_alone(s, send, recv) : timed_in_a_row(s, send, recv), -1};
     MPI_Allreduce(MPI_IN_PLACE, &result.seconds, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
 
     if (o_.check_iters > 0) {
@@ -68,6 +66,31 @@ class SizeRunner {
  private:
   void call(const CollectiveShape& s, Buffer<T>& send, Buffer<T>& recv) {
     engine_.call(comm_, send.data(), recv.data(), s, data_type_of<T>());
+  }
+
+  // nccl-tests' way: the timed calls back to back; seconds per call.
+  double timed_in_a_row(const CollectiveShape& s, Buffer<T>& send, Buffer<T>& recv) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double start = MPI_Wtime();
+    for (int64_t i = 0; i < o_.iters; ++i) call(s, send, recv);
+    device_.synchronize();
+    return (MPI_Wtime() - start) / static_cast<double>(o_.iters);
+  }
+
+  // --evict-bytes: each call after writing other memory, as a step's compute leaves the caches,
+  // timed alone after a barrier; the mean.
+  double timed_alone(const CollectiveShape& s, Buffer<T>& send, Buffer<T>& recv) {
+    double seconds = 0;
+    for (int64_t i = 0; i < o_.iters; ++i) {
+      evict_.zero();
+      device_.synchronize();
+      MPI_Barrier(MPI_COMM_WORLD);
+      const double start = MPI_Wtime();
+      call(s, send, recv);
+      device_.synchronize();
+      seconds += MPI_Wtime() - start;
+    }
+    return seconds / static_cast<double>(o_.iters);
   }
 
   void upload(const CheckData<T>& d, Buffer<T>& send, Buffer<T>& recv) {
@@ -91,6 +114,7 @@ class SizeRunner {
   Communicator& comm_;
   const CollectiveEngine& engine_;
   const CommBenchOptions& o_;
+  Buffer<T> evict_;  // --evict-bytes of other memory (empty without)
 };
 
 template <typename T>
@@ -146,7 +170,8 @@ SweepMemory sweep_memory(const CollectiveEngine& engine, int64_t min_bytes, int6
       sweep_shapes(engine, min_bytes, max_bytes, o.step_factor, element, ranks).back();
   const auto send = static_cast<double>(s.send_count * element);
   const auto recv = static_cast<double>(s.recv_count * element);
-  return {send + recv, send + 3 * recv};
+  const auto evict = static_cast<double>(*parse_bytes(o.evict_bytes));
+  return {send + recv + evict, send + 3 * recv};
 }
 
 CommBenchSweep sweep_collective(Device& device, Communicator& comm, const CollectiveEngine& engine,

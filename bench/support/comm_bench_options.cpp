@@ -10,12 +10,12 @@
 namespace mlps::comm_bench {
 namespace {
 
-CLI::Validator byte_size() {
+CLI::Validator byte_size(int64_t least = 1) {
   return CLI::Validator(
-      [](std::string& text) -> std::string {
+      [least](std::string& text) -> std::string {
         const auto bytes = parse_bytes(text);
         if (!bytes) return "'" + text + "' is not a size in bytes (e.g. 64, 64K, 32M, 1G)";
-        if (*bytes < 1) return "must be at least 1 byte, not " + text;
+        if (*bytes < least) return "must be at least 1 byte, not " + text;
         return "";
       },
       "BYTES");
@@ -76,6 +76,11 @@ bool parse_comm_bench_options(int argc, char** argv, int rank, CommBenchOptions&
       ->check(CLI::IsMember({"auto", "mpi", "nccl"}));
   app.add_option("--out", o.out, "HDF5 result file (default results/bench/comm-<backend>-"
                  "<ranks>.h5)");
+  app.add_option("--evict-bytes", o.evict_bytes, "before each timed call, each rank writes this "
+                 "much other memory (evicting its buffers from the caches, as a training step's "
+                 "compute does between a collective's start and its wait) and the call is timed "
+                 "alone after a barrier; 0: the timed calls run back to back, as in nccl-tests")
+      ->check(byte_size(0));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {

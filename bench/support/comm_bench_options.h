@@ -25,6 +25,7 @@ struct CommBenchOptions {
   std::string device = "auto";
   std::string comm = "auto";
   std::string out;  // empty: results/bench/comm-<backend>-<ranks>.h5
+  std::string evict_bytes = "0";  // written before each timed call, each call timed alone
 };
 
 // "64", "64K", "32M", "1G" (binary multiples, as nccl-tests reads -b and -e); nullopt if not.

@@ -32,6 +32,10 @@ void print_run_header(const CommBenchSetup& setup, const CommBenchOptions& o) {
               static_cast<long long>(o.iters), static_cast<long long>(o.check_iters));
   std::printf("# time: per call, the slowest rank's mean over the timed iterations; algbw = "
               "size / time; busbw = algbw x nccl-tests' bus factor\n");
+  if (setup.evict_bytes > 0)
+    std::printf("# evict: each rank writes %lld bytes of other memory before each timed call, "
+                "timed alone after a barrier (buffers out of the caches)\n",
+                static_cast<long long>(setup.evict_bytes));
 }
 
 void print_ranks(const RankPlacement& placement, DeviceKind device, int gpu) {
@@ -117,6 +121,7 @@ void write_result_file(const std::string& path, const CommBenchSetup& setup,
                                {"warmup_iters", o.warmup_iters},
                                {"check_iters", o.check_iters},
                                {"broadcast_root", kBroadcastRoot},
+                               {"evict_bytes", setup.evict_bytes},
                                {"wrong", summary.checked ? summary.wrong : -1}};
   record.real_attributes = {{"avg_busbw", summary.avg_busbw}};
   write_comm_bench_hdf5(path, record);

@@ -22,6 +22,7 @@ struct CommBenchSetup {
   int ranks = 0;
   int64_t min_bytes = 0;
   int64_t max_bytes = 0;
+  int64_t evict_bytes = 0;  // --evict-bytes
   std::string start_time;
   std::string command_line;
 };

@@ -177,6 +177,11 @@ nlohmann::json calibrated_machine(const CalibrationInputs& in) {
   const CommKind kind = comm_kind_of(s.op);
   const double steps = latency_steps(kind, ranks);
   if (ranks < 2) throw InputError(in.comm_path + ": bench_comm ran on one rank: no link to time");
+  // The link's rates are nccl-tests' calls in a row; a sweep of evicted buffers prices none.
+  if (const auto evict = in.comm.integer_attributes.find("evict_bytes");
+      evict != in.comm.integer_attributes.end() && evict->second > 0)
+    throw InputError(in.comm_path + ": bench_comm ran with --evict-bytes: calibrate from a "
+                     "sweep without it");
   const std::string measured = "measured by bin/bench_comm (" + in.comm_path + ", " +
                                std::to_string(ranks) + " " + device + " ranks on " + hosts +
                                "), " + s.op + ": ";
