@@ -67,7 +67,11 @@ done
 echo "calibrate: bin/bench_comm all-reduce on 2 ranks"
 mpiexec -n 2 bin/bench_comm --op allreduce -e 32M -n 10 --out "$dir/comm-2.h5" \
   >"$dir/comm.log" 2>&1 || { tail -n 3 "$dir/comm.log"; exit 1; }
+echo "calibrate: bin/bench_comm all-reduce on 2 ranks, buffers out of the caches"
+mpiexec -n 2 bin/bench_comm --op allreduce -b 1M -e 32M -n 10 --evict-bytes 64M \
+  --out "$dir/comm-2-cold.h5" >"$dir/comm-cold.log" 2>&1 || { tail -n 3 "$dir/comm-cold.log"; exit 1; }
 bin/plan --calibrate "$out" --kernels "$dir/kernels.json" --comm-bench "$dir/comm-2.h5" \
+  --comm-bench-cold "$dir/comm-2-cold.h5" \
   --kernels-by-rows "$(IFS=,; echo "${by_rows[*]}")" \
   --optimizer-kernels "$dir/kernels-optimizer.json" \
   --restream-kernels "$(IFS=,; echo "${restream[*]}")" \

@@ -25,7 +25,7 @@ int write_calibration(const std::string& path, const std::string& kernels_path,
                       const std::vector<std::string>& by_rows_paths,
                       const std::string& optimizer_path,
                       const std::vector<std::string>& restream_paths,
-                      const std::string& core_path) {
+                      const std::string& core_path, const std::string& cold_comm_path) {
   if (kernels_path.empty() || comm_path.empty())
     throw InputError("--calibrate needs --kernels and --comm-bench");
   const KernelRates kernels(kernels_path);
@@ -45,11 +45,13 @@ int write_calibration(const std::string& path, const std::string& kernels_path,
   for (const std::string& file : restream_paths) restream.emplace_back(file);
   std::optional<KernelRates> core;
   if (!core_path.empty()) core.emplace(core_path);
+  std::optional<CommBenchRecord> cold;
+  if (!cold_comm_path.empty()) cold.emplace(read_comm_bench_hdf5(cold_comm_path));
   const std::string text =
       calibrated_machine({kernels, comm, comm_path, ranks_per_node, memory.bytes,
                           "measured when calibrating: " + memory.where, by_rows,
                           optimizer ? &*optimizer : nullptr, restream,
-                          core ? &*core : nullptr})
+                          core ? &*core : nullptr, cold ? &*cold : nullptr, cold_comm_path})
           .dump(2) + "\n";
   publish_file(path, std::span<const char>(text.data(), text.size()));
   const MachineDescription m = load_machine_description(path);  // what plans will read
@@ -64,6 +66,9 @@ int write_calibration(const std::string& path, const std::string& kernels_path,
   if (best_fraction > 0)
     std::printf("  link busbw by size: at most %.2f of that rate, at %g KiB\n", best_fraction,
                 best_size / 1024);
+  for (const auto& [bytes, fraction] : m.intra_node.cold_bytes_fraction)
+    std::printf("  link busbw at %g KiB with its buffers out of the caches: %.2f of in them\n",
+                bytes / 1024, fraction);
   for (const auto& [rows, fraction] : m.gemm_rows_fraction)
     std::printf("  GEMM at %g rows: %.2f of that rate\n", rows, fraction);
   if (m.core_memory_bandwidth > 0)
@@ -90,8 +95,8 @@ int main(int argc, char** argv) {
                                 "--machine by predicted step time and memory (the model options "
                                 "and --config are the schemes').");
     int world = 0, ranks_per_node = 0;
-    std::string out, calibrate, kernels_path, comm_path, optimizer_path,
-        core_path;
+    std::string out, calibrate, kernels_path, comm_path, optimizer_path, core_path,
+        cold_comm_path;
     std::vector<std::string> precision_names, by_rows_paths, restream_paths;
     size_t top = 20, explain = 0;
     CLI::App& app = parser.app();
@@ -126,6 +131,9 @@ int main(int argc, char** argv) {
                    "several files at different --batch values (comma-separated): that rate by "
                    "micro-batch rows, relative to the first's")
         ->delimiter(',');
+    app.add_option("--comm-bench-cold", cold_comm_path, "with --calibrate: a bin/bench_comm "
+                   "--evict-bytes result file of the --comm-bench collective, for its busbw with "
+                   "the buffers out of the caches (default: as in them)");
     app.add_option("--core-kernels", core_path, "with --calibrate: bin/bench_kernels JSON with "
                    "copy, stream_add and adam_update on one thread while the other cores idle, "
                    "for what a core streams alone (default: the node's share)");
@@ -147,7 +155,8 @@ int main(int argc, char** argv) {
     const Options& o = parser.options();
     if (!calibrate.empty()) return write_calibration(calibrate, kernels_path, comm_path,
                                                      ranks_per_node, by_rows_paths,
-                                                     optimizer_path, restream_paths, core_path);
+                                                     optimizer_path, restream_paths, core_path,
+                                                     cold_comm_path);
     const std::string machine_path = machine_file_for_run(o.machine);
     if (world == 0 || machine_path.empty())
       throw InputError("--world and --machine are required (--machine defaults to " +

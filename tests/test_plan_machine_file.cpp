@@ -138,10 +138,11 @@ std::vector<KernelRates> rows_files(const std::filesystem::path& dir,
 }
 
 // The description --calibrate writes from kernels at 32 rows in `dir`, a 2-rank all-reduce sweep
-// (run with --evict-bytes `evict_bytes`) and `by_rows`.
+// (run with --evict-bytes `evict_bytes`), `by_rows` and `cold` (bench_comm --evict-bytes).
 nlohmann::json calibrated_at_32_rows(const std::filesystem::path& dir,
                                      const std::vector<KernelRates>& by_rows,
-                                     int64_t evict_bytes = 0) {
+                                     int64_t evict_bytes = 0,
+                                     const CommBenchRecord* cold = nullptr) {
   const std::string kernels = (dir / "kernels.json").string();
   std::ofstream(kernels) << kernels_at_rows(32, 0.03, 0.04);
   CommBenchRecord comm;
@@ -149,7 +150,8 @@ nlohmann::json calibrated_at_32_rows(const std::filesystem::path& dir,
   comm.integer_attributes = {{"ranks", 2}, {"evict_bytes", evict_bytes}};
   comm.sweeps.push_back({"allreduce", {8, 1 << 20}, {2, 262144}, {6e-6, 1e-3},
                          {0.0013, 1.05}, {0.002, 1.6}, {0, 0}});
-  return calibrated_machine({KernelRates(kernels), comm, "comm.h5", 2, 8e9, "test", by_rows});
+  return calibrated_machine({KernelRates(kernels), comm, "comm.h5", 2, 8e9, "test", by_rows,
+                             nullptr, {}, nullptr, cold, "cold.h5"});
 }
 
 // A sweep of calls on evicted buffers is not the link's rate (nccl-tests' calls in a row).
@@ -161,6 +163,20 @@ TEST_F(PlanMachineFile, CalibrationRefusesASweepOfEvictedBuffers) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("--evict-bytes"), std::string::npos) << e.what();
   }
+}
+
+// The cold sweep gives both links their cold fraction, and must be an --evict-bytes sweep.
+TEST_F(PlanMachineFile, CalibrationTakesTheColdFractionFromAnEvictedSweep) {
+  CommBenchRecord cold;
+  cold.integer_attributes = {{"ranks", 2}, {"evict_bytes", int64_t{64} << 20}};
+  cold.sweeps.push_back({"allreduce", {1 << 20}, {262144}, {1e-3}, {1.05}, {0.8}, {0}});
+  const MachineDescription m =
+      load_machine_description(write(calibrated_at_32_rows(dir_, {}, 0, &cold).dump()));
+  ASSERT_EQ(m.intra_node.cold_bytes_fraction.size(), 1u);
+  EXPECT_DOUBLE_EQ(m.intra_node.cold_bytes_fraction[0].second, 0.5);  // 0.8 over 1.6 GB/s
+  EXPECT_EQ(m.inter_node.cold_bytes_fraction, m.intra_node.cold_bytes_fraction);  // one node
+  cold.integer_attributes["evict_bytes"] = 0;
+  EXPECT_THROW(calibrated_at_32_rows(dir_, {}, 0, &cold), InputError);
 }
 
 // A square GEMM runs once per file: one slow run must not lift its batch's fraction.

@@ -185,7 +185,7 @@ nlohmann::json calibrated_machine(const CalibrationInputs& in) {
   const std::string measured = "measured by bin/bench_comm (" + in.comm_path + ", " +
                                std::to_string(ranks) + " " + device + " ranks on " + hosts +
                                "), " + s.op + ": ";
-  const nlohmann::json link = {
+  nlohmann::json link = {
       {"latency_seconds",
        figure(s.time_seconds.front() / steps,
               measured + "the smallest message's time (" + std::to_string(s.bytes.front()) +
@@ -196,6 +196,18 @@ nlohmann::json calibrated_machine(const CalibrationInputs& in) {
                                measured + "the busbw of the largest message (" +
                                    std::to_string(s.bytes.back()) + " B)")},
       {"bandwidth_bytes_fraction", bandwidth_by_size(s, measured)}};
+  if (in.cold_comm) {
+    const auto cold = std::find_if(in.cold_comm->sweeps.begin(), in.cold_comm->sweeps.end(),
+                                   [&](const CommBenchSweep& c) { return c.op == s.op; });
+    const auto evict = in.cold_comm->integer_attributes.find("evict_bytes");
+    if (cold == in.cold_comm->sweeps.end() || evict == in.cold_comm->integer_attributes.end() ||
+        evict->second <= 0)
+      throw InputError(in.cold_comm_path + ": not a bench_comm --evict-bytes sweep of " + s.op);
+    link["cold_bandwidth_bytes_fraction"] = cold_fraction_by_size(
+        s, *cold, "measured by bin/bench_comm (" + in.cold_comm_path + ", --evict-bytes " +
+                      std::to_string(evict->second) + ") against " + in.comm_path + ", " + s.op +
+                      ": ");
+  }
   nlohmann::json inter = link;
   if (hosts.find(',') == std::string::npos)
     for (auto& [key, value] : inter.items())
@@ -250,6 +262,21 @@ nlohmann::json calibrated_machine(const CalibrationInputs& in) {
   else if (in.restream.size() > 1)
     restream_by_rows(in.restream, device, node_rates, machine);
   return machine;
+}
+
+nlohmann::json cold_fraction_by_size(const CommBenchSweep& hot, const CommBenchSweep& cold,
+                                     const std::string& source) {
+  nlohmann::json bytes = nlohmann::json::array(), fraction = nlohmann::json::array();
+  for (size_t i = 0; i < cold.bytes.size(); ++i) {
+    const auto same = std::find(hot.bytes.begin(), hot.bytes.end(), cold.bytes[i]);
+    if (same == hot.bytes.end()) continue;
+    bytes.push_back(cold.bytes[i]);
+    fraction.push_back(std::min(1.0, cold.busbw[i] / hot.busbw[same - hot.bytes.begin()]));
+  }
+  if (bytes.empty()) throw InputError(source + "no message size in both sweeps");
+  return {{"bytes", bytes}, {"fraction", fraction},
+          {"source", source + "each size's busbw with the buffers out of the caches over its "
+                              "busbw in them, at most 1"}};
 }
 
 nlohmann::json bandwidth_by_size(const CommBenchSweep& s, const std::string& source) {

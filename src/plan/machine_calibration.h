@@ -29,6 +29,10 @@ struct CalibrationInputs {
   // bench_kernels' copy, STREAM add and adam_update on one thread while the other cores idle:
   // core_memory_bandwidth and core_optimizer_bandwidth (optional).
   const KernelRates* core = nullptr;
+  // bench_comm --evict-bytes of the same collective: the links' cold_bandwidth_bytes_fraction
+  // (optional).
+  const CommBenchRecord* cold_comm = nullptr;
+  std::string cold_comm_path = {};
 };
 
 // GEMM rates: the fastest GEMM bench_kernels timed per type (its large square is the ceiling);
@@ -43,6 +47,11 @@ struct CalibrationInputs {
 // sample on one thread, sample_load_seconds. CPU backends share a node's rates among its ranks
 // and do not overlap communication with compute.
 nlohmann::json calibrated_machine(const CalibrationInputs& in);
+
+// A link's cold_bandwidth_bytes_fraction: at each size both sweeps timed, the busbw with the
+// buffers out of the caches over the busbw in them, at most 1 (a colder call is never faster).
+nlohmann::json cold_fraction_by_size(const CommBenchSweep& hot, const CommBenchSweep& cold,
+                                     const std::string& source);
 
 // A link's bandwidth_bytes_fraction from one bench_comm sweep: each size's busbw over the
 // largest's, a size's time the least of its own and every larger size's (a smaller message is

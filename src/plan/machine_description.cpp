@@ -26,11 +26,12 @@ double fraction_at(const std::vector<std::pair<double, double>>& t, double rows)
 
 }  // namespace
 
-double LinkModel::seconds(CommKind kind, int ranks, double bytes) const {
+double LinkModel::seconds(CommKind kind, int ranks, double bytes, bool cold) const {
   if (ranks <= 1 && kind != CommKind::send_recv) return 0;
   const double steps = latency_steps(kind, ranks);
   const double transfer = bytes * bus_bandwidth_factor(kind, ranks) /
-                          (bus_bandwidth * fraction_at(bandwidth_bytes_fraction, bytes));
+                          (bus_bandwidth * fraction_at(bandwidth_bytes_fraction, bytes) *
+                           (cold ? fraction_at(cold_bytes_fraction, bytes) : 1.0));
   if (bandwidth_bytes_fraction.empty()) return steps * latency_seconds + transfer;
   return std::max(steps * latency_seconds, transfer);
 }
@@ -73,6 +74,8 @@ class DescriptionReader {
     if (link.bus_bandwidth <= 0) fail(name + ".bus_bandwidth must be positive");
     link.bandwidth_bytes_fraction =
         fraction_table(json_.at(name), name + ".bandwidth_bytes_fraction", "bytes");
+    link.cold_bytes_fraction =
+        fraction_table(json_.at(name), name + ".cold_bandwidth_bytes_fraction", "bytes");
     return link;
   }
   // The optional {"rows": [...], "fraction": [...], "source": "..."} table at `key`.

@@ -24,8 +24,12 @@ struct LinkModel {
   // size) as a fraction of bus_bandwidth, interpolated in log(bytes); the measured times hold
   // each size's latency, so the latency then only sets a floor. Empty: the same at every size.
   std::vector<std::pair<double, double>> bandwidth_bytes_fraction = {};
+  // Optional (bytes, fraction) ascending: a collective's busbw at that size with its buffers out
+  // of the caches (bench_comm --evict-bytes) over its busbw in them. Empty: no difference.
+  std::vector<std::pair<double, double>> cold_bytes_fraction = {};
   // One collective of `bytes` (nccl-tests' size) over `ranks` ranks; 0 for a group of one.
-  double seconds(CommKind kind, int ranks, double bytes) const;
+  // `cold`: its buffers have left the caches since they were written.
+  double seconds(CommKind kind, int ranks, double bytes, bool cold = false) const;
 };
 
 struct MachineDescription {

@@ -48,6 +48,15 @@ GroupPlacement place_group(const std::vector<GridAxis>& axes, const std::string&
 }
 
 
+// Whether a collective is started before some of the step's compute and waited for after it, so
+// that, where nothing moves while the rank computes, its buffers have left the caches when it
+// moves: a data-parallel run's gradient buckets and ZeRO-3's units gathered one ahead, with
+// overlap; not ZeRO-1/2's gathers after the optimizer, waited for at once.
+bool spans_compute(const PlanCandidate& c, const std::string& key) {
+  if (c.scheme != "data" || !c.data.overlap) return false;
+  return c.data.zero == 3 || !key.starts_with("allgather");
+}
+
 int group_size(const SchemeShape& shape, const std::string& axis) {
   for (const GridAxis& a : shape.axes)
     if (a.name == axis) return a.size;
@@ -138,17 +147,20 @@ StepPrediction predict_rank(const PlanCandidate& c, const MachineDescription& m,
         link.bus_bandwidth = std::min(m.intra_node.bus_bandwidth,
                                       link.bus_bandwidth * placement.ranks_per_node);
     }
+    // Cold buffers cost more (on 2 CPU ranks an 8 MB all-gather took 0.77-0.86 ms in cache and
+    // 1.1-1.4 ms after 64 MiB of other traffic; a ZeRO-3 unit gathered ahead 1.1-1.6 ms).
+    const bool cold = !m.comm_overlaps_compute && spans_compute(c, key);
     const auto shares = w.call_shares.find(key);
     if (shares == w.call_shares.end()) {
-      comm.seconds = comm.calls * link.seconds(kind, comm.group_size, bytes / comm.calls);
+      comm.seconds = comm.calls * link.seconds(kind, comm.group_size, bytes / comm.calls, cold);
     } else if (!m.comm_overlaps_compute) {
       // Nothing moves while the rank computes, so the buckets are all in flight together at the
       // end, sharing the link as one message of their total size (on 2 CPU ranks a DDP step's
       // all-reduce took 14-16 ms for 36 MB in buckets of 2 MiB or of 64 MiB alike).
-      comm.seconds = link.seconds(kind, comm.group_size, bytes);
+      comm.seconds = link.seconds(kind, comm.group_size, bytes, cold);
     } else {
       for (const double share : shares->second)
-        comm.seconds += link.seconds(kind, comm.group_size, bytes * share);
+        comm.seconds += link.seconds(kind, comm.group_size, bytes * share, cold);
     }
     p.comm += comm.seconds;
     if (kind == CommKind::reduce_scatter && m.reduce_scatter_copies_send_buffer)
