@@ -107,6 +107,18 @@ else
   ok "--calibrate describes this machine and plans on it: $(head -n 1 "$tmp/calibrate.out")"
 fi
 
+# --comm-bench-cold: bench_comm --evict-bytes gives the links a cold fraction by size.
+if ! timeout 120 mpiexec -n 2 bin/bench_comm -b 1K -e 64K -n 3 -w 1 --op allreduce \
+      --evict-bytes 1M --out "$tmp/comm-cold.h5" >"$tmp/comm-cold.log" 2>&1; then
+  not_ok "bench_comm --evict-bytes for --calibrate" "$(tail -n 2 "$tmp/comm-cold.log")"
+elif ! bin/plan --calibrate "$tmp/cold.json" --kernels "$tmp/kernels.json" \
+      --comm-bench "$tmp/comm.h5" --comm-bench-cold "$tmp/comm-cold.h5" >"$tmp/cold.out" 2>&1 ||
+     [[ $(grep -c '"cold_bandwidth_bytes_fraction"' "$tmp/cold.json") != 2 ]]; then
+  not_ok "--comm-bench-cold" "$(head -c 300 "$tmp/cold.out")"
+else
+  ok "--comm-bench-cold gives both links a cold fraction by size"
+fi
+
 # A run records its own prediction (--machine) beside its measurement: /prediction in the
 # result file, agreeing with bin/plan's row for the same configuration, and a table in its
 # summary; --machine none records none; a malformed description stops every rank in one line.
@@ -185,4 +197,9 @@ refuse "--explain past the table" "--explain 100000" --world 4 --machine "$h100"
 refuse "--calibrate without its inputs" "--kernels and --comm-bench" --calibrate "$tmp/c.json"
 refuse "--calibrate from a file that is not bench_comm's" "not an HDF5 file" \
   --calibrate "$tmp/c.json" --kernels "$tmp/kernels.json" --comm-bench "$tmp/kernels.json"
+refuse "--calibrate from a bench_comm --evict-bytes sweep" "calibrate from a sweep without it" \
+  --calibrate "$tmp/c.json" --kernels "$tmp/kernels.json" --comm-bench "$tmp/comm-cold.h5"
+refuse "--comm-bench-cold without --evict-bytes" "not a bench_comm --evict-bytes sweep" \
+  --calibrate "$tmp/c.json" --kernels "$tmp/kernels.json" --comm-bench "$tmp/comm.h5" \
+  --comm-bench-cold "$tmp/comm.h5"
 finish

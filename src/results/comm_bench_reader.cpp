@@ -39,6 +39,9 @@ class CommBenchReader {
     if (H5Aread(a.get(), H5T_NATIVE_INT64, &value) < 0) fail("cannot read attribute " + name);
     return value;
   }
+  bool has_attribute(const std::string& name) const {
+    return H5Aexists(file_.get(), name.c_str()) > 0;
+  }
   bool has_group(const std::string& name) const {
     return H5Lexists(file_.get(), name.c_str(), H5P_DEFAULT) > 0;
   }
@@ -76,6 +79,9 @@ CommBenchRecord read_comm_bench_hdf5(const std::string& path) {
   for (const char* name : {"backend", "device", "hosts"})
     record.string_attributes[name] = in.string_attribute(name);
   record.integer_attributes["ranks"] = in.integer_attribute("ranks");
+  // Files from before --evict-bytes timed their calls in a row.
+  record.integer_attributes["evict_bytes"] =
+      in.has_attribute("evict_bytes") ? in.integer_attribute("evict_bytes") : 0;
   for (const char* op : {"allreduce", "allgather", "reduce_scatter", "broadcast", "sendrecv"}) {
     if (!in.has_group(op)) continue;
     CommBenchSweep sweep;
