@@ -41,7 +41,8 @@ class SizeRunner {
   SizeRunner(Device& device, Communicator& comm, const CollectiveEngine& engine,
              const CommBenchOptions& o)
       : device_(device), comm_(comm), engine_(engine), o_(o),
-        evict_(device, *parse_bytes(o.evict_bytes) / static_cast<int64_t>(sizeof(T))) {}
+        evict_(device, (*parse_bytes(o.evict_bytes) + static_cast<int64_t>(sizeof(T)) - 1) /
+                           static_cast<int64_t>(sizeof(T))) {}
 
   SizeResult run(const CollectiveShape& s, Buffer<T>& send, Buffer<T>& recv) {
     // The timed iterations move the first check iteration's inputs.

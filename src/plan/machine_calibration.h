@@ -18,7 +18,7 @@ struct CalibrationInputs {
   double memory_bytes = 0;  // per rank, or per node on CPUs
   std::string memory_source;
   // bench_kernels files of the same model at several --batch values (one thread is enough):
-  // the GEMM rate by rows, as a fraction of each file's square GEMM (gemm_rows_fraction).
+  // the GEMM rate by rows, as a fraction of the files' median square GEMM (gemm_rows_fraction).
   std::vector<KernelRates> by_rows = {};
   // bench_kernels with adam_update at a size beyond the caches: optimizer_bandwidth (optional).
   const KernelRates* optimizer = nullptr;
@@ -36,16 +36,17 @@ struct CalibrationInputs {
 };
 
 // GEMM rates: the fastest GEMM bench_kernels timed per type (its large square is the ceiling);
-// bandwidth: the faster of its copy and STREAM add; links: bench_comm's all-reduce (else its
-// first sweep): the latency of a ring step from the smallest message, the busbw of the largest. One
-// node measured gives the same figures to both links, saying so. With by_rows: per file, the mean
-// rate of the model's GEMMs at its batch (rows m, or the inner k of a weight gradient) over its
-// square GEMM's. With optimizer: adam_update's GB/s. With restream: the weights' bytes over the
-// time weight_restream takes per weight beyond the in-cache variant's (several files: a line
-// through log(rate) against log(rows)). With core: one thread's copy (or STREAM add) and
+// bandwidth: the faster of its copy and STREAM add; links: bench_comm's all-reduce (else its first
+// sweep): the latency of a ring step from the smallest message, the busbw of the largest. One node
+// measured gives the same figures to both links, saying so. With by_rows: per file, the mean rate
+// of the model's GEMMs at its batch (rows m, or the inner k of a weight gradient) over the median
+// of the files' square GEMMs. With cold_comm: each size's busbw with the buffers out of the caches
+// over its busbw in them. With optimizer: adam_update's GB/s. With restream: the weights' bytes
+// over the time weight_restream takes per weight beyond the in-cache variant's (several files: a
+// line through log(rate) against log(rows)). With core: one thread's copy (or STREAM add) and
 // adam_update GB/s, unscaled. On CPUs, the kernels' sample_load (when timed): the seconds of one
-// sample on one thread, sample_load_seconds. CPU backends share a node's rates among its ranks
-// and do not overlap communication with compute.
+// sample on one thread, sample_load_seconds. CPU backends share a node's rates among its ranks and
+// do not overlap communication with compute.
 nlohmann::json calibrated_machine(const CalibrationInputs& in);
 
 // A link's cold_bandwidth_bytes_fraction: at each size both sweeps timed, the busbw with the
