@@ -131,6 +131,9 @@ StepPrediction predict_rank(const PlanCandidate& c, const MachineDescription& m,
                             ? traffic::adam_update(static_cast<int64_t>(w.optimized_parameters))
                             : traffic::sgd_update(static_cast<int64_t>(w.optimized_parameters));
   p.optimizer = update * element / m.update_bandwidth(on_node, c.threads_per_rank);
+  // Cold buffers cost more (on 2 CPU ranks an 8 MB all-gather took 0.77-0.86 ms in cache and
+  // 1.1-1.4 ms after 64 MiB of other traffic; a ZeRO-3 unit gathered ahead 1.1-1.6 ms).
+  const bool cold = !m.comm_overlaps_compute && spans_compute(c);
   for (const auto& [key, bytes] : w.bytes) {
     PredictedComm& comm = p.collectives[key];
     const std::string axis = shape.axis_of_group.at(group_of(key));
@@ -147,9 +150,6 @@ StepPrediction predict_rank(const PlanCandidate& c, const MachineDescription& m,
         link.bus_bandwidth = std::min(m.intra_node.bus_bandwidth,
                                       link.bus_bandwidth * placement.ranks_per_node);
     }
-    // Cold buffers cost more (on 2 CPU ranks an 8 MB all-gather took 0.77-0.86 ms in cache and
-    // 1.1-1.4 ms after 64 MiB of other traffic; a ZeRO-3 unit gathered ahead 1.1-1.6 ms).
-    const bool cold = !m.comm_overlaps_compute && spans_compute(c);
     const auto shares = w.call_shares.find(key);
     if (shares == w.call_shares.end()) {
       comm.seconds = comm.calls * link.seconds(kind, comm.group_size, bytes / comm.calls, cold);
