@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
     app.add_flag("--no-overlap", no_overlap, "start gradient communication only after the "
                  "whole backward pass (for comparison)");
   };
+  scheme.check_options = [&](const Options&) { check_shard_group_stage(config); };
   scheme.check_grid = [&](const Options& o, int ranks) {
     config.overlap = !no_overlap;
     if (dp != 0 && dp != ranks)

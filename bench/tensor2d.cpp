@@ -53,6 +53,7 @@ int main(int argc, char** argv) {
     app.add_option("--dp", dp, "data-parallel replicas of the grid (default: ranks / q²)")
         ->check(CLI::Range(1, 1 << 20));
   };
+  scheme.check_options = [&](const Options&) { check_tp_dims_2d(tp_dims); };
   scheme.check_grid = [&](const Options& o, int ranks) {
     shape = resolve_grid_shape(tp_dims, dp, ranks);
     check_grid_fits(o.model, o.batch, shape);

@@ -77,6 +77,7 @@ int main(int argc, char** argv) {
     app.add_flag("--prefetch-weights", overlap.prefetch_weights,
                  "all-gather the next layer's weights during this layer's compute");
   };
+  scheme.check_options = [&](const Options&) { check_tp_dims_3d(tp_dims); };
   scheme.check_grid = [&](const Options& o, int ranks) {
     shape = resolve_shape_3d(tp_dims, dp, ranks);
     check_shape_divides(o.model, o.batch, shape);

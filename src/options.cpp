@@ -1,7 +1,9 @@
 #include "src/options.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <limits>
+#include <nlohmann/json.hpp>
 
 #include "src/cli_validators.h"
 #include "src/device.h"
@@ -105,14 +107,33 @@ OptionParser::OptionParser(const std::string& program, const std::string& descri
                  "after which a rank prints its last communication calls and ends the job "
                  "(0: never; default $MLPSCALE_TIMEOUT or 0)")->check(non_negative_real());
   app.add_option("--check-grid", o.check_grid, "check these options and the grid for N ranks "
-                 "on one process, print the grid and exit: status 0 if it fits, else 2 with the "
-                 "reason (jobs/sweep asks this)")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+                 "on one process, print the grid and exit: status 0 if it fits, 3 with the reason "
+                 "if the grid does not fit N ranks, this batch or this model, 2 for a bad option "
+                 "(jobs/sweep asks this)")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  app.add_flag("--list-options", o.list_options, "print the long names of the options every "
+               "executable shares and of this scheme's own as JSON ({\"shared\": [...], "
+               "\"scheme\": [...]}) and exit (jobs/sweep reads this)");
   app.add_flag("--skip-memory-check", o.skip_memory_check, "start even when the memory "
                "accounting says a rank needs more memory than it has (the estimate is printed "
                "and recorded either way)");
   app.add_flag("--verify", o.verify, "recompute the run serially in fp64 (and in the run's "
                "precision) on the CPU and compare losses and final weights (with --inference: "
                "each batch's loss)");
+  for (const CLI::Option* option : app.get_options())
+    if (!option->get_lnames().empty() && option->get_lnames().front() != "help")
+      shared_.push_back(option->get_lnames().front());
+}
+
+std::string OptionParser::options_json() const {
+  nlohmann::json scheme = nlohmann::json::array();
+  for (const CLI::Option* option : app_->get_options()) {
+    if (option->get_lnames().empty()) continue;
+    const std::string& name = option->get_lnames().front();
+    if (name != "help" && std::find(shared_.begin(), shared_.end(), name) == shared_.end())
+      scheme.push_back(name);
+  }
+  return nlohmann::json{{"program", app_->get_name()}, {"shared", shared_}, {"scheme", scheme}}
+      .dump();
 }
 
 std::string OptionParser::describe_parse_error(const CLI::ParseError& e) const {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "kernels/kernels.h"
 #include "src/prefetch_mode.h"
@@ -50,6 +51,8 @@ struct Options {
   bool skip_memory_check = false;
   // --check-grid N: check the grid rules for N ranks, print the grid and exit (0: never).
   int64_t check_grid = 0;
+  // --list-options: print the option names (options_json()) and exit.
+  bool list_options = false;
 
   std::string resolved_json;  // every option's final value, for the result file
 };
@@ -64,11 +67,15 @@ class OptionParser {
   bool parse(int argc, char** argv);
   const Options& options() const { return options_; }
   std::string help_text() const { return app_->help(); }
+  // {"program": ..., "shared": [...], "scheme": [...]}: the long names (without dashes) of the
+  // options every executable shares and of those the scheme added, in --help's order.
+  std::string options_json() const;
 
  private:
   void validate();
   std::string describe_parse_error(const CLI::ParseError& e) const;
   std::unique_ptr<CLI::App> app_;
+  std::vector<std::string> shared_;  // the shared table's long names
   Options options_;
   std::string block_ = "mlp", optimizer_ = "adam", precision_ = "fp32", prefetch_ = "auto";
 };

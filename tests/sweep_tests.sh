@@ -135,8 +135,8 @@ else
   not_ok "site template" "exit status $status: $(head -c 600 "$tmp/gpu.out" | tr '\n' '|')"
 fi
 
-# Grids of the schemes still to come are checked the same way (a dry run needs no binary), on
-# the template site, which has as many nodes as asked for (the local one has one).
+# The other schemes' grids are checked the same way (each executable's --check-grid), on the
+# template site, which has as many nodes as asked for (the local one has one).
 cat >"$tmp/grids.json" <<'EOF'
 {"nodes": [1, 2], "tasks_per_node": [4], "scaling": {"strong": {"batch": 16}},
  "schemes": [{"executable": "pipeline", "grids": [{"pp": 3}, {"pp": 2}]},
@@ -184,6 +184,58 @@ else
   not_ok "checkpoint-activations in grids" "exit status $status, $with points with it," \
     "$plain plain: $(head -c 600 "$tmp/checkpoint.out" | tr '\n' '|')"
 fi
+
+# The sweep knows no scheme's flags itself: it reads each executable's --list-options, so a
+# scheme's own flag (tensor3d's --prefetch-weights) is a grid flag and a shared option
+# (--skip-memory-check) a sweep-wide one, with nothing in jobs/ naming them.
+cat >"$tmp/listed.json" <<'EOF'
+{"nodes": [1], "tasks_per_node": [2], "scaling": {"strong": {"batch": 16}},
+ "options": {"skip-memory-check": true},
+ "schemes": [{"executable": "tensor3d",
+              "grids": [{"tp-dims": [2, 1, 1], "prefetch-weights": true}]}]}
+EOF
+status=0
+jobs/sweep "$tmp/listed.json" --launcher mpiexec --dry-run >"$tmp/listed.out" 2>&1 || status=$?
+if ((status == 0)) && grep -q -- '--skip-memory-check .*--tp-dims 2,1,1 --prefetch-weights' \
+    "$tmp/listed.out" && ! grep -r -q -e 'prefetch-weights' -e 'skip-memory-check' jobs/; then
+  ok "grid flags and options come from the executables' --list-options"
+else
+  not_ok "flags from --list-options" \
+    "exit status $status: $(head -c 600 "$tmp/listed.out" | tr '\n' '|')"
+fi
+
+# What the sweep asks of an executable: --list-options splits its own flags from the shared
+# ones; --check-grid answers 0 (fits), 3 (does not fit these ranks) or 2 (a bad flag), one line.
+listed=$(bin/data --list-options)
+if python3 -c 'import json, sys; d = json.loads(sys.argv[1])
+sys.exit(not ("zero" in d["scheme"] and "zero" not in d["shared"] and "hidden" in d["shared"]
+              and d["program"] == "data"))' "$listed"; then
+  ok "bin/data --list-options: zero its own, hidden shared"
+else
+  not_ok "bin/data --list-options" "$listed"
+fi
+# check_grid_status NAME STATUS PATTERN COMMAND...: exits STATUS with PATTERN in its output, and
+# one stderr line unless it fits.
+check_grid_status() {
+  local name=$1 want=$2 pattern=$3 status=0
+  shift 3
+  "$@" >"$tmp/grid.out" 2>"$tmp/grid.err" || status=$?
+  if ((status == want)) && [[ $(grep -c . "$tmp/grid.err") -eq $((want ? 1 : 0)) ]] &&
+      cat "$tmp/grid.out" "$tmp/grid.err" | grep -q -F -- "$pattern"; then
+    ok "$name: status $status, $(cat "$tmp/grid.out" "$tmp/grid.err")"
+  else
+    not_ok "$name" "status $status (expected $want):" \
+      "$(cat "$tmp/grid.out" "$tmp/grid.err" | tr '\n' '|')"
+  fi
+}
+check_grid_status "--check-grid on a grid that fits" 0 "fits 4 ranks: tp-dims=2,2,dp=1" \
+  bin/tensor2d --tp-dims 2,2 --check-grid 4
+check_grid_status "--check-grid on too many ranks" 3 "does not fit 6 ranks: --tp-dims 2,2" \
+  bin/tensor2d --tp-dims 2,2 --check-grid 6
+check_grid_status "--check-grid on a non-square grid" 2 "error: --tp-dims 2,3" \
+  bin/tensor2d --tp-dims 2,3 --check-grid 4
+check_grid_status "--check-grid on --shard-group without ZeRO-3" 2 "needs --zero 3" \
+  bin/data --shard-group 2 --check-grid 4
 
 # --launcher mpiexec: the same points here, one after another.
 status=0

@@ -1,10 +1,11 @@
-"""The sweep config (inputs/sweeps/*.json) as jobs/sweep reads it: the schemes' grid flags and the
-options every executable shares, each key checked with one line naming what is wrong
-(InputError). Standard library only, like jobs/sweep.
+"""The sweep config (inputs/sweeps/*.json) as jobs/sweep reads it, each key checked with one line
+naming what is wrong (InputError). The grid flags and shared options are the executables' own
+lists (--list-options), not a copy. Standard library only, like jobs/sweep.
 """
 import json
 import os
 import re
+import subprocess
 from dataclasses import dataclass, field
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -16,43 +17,72 @@ class InputError(Exception):
 
 # ---------------------------------------------------------------------------- schemes and options
 
-@dataclass(frozen=True)
-class Scheme:
-    """What the sweep must know of an executable to validate a config: its grid flags, the ones
-    that shape the grid (`--tp-dims x,y,z`), and which of those the executable derives when
-    omitted. Whether a grid fits a rank count is the executable's answer (grid_misfit)."""
-    flags: tuple
-    factors: tuple = ()
-    optional: tuple = ()
-    dims: tuple = ()        # allowed entry counts of tp-dims
-
-
 # Every executable's own choices a point may vary beside its grid (the planner weighs each
 # configuration with and without them).
 RUN_FLAGS = ("checkpoint-activations",)
+# Shared options a sweep sets itself (batch from the scaling mode, out per point) and those that
+# are no run setting (actions, and a trace file that every point would overwrite).
+SET_BY_SWEEP = ("batch", "out")
+NOT_SWEPT = ("check-grid", "list-options", "trace")
 
-# As the executables' --help describes their grids; `dp` always splits the global batch.
-SCHEMES = {
-    "serial": Scheme(flags=RUN_FLAGS),
-    "data": Scheme(flags=("dp", "zero", "bucket-mb", "no-overlap", "shard-group") + RUN_FLAGS,
-                   factors=("dp",), optional=("dp",)),
-    "pipeline": Scheme(flags=("pp", "dp", "micro-batches", "schedule", "virtual-stages",
-                              "partition") + RUN_FLAGS,
-                       factors=("pp", "dp"), optional=("pp", "dp")),
-    "tensor1d": Scheme(flags=("tp", "dp", "sequence-parallel") + RUN_FLAGS, factors=("tp", "dp"),
-                       optional=("tp", "dp")),
-    "tensor2d": Scheme(flags=("tp-dims", "dp") + RUN_FLAGS, factors=("tp-dims", "dp"),
-                       optional=("tp-dims", "dp"), dims=(2,)),
-    "tensor3d": Scheme(flags=("tp-dims", "dp") + RUN_FLAGS, factors=("tp-dims", "dp"),
-                       optional=("dp",), dims=(3,)),
-}
 
-# The options every executable shares (README's table) that a sweep may set for all points.
-# --batch comes from the scaling mode and --out from the point, so neither is listed.
-COMMON_OPTIONS = ("config", "layers", "hidden", "ffn-mult", "ffn-hidden", "image-size", "block",
-                  "epochs", "iters", "warmup", "optimizer", "lr", "seed", "data", "prefetch",
-                  "device", "comm", "precision", "print-every", "eval-samples", "verify",
-                  "machine")
+@dataclass(frozen=True)
+class Scheme:
+    """An executable's options as it lists them itself (--list-options): the grid flags a point
+    may set are its own and RUN_FLAGS; the options a whole sweep may set are the shared ones.
+    Whether a grid's values fit a rank count is the executable's answer too (--check-grid)."""
+    flags: tuple
+    shared: tuple
+
+
+def run_executable(executable, args, what):
+    """bin/<executable> with args on this one process; (exit status, stdout, stderr)."""
+    binary = os.path.join(ROOT, "bin", executable)
+    if not os.access(binary, os.X_OK):
+        raise InputError(f"{binary} not found: build the executables first (make)")
+    # A sweep started inside a job must not make the check look like a Slurm launch.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "PMI_"))}
+    try:
+        done = subprocess.run([binary] + args, capture_output=True, text=True, timeout=120,
+                              env=env)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise InputError(f"{executable} {what} did not answer: {e}")
+    return done.returncode, done.stdout, done.stderr
+
+
+def training_executables():
+    """The executables that answer --list-options: bench/*.cpp's programs but the benchmarks."""
+    names = sorted(os.path.splitext(f)[0] for f in os.listdir(os.path.join(ROOT, "bench"))
+                   if f.endswith(".cpp") and not f.startswith("bench_"))
+    return [n for n in names if os.access(os.path.join(ROOT, "bin", n), os.X_OK)
+            and run_executable(n, ["--list-options"], "--list-options")[0] == 0]
+
+
+_schemes = {}
+
+
+def scheme_options(executable, where):
+    """The Scheme of bin/<executable>, asked once per sweep."""
+    if executable in _schemes:
+        return _schemes[executable]
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", executable) or not os.access(
+            os.path.join(ROOT, "bin", executable), os.X_OK):
+        raise InputError(f"{where}: unknown scheme {json.dumps(executable)} "
+                         f"(known: {', '.join(training_executables()) or 'none built: make'})")
+    status, out, err = run_executable(executable, ["--list-options"], "--list-options")
+    try:
+        listed = json.loads(out) if status == 0 else None
+    except json.JSONDecodeError:
+        listed = None
+    if not isinstance(listed, dict) or not {"shared", "scheme"} <= set(listed):
+        raise InputError(f"{where}: bin/{executable} is not a training executable "
+                         f"(--list-options: {(err.strip().splitlines() or ['no list'])[-1]})")
+    shared = tuple(listed["shared"])
+    scheme = Scheme(flags=tuple(listed["scheme"]) + tuple(f for f in RUN_FLAGS if f in shared),
+                    shared=shared)
+    _schemes[executable] = scheme
+    return scheme
+
 
 TOP_KEYS = ("study", "description", "nodes", "tasks_per_node", "scaling", "schemes", "options",
             "time", "repeat")
@@ -107,19 +137,6 @@ def check_option_value(key, value, where):
                          f"not {json.dumps(value)}")
 
 
-def tp_dims(value, where, allowed):
-    """tp-dims as [x, y(, z)] from "2,2,1" or [2, 2, 1]."""
-    parts = value if isinstance(value, list) else str(value).split(",")
-    try:
-        dims = [int(p) for p in parts]
-    except (TypeError, ValueError):
-        raise InputError(f"{where} tp-dims {json.dumps(value)} must be integers like \"2,2\"")
-    if any(d < 1 for d in dims) or (allowed and len(dims) not in allowed):
-        want = " or ".join(str(n) for n in allowed)
-        raise InputError(f"{where} tp-dims {json.dumps(value)} must be {want} positive integers")
-    return dims
-
-
 @dataclass
 class SchemeRuns:
     executable: str
@@ -129,6 +146,8 @@ class SchemeRuns:
 
 
 def parse_grid(executable, scheme, grid, where):
+    """A point's grid flags, lists joined by commas ("tp-dims": [2, 2] -> "2,2"); their values
+    and whether they fit are the executable's to judge (jobs/sweep asks --check-grid)."""
     if not isinstance(grid, dict):
         raise InputError(f"{where} must be an object of {executable}'s grid flags")
     normalised = {}
@@ -137,25 +156,15 @@ def parse_grid(executable, scheme, grid, where):
             known = ", ".join(scheme.flags) or "none"
             raise InputError(f"{where}: '{key}' is not a grid flag of {executable} "
                              f"(known: {known})")
-        if key == "tp-dims":
-            dims = tp_dims(value, where, scheme.dims)
-            if scheme.dims == (2,) and dims[0] != dims[1]:
-                raise InputError(f"{where}: {executable}'s tp-dims must be square (q,q), "
-                                 f"not {json.dumps(value)}")
-            value = ",".join(str(d) for d in dims)
-            normalised[key] = value
-            continue
+        if isinstance(value, list) and value and all(
+                isinstance(v, (int, str)) and not isinstance(v, bool) for v in value):
+            value = ",".join(str(v) for v in value)
         check_option_value(key, value, where)
         # Grid values name result files, logs and Slurm jobs: no path separators, no shell.
         if not isinstance(value, bool) and not re.fullmatch(r"[A-Za-z0-9._,+-]+", str(value)):
             raise InputError(f"{where}: '{key}' value {json.dumps(value)} may hold only letters, "
                              "digits and . _ , + -")
-        if key in scheme.factors:
-            positive_int(value, f"{where} '{key}'")
         normalised[key] = value
-    for flag in scheme.factors:
-        if flag not in scheme.optional and flag not in normalised:
-            raise InputError(f"{where}: {executable} needs '{flag}' in every grid")
     return normalised
 
 
@@ -225,16 +234,15 @@ def load_sweep(path):
         if "executable" not in entry:
             raise InputError(f"{at}: missing key 'executable'")
         executable = entry["executable"]
-        if executable not in SCHEMES:
-            raise InputError(f"{at}: unknown scheme {json.dumps(executable)} "
-                             f"(known: {', '.join(SCHEMES)})")
+        if not isinstance(executable, str):
+            raise InputError(f"{at}: executable must be a string like \"data\"")
+        scheme = scheme_options(executable, at)
         grids = entry.get("grids", [{}])
         if not isinstance(grids, list) or not grids:
             raise InputError(f"{at}: grids must be a non-empty list of objects")
         schemes.append(SchemeRuns(
             executable,
-            [parse_grid(executable, SCHEMES[executable], g, f"{at}.grids[{j}]")
-             for j, g in enumerate(grids)],
+            [parse_grid(executable, scheme, g, f"{at}.grids[{j}]") for j, g in enumerate(grids)],
             int_list(entry["nodes"], f"{at}: nodes") if "nodes" in entry else nodes,
             int_list(entry["tasks_per_node"], f"{at}: tasks_per_node")
             if "tasks_per_node" in entry else tasks_per_node))
@@ -242,16 +250,20 @@ def load_sweep(path):
     options = raw.get("options", {})
     if not isinstance(options, dict):
         raise InputError(f"{where}: options must be an object of option names and values")
-    grid_flags = {flag for s in SCHEMES.values() for flag in s.flags}
+    used = [_schemes[runs.executable] for runs in schemes]
+    grid_flags = {flag for scheme in used for flag in scheme.flags}
+    # A sweep-wide option must be one every executable of the sweep shares.
+    settable = [o for o in used[0].shared if all(o in scheme.shared for scheme in used)
+                and o not in SET_BY_SWEEP + NOT_SWEPT and o not in grid_flags]
     for key, value in options.items():
-        if key in ("batch", "out"):
+        if key in SET_BY_SWEEP:
             raise InputError(f"{where}: options.{key} is set by the sweep (batch from scaling, "
                              "out per point)")
         if key in grid_flags:
             raise InputError(f"{where}: options.{key} is a grid flag: put it in a scheme's grids")
-        if key not in COMMON_OPTIONS:
+        if key not in settable:
             raise InputError(f"{where}: options: unknown option '{key}' "
-                             f"(known: {', '.join(COMMON_OPTIONS)})")
+                             f"(known: {', '.join(settable)})")
         check_option_value(key, value, f"{where}: options")
     for key in ("config", "machine"):
         value = str(options.get(key, "none"))

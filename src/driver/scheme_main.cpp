@@ -44,6 +44,22 @@ RecordedPrediction predict_this_run(const SchemeDefinition& scheme, const Scheme
   return predict_run(c, machine);
 }
 
+// --check-grid N: the grid rules for N ranks on this one process (no ranks needed), for
+// jobs/sweep: 0 and the grid when it fits, 3 and the reason when it does not.
+int dry_run_grid(const MpiSession& mpi, const SchemeDefinition& scheme, const Options& o) {
+  const auto ranks = static_cast<int>(o.check_grid);
+  try {
+    const std::string grid = scheme.check_grid(o, ranks);
+    if (mpi.rank() == 0)
+      std::printf("%s: fits %d ranks: %s\n", scheme.name.c_str(), ranks, grid.c_str());
+    return 0;
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "%s: does not fit %d ranks: %s\n", scheme.name.c_str(), ranks,
+                 e.what());
+    return 3;
+  }
+}
+
 int start(const MpiSession& mpi, int argc, char** argv, const SchemeDefinition& scheme) {
   OptionParser parser(scheme.name, scheme.description);
   scheme.add_options(parser.app());
@@ -52,13 +68,12 @@ int start(const MpiSession& mpi, int argc, char** argv, const SchemeDefinition& 
     return 0;
   }
   const Options& o = parser.options();
-  if (o.check_grid > 0) {  // a dry run of the grid rules, for jobs/sweep: no ranks needed
-    const std::string grid = scheme.check_grid(o, static_cast<int>(o.check_grid));
-    if (mpi.rank() == 0)
-      std::printf("%s: fits %lld ranks: %s\n", scheme.name.c_str(), (long long)o.check_grid,
-                  grid.c_str());
+  if (o.list_options) {
+    if (mpi.rank() == 0) std::printf("%s\n", parser.options_json().c_str());
     return 0;
   }
+  scheme.check_options(o);
+  if (o.check_grid > 0) return dry_run_grid(mpi, scheme, o);
   check_launch_matches_slurm(mpi.size());
   scheme.check_grid(o, mpi.size());
   SchemeStart s{o, RunContext{scheme.name, command_line(argc, argv), MPI_COMM_WORLD, mpi.rank(),

@@ -56,6 +56,9 @@ struct SchemeDefinition {
   std::string description;  // the first line of --help
   // Adds the scheme's flags to the shared table (bound to the caller's variables).
   std::function<void(CLI::App&)> add_options = [](CLI::App&) {};
+  // Refuses (InputError) what is wrong in the flags themselves, whatever the ranks, batch and
+  // model: --check-grid answers those with status 2, a grid that does not fit with 3.
+  std::function<void(const Options&)> check_options = [](const Options&) {};
   // Resolves the grid for `ranks` ranks and checks that the model and batch fit it: an
   // InputError naming the problem, else the grid as --check-grid prints it. Called first, so
   // memory() and train() may use what it resolved.

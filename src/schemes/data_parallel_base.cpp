@@ -42,16 +42,20 @@ std::unique_ptr<Communicator> axis_communicator(const ProcessGrid& grid, const c
 
 }  // namespace
 
+void check_shard_group_stage(const DataParallelConfig& config) {
+  if (config.shard_group > 0 && config.zero != 3)
+    throw InputError("--shard-group " + std::to_string(config.shard_group) + " needs --zero 3 "
+                     "(hybrid sharding of parameters, gradients and optimizer state), not "
+                     "--zero " + std::to_string(config.zero));
+}
+
 void resolve_shard_group(DataParallelConfig& config, int ranks) {
   const int group = config.shard_group;
   if (group == 0) {
     config.shard_group = ranks;
     return;
   }
-  if (config.zero != 3)
-    throw InputError("--shard-group " + std::to_string(group) + " needs --zero 3 (hybrid "
-                     "sharding of parameters, gradients and optimizer state), not --zero " +
-                     std::to_string(config.zero));
+  check_shard_group_stage(config);
   if (ranks % group != 0)
     throw InputError("--shard-group " + std::to_string(group) + " does not divide the " +
                      std::to_string(ranks) + " ranks into groups of consecutive ranks");

@@ -25,6 +25,8 @@ struct DataParallelConfig {
 
 // InputError unless each of `ranks` data-parallel ranks gets at least one row.
 void check_batch_covers_ranks(int64_t global_batch, int ranks);
+// InputError for --shard-group without --zero 3 (an error in the flags, whatever the ranks).
+void check_shard_group_stage(const DataParallelConfig& config);
 // InputError unless --shard-group (if given) is a divisor of `ranks` with --zero 3; sets an
 // absent one to `ranks` (one group: plain ZeRO).
 void resolve_shard_group(DataParallelConfig& config, int ranks);

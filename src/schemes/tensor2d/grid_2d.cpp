@@ -12,6 +12,14 @@ std::string dims(int q) { return dims_text({q, q}); }
 
 }  // namespace
 
+void check_tp_dims_2d(const std::vector<int>& tp_dims) {
+  if (tp_dims.empty()) return;
+  const std::string given = "--tp-dims " + dims_text(tp_dims);
+  if (tp_dims.size() != 2) throw InputError(given + ": expected two positive integers q,q");
+  if (tp_dims[0] != tp_dims[1])
+    throw InputError(given + ": tp-dims must be square (q,q), as the 2D grid is");
+}
+
 GridShape resolve_grid_shape(const std::vector<int>& tp_dims, int dp, int world_size) {
   GridShape shape;
   if (dp < 0) throw InputError("--dp " + std::to_string(dp) + " must be positive");
@@ -23,9 +31,7 @@ GridShape resolve_grid_shape(const std::vector<int>& tp_dims, int dp, int world_
                        " ranks per replica are not a square q·q (pass --tp-dims q,q)");
     shape.q = q;
   } else {
-    const std::string given = "--tp-dims " + dims_text(tp_dims);
-    if (tp_dims.size() != 2) throw InputError(given + ": expected two positive integers q,q");
-    if (tp_dims[0] != tp_dims[1]) throw InputError(given + ": the 2D grid must be square (q,q)");
+    check_tp_dims_2d(tp_dims);
     shape.q = tp_dims[0];
   }
   const int64_t grid = int64_t{shape.q} * shape.q;

@@ -13,6 +13,9 @@ struct GridShape {
   int dp = 1;  // replicas
 };
 
+// InputError unless --tp-dims is empty or two equal sizes q,q: an error in the flag itself.
+void check_tp_dims_2d(const std::vector<int>& tp_dims);
+
 // From --tp-dims q,q (empty: the square root of the ranks per replica) and --dp (0: the ranks
 // left over by the grid). Throws InputError for a non-square grid or a product that is not the
 // number of ranks.

@@ -15,6 +15,12 @@ std::string n(int64_t v) { return std::to_string(v); }
 std::string Shape3d::dims() const { return dims_text({outer, inner, depth}); }
 std::string Shape3d::describe() const { return "tp-dims=" + dims() + ",dp=" + n(dp); }
 
+void check_tp_dims_3d(const std::vector<int>& tp_dims) {
+  if (!tp_dims.empty() && tp_dims.size() != 3)
+    throw InputError("--tp-dims " + dims_text(tp_dims) +
+                     ": expected three positive integers x,y,z");
+}
+
 Shape3d resolve_shape_3d(const std::vector<int>& tp_dims, int dp, int world_size) {
   if (dp < 0) throw InputError("--dp " + n(dp) + " must be positive");
   Shape3d shape;
@@ -23,9 +29,7 @@ Shape3d resolve_shape_3d(const std::vector<int>& tp_dims, int dp, int world_size
       throw InputError("--dp " + n(dp) + " does not divide the " + n(world_size) + " ranks");
     shape.outer = dp > 0 ? world_size / dp : world_size;
   } else {
-    if (tp_dims.size() != 3)
-      throw InputError("--tp-dims " + dims_text(tp_dims) +
-                       ": expected three positive integers x,y,z");
+    check_tp_dims_3d(tp_dims);
     shape.outer = tp_dims[0];
     shape.inner = tp_dims[1];
     shape.depth = tp_dims[2];

@@ -19,6 +19,9 @@ struct Shape3d {
   std::string describe() const;  // "tp-dims=x,y,z,dp=D"
 };
 
+// InputError unless --tp-dims is empty or three sizes x,y,z: an error in the flag itself.
+void check_tp_dims_3d(const std::vector<int>& tp_dims);
+
 // From --tp-dims x,y,z (empty: ranks/dp,1,1) and --dp (0: ranks left over). Throws
 // InputError for other than three dims or a product that is not the number of ranks.
 Shape3d resolve_shape_3d(const std::vector<int>& tp_dims, int dp, int world_size);
