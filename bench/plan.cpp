@@ -15,7 +15,7 @@
 #include "src/plan/machine_calibration.h"
 #include "src/plan/plan_report.h"
 #include "src/plan/run_prediction.h"
-#include "src/results/publish_file.h"
+#include "src/publish_file.h"
 
 namespace mlps {
 namespace {

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "src/human_bytes.h"
-#include "src/results/publish_file.h"
+#include "src/publish_file.h"
 
 namespace mlps {
 

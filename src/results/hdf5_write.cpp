@@ -8,7 +8,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "src/results/publish_file.h"
+#include "src/publish_file.h"
 
 namespace mlps::hdf5 {
 namespace {

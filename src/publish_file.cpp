@@ -1,4 +1,4 @@
-#include "src/results/publish_file.h"
+#include "src/publish_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>
