@@ -166,42 +166,35 @@ else
 fi
 
 # --checkpoint-activations is a grid flag of every executable: a point with it passes the flag
-# and names its file after it; one without it does neither.
-cat >"$tmp/checkpoint.json" <<'EOF'
+# and names its file after it; one without it does neither. And the sweep knows no scheme's
+# flags itself: it reads each executable's --list-options, so a scheme's own flag (tensor3d's
+# --prefetch-weights) is a grid flag and a shared option (--skip-memory-check) a sweep-wide one,
+# with nothing in jobs/ naming them.
+cat >"$tmp/flags.json" <<'EOF'
 {"nodes": [1], "tasks_per_node": [2], "scaling": {"strong": {"batch": 16}},
+ "options": {"skip-memory-check": true},
  "schemes": [{"executable": "serial", "tasks_per_node": [1],
               "grids": [{}, {"checkpoint-activations": true}]},
-             {"executable": "data", "grids": [{"zero": 3, "checkpoint-activations": true}]}]}
+             {"executable": "data", "grids": [{"zero": 3, "checkpoint-activations": true}]},
+             {"executable": "tensor3d",
+              "grids": [{"tp-dims": [2, 1, 1], "prefetch-weights": true}]}]}
 EOF
 status=0
-jobs/sweep "$tmp/checkpoint.json" --launcher mpiexec --dry-run >"$tmp/checkpoint.out" 2>&1 ||
-  status=$?
-with=$(grep -c -- '--checkpoint-activations .*-checkpoint-activations-1x[12]\.h5' "$tmp/checkpoint.out")
-plain=$(grep -- 'serial-1x1\.h5' "$tmp/checkpoint.out" | grep -vc -- '--checkpoint-activations')
+jobs/sweep "$tmp/flags.json" --launcher mpiexec --dry-run >"$tmp/flags.out" 2>&1 || status=$?
+with=$(grep -c -- '--checkpoint-activations .*-checkpoint-activations-1x[12]\.h5' "$tmp/flags.out")
+plain=$(grep -- 'serial-1x1\.h5' "$tmp/flags.out" | grep -vc -- '--checkpoint-activations')
 if ((status == 0 && with == 2 && plain == 1)); then
   ok "checkpoint-activations in grids: passed on and named in the file, absent elsewhere"
 else
   not_ok "checkpoint-activations in grids" "exit status $status, $with points with it," \
-    "$plain plain: $(head -c 600 "$tmp/checkpoint.out" | tr '\n' '|')"
+    "$plain plain: $(head -c 600 "$tmp/flags.out" | tr '\n' '|')"
 fi
-
-# The sweep knows no scheme's flags itself: it reads each executable's --list-options, so a
-# scheme's own flag (tensor3d's --prefetch-weights) is a grid flag and a shared option
-# (--skip-memory-check) a sweep-wide one, with nothing in jobs/ naming them.
-cat >"$tmp/listed.json" <<'EOF'
-{"nodes": [1], "tasks_per_node": [2], "scaling": {"strong": {"batch": 16}},
- "options": {"skip-memory-check": true},
- "schemes": [{"executable": "tensor3d",
-              "grids": [{"tp-dims": [2, 1, 1], "prefetch-weights": true}]}]}
-EOF
-status=0
-jobs/sweep "$tmp/listed.json" --launcher mpiexec --dry-run >"$tmp/listed.out" 2>&1 || status=$?
 if ((status == 0)) && grep -q -- '--skip-memory-check .*--tp-dims 2,1,1 --prefetch-weights' \
-    "$tmp/listed.out" && ! grep -r -q -e 'prefetch-weights' -e 'skip-memory-check' jobs/; then
+    "$tmp/flags.out" && ! grep -r -q -e 'prefetch-weights' -e 'skip-memory-check' jobs/; then
   ok "grid flags and options come from the executables' --list-options"
 else
   not_ok "flags from --list-options" \
-    "exit status $status: $(head -c 600 "$tmp/listed.out" | tr '\n' '|')"
+    "exit status $status: $(head -c 600 "$tmp/flags.out" | tr '\n' '|')"
 fi
 
 # What the sweep asks of an executable: --list-options splits its own flags from the shared
