@@ -55,6 +55,7 @@ int main(int argc, char** argv) {
                    "(default: the contiguous split minimising the largest stage's parameter "
                    "count)");
   };
+  scheme.check_options = [&](const Options&) { check_pipeline_flags(p); };
   scheme.check_grid = [&](const Options& o, int ranks) {
     layout = resolve_pipeline_layout(p, o.model, o.batch, ranks);
     return layout->grid();

@@ -229,6 +229,10 @@ check_grid_status "--check-grid on a non-square grid" 2 "error: --tp-dims 2,3" \
   bin/tensor2d --tp-dims 2,3 --check-grid 4
 check_grid_status "--check-grid on --shard-group without ZeRO-3" 2 "needs --zero 3" \
   bin/data --shard-group 2 --check-grid 4
+check_grid_status "--check-grid on a malformed --partition" 2 "'x' is not a positive number" \
+  bin/pipeline --partition 1,x --check-grid 2
+check_grid_status "--check-grid on --pp beyond the ranks" 3 "does not fit 2 ranks: --pp 3" \
+  bin/pipeline --pp 3 --check-grid 2
 
 # --launcher mpiexec: the same points here, one after another.
 status=0

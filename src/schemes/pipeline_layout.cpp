@@ -43,20 +43,26 @@ void resolve_grid(const PipelineOptions& o, int ranks, int& stages, int& replica
 
 }  // namespace
 
-PipelineLayout resolve_pipeline_layout(const PipelineOptions& o, const ModelConfig& model,
-                                       int64_t global_batch, int ranks) {
-  PipelineLayout layout;
-  resolve_grid(o, ranks, layout.stages, layout.replicas);
-  layout.schedule = parse_pipeline_schedule(o.schedule);
-  layout.micro_batches = o.micro_batches;
-  if (layout.micro_batches < 1)
+void check_pipeline_flags(const PipelineOptions& o) {
+  if (o.micro_batches < 1)
     throw InputError("--micro-batches must be at least 1, not " + std::to_string(o.micro_batches));
   if (o.virtual_stages < 1)
     throw InputError("--virtual-stages must be at least 1, not " +
                      std::to_string(o.virtual_stages));
-  if (o.virtual_stages > 1 && layout.schedule != PipelineScheduleKind::interleaved)
+  if (o.virtual_stages > 1 && parse_pipeline_schedule(o.schedule) !=
+                                  PipelineScheduleKind::interleaved)
     throw InputError("--virtual-stages " + std::to_string(o.virtual_stages) +
                      " needs --schedule interleaved (not " + o.schedule + ")");
+  if (!o.partition.empty()) partition_blocks(o.partition);
+}
+
+PipelineLayout resolve_pipeline_layout(const PipelineOptions& o, const ModelConfig& model,
+                                       int64_t global_batch, int ranks) {
+  PipelineLayout layout;
+  resolve_grid(o, ranks, layout.stages, layout.replicas);
+  check_pipeline_flags(o);
+  layout.schedule = parse_pipeline_schedule(o.schedule);
+  layout.micro_batches = o.micro_batches;
   if (layout.schedule == PipelineScheduleKind::interleaved &&
       layout.micro_batches % layout.stages != 0)
     throw InputError("--schedule interleaved needs --micro-batches a multiple of --pp " +

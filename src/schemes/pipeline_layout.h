@@ -49,6 +49,11 @@ struct PipelineLayout {
   std::string grid() const;
 };
 
+// InputError for what is wrong in the flags whatever the ranks, batch and model: M or v below 1,
+// --virtual-stages without --schedule interleaved, a --partition item that is no positive
+// integer.
+void check_pipeline_flags(const PipelineOptions& options);
+
 // Throws InputError, the same on every rank, when P × D is not the world size, there are more
 // virtual stages than blocks, --partition is malformed or does not sum to the blocks, a
 // replica has no rows, M does not divide a replica's rows, --virtual-stages is given without

@@ -109,10 +109,7 @@ PipelinePartition balanced_partition(const ModelConfig& config, int stages) {
   return PipelinePartition(split);
 }
 
-PipelinePartition parse_partition(const std::string& text, const ModelConfig& config,
-                                  int stages) {
-  check_stage_count(config, stages);
-  const std::string option = "--partition '" + text + "'";
+std::vector<int64_t> partition_blocks(const std::string& text) {
   std::vector<int64_t> split;
   size_t start = 0;
   while (true) {
@@ -126,11 +123,19 @@ PipelinePartition parse_partition(const std::string& text, const ModelConfig& co
       used = 0;
     }
     if (used == 0 || used != item.size() || value < 1)
-      throw InputError(option + ": '" + item + "' is not a positive number of blocks");
+      throw InputError("--partition '" + text + "': '" + item +
+                       "' is not a positive number of blocks");
     split.push_back(value);
-    if (comma == std::string::npos) break;
+    if (comma == std::string::npos) return split;
     start = comma + 1;
   }
+}
+
+PipelinePartition parse_partition(const std::string& text, const ModelConfig& config,
+                                  int stages) {
+  check_stage_count(config, stages);
+  const std::string option = "--partition '" + text + "'";
+  const std::vector<int64_t> split = partition_blocks(text);
   if (static_cast<int>(split.size()) != stages)
     throw InputError(option + " gives " + std::to_string(split.size()) +
                      " stages, but the pipeline has " + std::to_string(stages) +

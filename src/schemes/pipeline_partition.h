@@ -40,6 +40,10 @@ std::vector<int64_t> unit_parameter_counts(const ModelConfig& config);
 // InputError when there are more stages than blocks.
 PipelinePartition balanced_partition(const ModelConfig& config, int stages);
 
+// The blocks per stage that --partition "1,2,1" lists; InputError unless each is a positive
+// integer.
+std::vector<int64_t> partition_blocks(const std::string& text);
+
 // --partition "1,2,1": blocks per stage. InputError (one line naming the value) unless it is
 // `stages` positive integers summing to the model's blocks.
 PipelinePartition parse_partition(const std::string& text, const ModelConfig& config, int stages);
