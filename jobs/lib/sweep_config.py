@@ -50,11 +50,18 @@ def run_executable(executable, args, what):
     return done.returncode, done.stdout, done.stderr
 
 
+def candidate(name):
+    """Whether bin/<name> may be asked --list-options: a program of bench/*.cpp (the Makefile's
+    rule) other than the Google Benchmark ones, which, like the test binaries, would run."""
+    return (re.fullmatch(r"[A-Za-z0-9_-]+", name) is not None and not name.startswith("bench_")
+            and os.path.isfile(os.path.join(ROOT, "bench", name + ".cpp"))
+            and os.access(os.path.join(ROOT, "bin", name), os.X_OK))
+
+
 def training_executables():
-    """The executables that answer --list-options: bench/*.cpp's programs but the benchmarks."""
-    names = sorted(os.path.splitext(f)[0] for f in os.listdir(os.path.join(ROOT, "bench"))
-                   if f.endswith(".cpp") and not f.startswith("bench_"))
-    return [n for n in names if os.access(os.path.join(ROOT, "bin", n), os.X_OK)
+    """The executables that answer --list-options."""
+    names = sorted(os.path.splitext(f)[0] for f in os.listdir(os.path.join(ROOT, "bench")))
+    return [n for n in names if candidate(n)
             and run_executable(n, ["--list-options"], "--list-options")[0] == 0]
 
 
@@ -65,18 +72,25 @@ def scheme_options(executable, where):
     """The Scheme of bin/<executable>, asked once per sweep."""
     if executable in _schemes:
         return _schemes[executable]
-    if not re.fullmatch(r"[A-Za-z0-9_-]+", executable) or not os.access(
+    if re.fullmatch(r"[A-Za-z0-9_-]+", executable) and os.path.isfile(
+            os.path.join(ROOT, "bench", executable + ".cpp")) and not os.access(
             os.path.join(ROOT, "bin", executable), os.X_OK):
+        raise InputError(f"{where}: bin/{executable} not found: build the executables first "
+                         "(make)")
+    if not candidate(executable):
         raise InputError(f"{where}: unknown scheme {json.dumps(executable)} "
                          f"(known: {', '.join(training_executables()) or 'none built: make'})")
     status, out, err = run_executable(executable, ["--list-options"], "--list-options")
+    last = (err.strip().splitlines() or ["no message"])[-1]
+    if status == 127 or "error while loading shared libraries" in err:
+        raise InputError(f"{where}: bin/{executable} cannot start here ({last})")
     try:
         listed = json.loads(out) if status == 0 else None
     except json.JSONDecodeError:
         listed = None
     if not isinstance(listed, dict) or not {"shared", "scheme"} <= set(listed):
         raise InputError(f"{where}: bin/{executable} is not a training executable "
-                         f"(--list-options: {(err.strip().splitlines() or ['no list'])[-1]})")
+                         f"(--list-options: exit status {status}, {last})")
     shared = tuple(listed["shared"])
     scheme = Scheme(flags=tuple(listed["scheme"]) + tuple(f for f in RUN_FLAGS if f in shared),
                     shared=shared)
