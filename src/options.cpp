@@ -111,8 +111,8 @@ OptionParser::OptionParser(const std::string& program, const std::string& descri
                  "if the grid does not fit N ranks, this batch or this model, 2 for a bad option "
                  "(jobs/sweep asks this)")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   app.add_flag("--list-options", o.list_options, "print the long names of the options every "
-               "executable shares and of this scheme's own as JSON ({\"shared\": [...], "
-               "\"scheme\": [...]}) and exit (jobs/sweep reads this)");
+               "executable shares and of this scheme's own as JSON ({\"program\": ..., "
+               "\"shared\": [...], \"scheme\": [...]}) and exit (jobs/sweep reads this)");
   app.add_flag("--skip-memory-check", o.skip_memory_check, "start even when the memory "
                "accounting says a rank needs more memory than it has (the estimate is printed "
                "and recorded either way)");
