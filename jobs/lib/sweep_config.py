@@ -50,18 +50,18 @@ def run_executable(executable, args, what):
     return done.returncode, done.stdout, done.stderr
 
 
-def candidate(name):
+def training_program(name):
     """Whether bin/<name> may be asked --list-options: a program of bench/*.cpp (the Makefile's
     rule) other than the Google Benchmark ones, which, like the test binaries, would run."""
     return (re.fullmatch(r"[A-Za-z0-9_-]+", name) is not None and not name.startswith("bench_")
-            and os.path.isfile(os.path.join(ROOT, "bench", name + ".cpp"))
-            and os.access(os.path.join(ROOT, "bin", name), os.X_OK))
+            and os.path.isfile(os.path.join(ROOT, "bench", name + ".cpp")))
 
 
 def training_executables():
-    """The executables that answer --list-options."""
+    """The built executables that answer --list-options."""
     names = sorted(os.path.splitext(f)[0] for f in os.listdir(os.path.join(ROOT, "bench")))
-    return [n for n in names if candidate(n)
+    return [n for n in names if training_program(n)
+            and os.access(os.path.join(ROOT, "bin", n), os.X_OK)
             and run_executable(n, ["--list-options"], "--list-options")[0] == 0]
 
 
@@ -72,12 +72,7 @@ def scheme_options(executable, where):
     """The Scheme of bin/<executable>, asked once per sweep."""
     if executable in _schemes:
         return _schemes[executable]
-    if re.fullmatch(r"[A-Za-z0-9_-]+", executable) and os.path.isfile(
-            os.path.join(ROOT, "bench", executable + ".cpp")) and not os.access(
-            os.path.join(ROOT, "bin", executable), os.X_OK):
-        raise InputError(f"{where}: bin/{executable} not found: build the executables first "
-                         "(make)")
-    if not candidate(executable):
+    if not training_program(executable):
         raise InputError(f"{where}: unknown scheme {json.dumps(executable)} "
                          f"(known: {', '.join(training_executables()) or 'none built: make'})")
     status, out, err = run_executable(executable, ["--list-options"], "--list-options")
