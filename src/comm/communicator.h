@@ -40,6 +40,12 @@ class CommRequest {
 };
 using PendingComm = std::unique_ptr<CommRequest>;
 
+// Waits for `pending` (if any) and drops it.
+inline void complete(PendingComm& pending) {
+  if (pending) pending->wait();
+  pending.reset();
+}
+
 // One operation as a backend receives it (roots and peers already checked). `count` is the
 // public call's: each rank's part for all-gather's send and reduce-scatter's recv, else the
 // whole buffer.

@@ -7,17 +7,16 @@ namespace mlps {
 
 namespace {
 
-int64_t checked_rows_per_rank(int64_t global_batch, MPI_Comm comm) {
-  int ranks = 1;
-  MPI_Comm_size(comm, &ranks);
-  check_batch_covers_ranks(global_batch, ranks);
-  return (global_batch + ranks - 1) / ranks;
-}
-
 int world_size(MPI_Comm world) {
   int ranks = 1;
   MPI_Comm_size(world, &ranks);
   return ranks;
+}
+
+int64_t checked_rows_per_rank(int64_t global_batch, MPI_Comm comm) {
+  const int ranks = world_size(comm);
+  check_batch_covers_ranks(global_batch, ranks);
+  return (global_batch + ranks - 1) / ranks;
 }
 
 std::vector<GridAxis> data_axes(MPI_Comm world, int shard_group) {
@@ -32,11 +31,9 @@ std::vector<GridAxis> data_axes(MPI_Comm world, int shard_group) {
 std::unique_ptr<Communicator> axis_communicator(const ProcessGrid& grid, const char* axis,
                                                 const TrainerSetup& s, const Device& device,
                                                 std::shared_ptr<CommLog> log, bool even_alone) {
-  int size = 1;
-  MPI_Comm_size(grid.group(axis), &size);
-  const int ranks = world_size(s.world);
+  const int size = world_size(grid.group(axis));
   if (size == 1 && !even_alone) return nullptr;
-  return grid.communicator(axis, s.backend, device, size == ranks ? "world" : axis,
+  return grid.communicator(axis, s.backend, device, size == world_size(s.world) ? "world" : axis,
                            std::move(log), CommRole::weight_gradients);
 }
 

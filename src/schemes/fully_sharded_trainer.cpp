@@ -62,10 +62,7 @@ void FullyShardedTrainer<T>::use_gathered(int unit) {
   if (this->comm_) {
     start_gather(unit);
     Gathered& g = gathered_.at(unit);
-    if (g.pending) {
-      g.pending->wait();
-      g.pending.reset();
-    }
+    complete(g.pending);
     values = g.values.data();
   }
   for (size_t i = 0; i < params.size(); ++i)
@@ -158,8 +155,7 @@ std::vector<NamedTensor> FullyShardedTrainer<T>::gather_parameters() {
       append_named_tensors<T>(this->unit_parameters(u), tensors);
     release(u);
   }
-  this->log_->take_totals();  // verification traffic is not part of any iteration
-  this->log_->take_blocked_seconds();
+  this->discard_untaken_comm();  // verification traffic is not part of any iteration
   return tensors;
 }
 

@@ -18,27 +18,16 @@ namespace {
 // P and D from --pp and --dp, either of which may be left to the world size.
 void resolve_grid(const PipelineOptions& o, int ranks, int& stages, int& replicas) {
   const std::string world = std::to_string(ranks) + " ranks";
-  if (o.pp > 0 && o.dp > 0) {
-    if (static_cast<int64_t>(o.pp) * o.dp != ranks)
-      throw InputError("--pp " + std::to_string(o.pp) + " x --dp " + std::to_string(o.dp) + " = " +
-                       std::to_string(static_cast<int64_t>(o.pp) * o.dp) +
-                       " does not match the " + world);
-    stages = o.pp;
-    replicas = o.dp;
-  } else if (o.pp > 0) {
-    if (ranks % o.pp != 0)
-      throw InputError("--pp " + std::to_string(o.pp) + " does not divide the " + world);
-    stages = o.pp;
-    replicas = ranks / o.pp;
-  } else if (o.dp > 0) {
-    if (ranks % o.dp != 0)
-      throw InputError("--dp " + std::to_string(o.dp) + " does not divide the " + world);
-    replicas = o.dp;
-    stages = ranks / o.dp;
-  } else {
-    stages = ranks;
-    replicas = 1;
-  }
+  if (o.pp > 0 && o.dp > 0 && static_cast<int64_t>(o.pp) * o.dp != ranks)
+    throw InputError("--pp " + std::to_string(o.pp) + " x --dp " + std::to_string(o.dp) + " = " +
+                     std::to_string(static_cast<int64_t>(o.pp) * o.dp) + " does not match the " +
+                     world);
+  if (o.pp > 0 && o.dp == 0 && ranks % o.pp != 0)
+    throw InputError("--pp " + std::to_string(o.pp) + " does not divide the " + world);
+  if (o.dp > 0 && o.pp == 0 && ranks % o.dp != 0)
+    throw InputError("--dp " + std::to_string(o.dp) + " does not divide the " + world);
+  stages = o.pp > 0 ? o.pp : o.dp > 0 ? ranks / o.dp : ranks;
+  replicas = ranks / stages;
 }
 
 }  // namespace

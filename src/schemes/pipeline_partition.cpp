@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <numeric>
 #include <stdexcept>
 
 #include "src/errors.h"
@@ -17,17 +18,15 @@ PipelinePartition::PipelinePartition(std::vector<int64_t> blocks_per_stage)
       throw std::logic_error("PipelinePartition: every stage of a pipeline needs a block");
 }
 
+// Stage s's blocks start after the embedding (unit 0) and the earlier stages' blocks.
 int PipelinePartition::first_unit(int stage) const {
   if (stage == 0) return 0;
-  int64_t unit = 1;  // after the embedding
-  for (int s = 0; s < stage; ++s) unit += blocks_[s];
-  return static_cast<int>(unit);
+  return static_cast<int>(std::reduce(blocks_.begin(), blocks_.begin() + stage, int64_t{1}));
 }
 
 int PipelinePartition::end_unit(int stage) const {
-  int64_t unit = 1;
-  for (int s = 0; s <= stage; ++s) unit += blocks_[s];
-  return static_cast<int>(stage == stages() - 1 ? unit + 1 : unit);  // + the classifier
+  const auto end = std::reduce(blocks_.begin(), blocks_.begin() + stage + 1, int64_t{1});
+  return static_cast<int>(stage == stages() - 1 ? end + 1 : end);  // + the classifier
 }
 
 std::string PipelinePartition::text() const {
@@ -35,20 +34,13 @@ std::string PipelinePartition::text() const {
 }
 
 std::string PipelinePartition::unit_names(int stage) const {
-  std::vector<std::string> names;
-  if (stage == 0) names.push_back("embed");
-  const int64_t first_block = first_unit(stage) == 0 ? 0 : first_unit(stage) - 1;
-  const int64_t count = blocks_[stage];
-  if (count == 1) names.push_back("block" + std::to_string(first_block));
-  if (count > 1)
-    names.push_back("block" + std::to_string(first_block) + ".." +
-                    std::to_string(first_block + count - 1));
-  if (stage == stages() - 1) names.push_back("classifier");
-  std::string out;
-  for (const auto& name : names) {
-    if (!out.empty()) out += ',';
-    out += name;
-  }
+  const int64_t first = first_unit(stage) == 0 ? 0 : first_unit(stage) - 1, count = blocks_[stage];
+  std::string out = stage == 0 ? "embed" : "";
+  const auto add = [&](const std::string& name) { out += (out.empty() ? "" : ",") + name; };
+  if (count > 0)
+    add("block" + std::to_string(first) +
+        (count > 1 ? ".." + std::to_string(first + count - 1) : std::string()));
+  if (stage == stages() - 1) add("classifier");
   return out;
 }
 

@@ -10,11 +10,8 @@
 #include "src/timing/step_statistics.h"
 
 namespace mlps {
-namespace {
 
 using Pass = PipelineAction::Pass;
-
-}  // namespace
 
 template <typename T>
 PipelineTrainer<T>::PipelineTrainer(const TrainerSetup& s, const PipelineLayout& layout)
@@ -48,14 +45,10 @@ PipelineTrainer<T>::PipelineTrainer(const TrainerSetup& s, const PipelineLayout&
                                                      layout.partition.first_unit(vs),
                                                      layout.partition.end_unit(vs), micro_rows_,
                                                      s.seed);
-    if (vs > 0) {
-      chunk.prev_rank = shape_.rank_of(vs - 1);
-      chunk.prev_local = chunk.prev_rank == stage_;
-    }
-    if (vs < last_vs) {
-      chunk.next_rank = shape_.rank_of(vs + 1);
-      chunk.next_local = chunk.next_rank == stage_;
-    }
+    chunk.prev_rank = vs > 0 ? shape_.rank_of(vs - 1) : -1;
+    chunk.next_rank = vs < last_vs ? shape_.rank_of(vs + 1) : -1;
+    chunk.prev_local = chunk.prev_rank == stage_;
+    chunk.next_local = chunk.next_rank == stage_;
     optimizer_.add(chunk.model->values(), chunk.model->grads(),
                    chunk.model->parameter_elements());
     if (vs > 0 && !chunk.prev_local)
@@ -231,10 +224,7 @@ void PipelineTrainer<T>::run_backward(const PipelineAction& action, int64_t glob
   const auto start = Clock::now();
   // Checkpointing rewrites the stage's output in the backward: its send must be complete (it
   // is in effect: its gradient is back). release_slot waits for it otherwise.
-  if (slot.output_send && chunk.model->checkpointed()) {
-    slot.output_send->wait();
-    slot.output_send.reset();
-  }
+  if (chunk.model->checkpointed()) complete(slot.output_send);
   // ∂L/∂input: nowhere on the first virtual stage, straight into the previous virtual stage's
   // slot when it is on this rank, else into a send buffer.
   T* input_grad = nullptr;
@@ -345,9 +335,9 @@ PipelineRankReport PipelineTrainer<T>::report(int64_t warmup, bool inference) co
   PipelineRankReport r;
   const auto& step_history = inference ? eval_step_history_ : step_history_;
   const auto& bubble_history = inference ? eval_bubble_history_ : bubble_history_;
+  const auto first = static_cast<size_t>(std::max<int64_t>(warmup, 0));  // the timed steps
   std::vector<double> steps, bubbles, fractions;
-  for (size_t i = static_cast<size_t>(std::max<int64_t>(warmup, 0)); i < step_history.size();
-       ++i) {
+  for (size_t i = first; i < step_history.size(); ++i) {
     steps.push_back(step_history[i]);
     bubbles.push_back(bubble_history[i]);
     fractions.push_back(step_history[i] > 0 ? bubble_history[i] / step_history[i] : 0.0);
@@ -368,9 +358,7 @@ PipelineRankReport PipelineTrainer<T>::report(int64_t warmup, bool inference) co
   for (int kind = 0; kind < 3; ++kind) {
     double sum = 0;
     int64_t timed = 0;
-    for (size_t i = static_cast<size_t>(std::max<int64_t>(warmup, 0));
-         i < pass_history_.size(); ++i, ++timed)
-      sum += pass_history_[i][kind];
+    for (size_t i = first; i < pass_history_.size(); ++i, ++timed) sum += pass_history_[i][kind];
     if (timed > 0 && pass_count_[kind] > 0) *times[kind] = sum / timed / pass_count_[kind];
   }
   return r;

@@ -55,8 +55,6 @@ class PipelineTrainer : public SchemeTrainer<T> {
   // This rank's bubble (medians over the iterations after `warmup`) and activation memory: of
   // the training steps, or with `inference` of the evaluate() calls.
   PipelineRankReport report(int64_t warmup, bool inference = false) const;
-  int stage() const { return stage_; }
-  int replica() const { return replica_; }
 
  private:
   using Clock = std::chrono::steady_clock;

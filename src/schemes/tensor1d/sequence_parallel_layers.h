@@ -74,7 +74,6 @@ class SequenceParallelLinear : public Linear<T> {
     weight_grad_ = weight_grad;
     bias_grad_ = bias_grad;
   }
-  int64_t in_offset() const { return shard_.in_offset(); }
   int64_t in_width() const override {
     return classifier_ ? shard_.local_in() / tp_.size() : shard_.local_in();
   }

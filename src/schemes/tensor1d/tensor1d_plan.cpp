@@ -39,18 +39,11 @@ Tensor1dPlan make_tensor1d_plan(const ModelConfig& model, int tp, bool sequence_
   const size_t classifier = plan.linears.size() - 1;
   if (split && model.input_features() % tp == 0) plan.linears[0].split = LinearSplit::row;
   if (split && model.classes % tp == 0) plan.linears[classifier].split = LinearSplit::column;
-  if (split && model.block == BlockKind::residual_mlp) {
-    for (size_t i = 1; i < classifier; i += 2) {
-      plan.linears[i].split = LinearSplit::column;    // fc1
-      plan.linears[i + 1].split = LinearSplit::row;   // fc2
-    }
-  }
-  if (split && model.block == BlockKind::plain) {
-    // Pairs (block 2k, block 2k+1); an odd last block has no partner and stays replicated.
-    for (size_t i = 1; i + 1 < classifier; i += 2) {
-      plan.linears[i].split = LinearSplit::column;
-      plan.linears[i + 1].split = LinearSplit::row;
-    }
+  // Column then row: a residual block's fc1, fc2; plain blocks in pairs (block 2k, block 2k+1),
+  // an odd last block having no partner stays replicated.
+  for (size_t i = 1; split && i + 1 < classifier; i += 2) {
+    plan.linears[i].split = LinearSplit::column;
+    plan.linears[i + 1].split = LinearSplit::row;
   }
   return plan;
 }

@@ -150,7 +150,7 @@ std::map<std::string, double> Tensor1dTrainer<T>::analytic_bytes(int64_t global_
                                    element_bytes(tp_comm_.get()), dp_, inference,
                                    element_bytes(tp_grad_comm_.get()), calls);
   if (bytes.count("allreduce:data"))
-    bytes["allreduce:data"] = static_cast<double>(mlps::local_parameter_count(plan_)) *
+    bytes["allreduce:data"] = static_cast<double>(local_parameter_count(plan_)) *
                               static_cast<double>(element_bytes(data_comm_.get()));
   return bytes;
 }

@@ -34,8 +34,6 @@ class Tensor1dTrainer : public ForwardBackwardTrainer<T>, private LayerSet<T>, p
   std::vector<NamedTensor> gather_parameters() override;
   std::string comm_backend() const override;
 
-  // Parameter elements this rank holds (its shards and the replicated tensors).
-  int64_t local_parameter_count() const { return values_.size(); }
   // The analytic volumes (tensor1d_comm_bytes) for this rank's replica: per training step, or
   // with `inference` per evaluate() of a global batch; `calls`, where given, gets their calls.
   std::map<std::string, double> analytic_bytes(int64_t global_batch, bool inference = false,

@@ -35,19 +35,15 @@ GridShape resolve_grid_shape(const std::vector<int>& tp_dims, int dp, int world_
     shape.q = tp_dims[0];
   }
   const int64_t grid = int64_t{shape.q} * shape.q;
-  if (dp == 0) {
-    if (world_size % grid != 0)
-      throw InputError("--tp-dims " + dims(shape.q) + ": " + std::to_string(world_size) +
-                       " ranks are not a multiple of the " + std::to_string(grid) +
-                       " ranks of a q × q grid");
-    shape.dp = static_cast<int>(world_size / grid);
-  } else {
-    if (grid * dp != world_size)
-      throw InputError("--tp-dims " + dims(shape.q) + " --dp " + std::to_string(dp) + " needs " +
-                       std::to_string(grid * dp) + " ranks (q·q·dp), not " +
-                       std::to_string(world_size));
-    shape.dp = dp;
-  }
+  if (dp == 0 && world_size % grid != 0)
+    throw InputError("--tp-dims " + dims(shape.q) + ": " + std::to_string(world_size) +
+                     " ranks are not a multiple of the " + std::to_string(grid) +
+                     " ranks of a q × q grid");
+  if (dp > 0 && grid * dp != world_size)
+    throw InputError("--tp-dims " + dims(shape.q) + " --dp " + std::to_string(dp) + " needs " +
+                     std::to_string(grid * dp) + " ranks (q·q·dp), not " +
+                     std::to_string(world_size));
+  shape.dp = dp > 0 ? dp : static_cast<int>(world_size / grid);
   return shape;
 }
 

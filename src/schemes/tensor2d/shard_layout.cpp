@@ -7,13 +7,6 @@
 #include "src/schemes/tensor2d/balanced_split.h"
 
 namespace mlps {
-namespace {
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-}  // namespace
 
 ShardLayout::ShardLayout(const ModelConfig& model, int q, int grid_row, int grid_col)
     : ShardLayout(model, [=](TensorShard& t) {
@@ -44,7 +37,7 @@ ShardLayout::ShardLayout(const ModelConfig& model, const std::function<void(Tens
       t.fan_in = p->fan_in;
       t.global_rows = t.rows = p->rows;
       t.global_cols = t.cols = p->cols;
-      t.matrix = ends_with(p->name, ".weight") && !ends_with(p->name, ".norm.weight");
+      t.matrix = p->name.ends_with(".weight") && !p->name.ends_with(".norm.weight");
       if (!t.matrix && p->rows != 1)
         throw std::logic_error("ShardLayout: " + p->name + " is not a vector");
       cut(t);

@@ -44,8 +44,7 @@ void summa_steps(int q, const std::array<BlockStream<T>, N>& streams, Compute co
     if (l + 1 < q) start(l + 1);
     std::array<const T*, N> blocks;
     for (size_t s = 0; s < N; ++s) {
-      pending[s][l % 2]->wait();
-      pending[s][l % 2].reset();
+      complete(pending[s][l % 2]);
       blocks[s] = streams[s].block(l);
     }
     compute(l, blocks);
@@ -85,8 +84,7 @@ SummaWorkspace<T>::SummaWorkspace(Device& on, const ModelConfig& model, int q,
 template <typename T>
 void SummaWorkspace<T>::finish_weight_gradient() {
   if (!pending_weight_gradient) return;
-  pending_weight_gradient->wait();
-  pending_weight_gradient.reset();
+  complete(pending_weight_gradient);
   if (weight_destination)
     device->copy(weight_destination, grad_weight_landing.data(), sizeof(T) * weight_count);
   weight_destination = nullptr;

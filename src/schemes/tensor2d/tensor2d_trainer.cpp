@@ -129,10 +129,7 @@ void Tensor2dTrainer<T>::after_backward(int unit) {
 
 template <typename T>
 void Tensor2dTrainer<T>::sync_over_replicas(UnitSync& sync) {
-  if (sync.vectors) {
-    sync.vectors->wait();
-    sync.vectors.reset();
-  }
+  complete(sync.vectors);
   if (!data_comm_) return;
   const UnitRange& range = layout_.units()[sync.unit];
   T* unit = grads_.data() + range.offset;

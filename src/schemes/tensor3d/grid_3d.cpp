@@ -35,17 +35,13 @@ Shape3d resolve_shape_3d(const std::vector<int>& tp_dims, int dp, int world_size
     shape.depth = tp_dims[2];
   }
   const int64_t grid = shape.tensor_ranks();
-  if (dp == 0) {
-    if (world_size % grid != 0)
-      throw InputError("--tp-dims " + shape.dims() + ": " + n(world_size) +
-                       " ranks are not a multiple of x·y·z = " + n(grid));
-    shape.dp = static_cast<int>(world_size / grid);
-  } else {
-    if (grid * dp != world_size)
-      throw InputError("--tp-dims " + shape.dims() + " --dp " + n(dp) + " needs x·y·z·dp = " +
-                       n(grid * dp) + " ranks, not " + n(world_size));
-    shape.dp = dp;
-  }
+  if (dp == 0 && world_size % grid != 0)
+    throw InputError("--tp-dims " + shape.dims() + ": " + n(world_size) +
+                     " ranks are not a multiple of x·y·z = " + n(grid));
+  if (dp > 0 && grid * dp != world_size)
+    throw InputError("--tp-dims " + shape.dims() + " --dp " + n(dp) + " needs x·y·z·dp = " +
+                     n(grid * dp) + " ranks, not " + n(world_size));
+  shape.dp = dp > 0 ? dp : static_cast<int>(world_size / grid);
   return shape;
 }
 

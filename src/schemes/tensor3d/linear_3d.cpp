@@ -21,8 +21,7 @@ const T* Linear3d<T>::gathered_weight() {
   if (depth_.size() == 1) return weight_;
   if (!gathered_) {
     start_gather();
-    gather_->wait();
-    gather_.reset();
+    complete(gather_);
     gathered_ = true;
   }
   return full_weight_;
@@ -54,10 +53,7 @@ void Linear3d<T>::backward(const T* x, const T* dy, T* dx, int64_t rows, bool ac
                     in_local_, T(0), dx, in_local_);
     if (out_.size() > 1) {
       dx_sum = out_.all_reduce_async(dx, dx, rows * in_local_, data_type_of<T>());
-      if (!overlap_.overlap_dx) {
-        dx_sum->wait();
-        dx_sum.reset();
-      }
+      if (!overlap_.overlap_dx) complete(dx_sum);
     }
   }
   // dW = dyᵀ·x over this rank's rows; the depth ranks hold the other rows. Without depth it
@@ -78,13 +74,6 @@ void Linear3d<T>::backward(const T* x, const T* dy, T* dx, int64_t rows, bool ac
   }
   gathered_ = false;
   if (next_) next_->finish_weight_gradient();
-}
-
-template <typename T>
-void Linear3d<T>::finish_weight_gradient() {
-  if (!reduce_) return;
-  reduce_->wait();
-  reduce_.reset();
 }
 
 template class Linear3d<float>;

@@ -63,7 +63,7 @@ class Linear3d : public Linear<T> {
   // the next layer's deferred dW reduce-scatter, which ran during this backward.
   void backward(const T* x, const T* dy, T* dx, int64_t rows, bool accumulate = false) override;
   // Waits for a deferred dW reduce-scatter (no-op when none is pending).
-  void finish_weight_gradient();
+  void finish_weight_gradient() { complete(reduce_); }
 
  private:
   void start_gather();

@@ -65,20 +65,11 @@ std::unique_ptr<Linear<T>> Tensor3dTrainer<T>::linear(const std::string& name, i
   Communicator& out_group = axis(other(axis_));
   auto layer = std::make_unique<Linear3d<T>>(this->device_, in_group, out_group, *depth_, in,
                                              out, overlap_);
-  LocalTensor w;
-  w.name = name + ".weight";
-  w.rows = out;
-  w.cols = in;
-  w.weight = true;
-  w.offset = weight_count_;
-  w.count = layer->shard_elements();
-  w.row0 = layer->row0();
-  w.col0 = layer->col0();
-  w.block_cols = layer->in_width();
-  w.first = d_ * layer->shard_elements();
-  w.owner = replica_ == 0;
-  weight_count_ += w.count;
-  tensors_.push_back(w);
+  const int64_t shard = layer->shard_elements();
+  tensors_.push_back({{name + ".weight", out, in, layer->row0(), layer->col0(), layer->in_width(),
+                       d_ * shard, weight_count_, shard, replica_ == 0},
+                      true});
+  weight_count_ += shard;
   add_vector(name + ".bias", out, out_group);
   axis_ = other(axis_);
   linears_.push_back(layer.get());
@@ -99,18 +90,13 @@ std::unique_ptr<LayerNorm<T>> Tensor3dTrainer<T>::layer_norm(const std::string& 
 template <typename T>
 void Tensor3dTrainer<T>::add_vector(const std::string& name, int64_t features,
                                     Communicator& group) {
-  LocalTensor v;
-  v.name = name;
-  v.rows = 1;
-  v.cols = features;
-  v.offset = vector_count_;
-  v.count = v.block_cols = (features + group.size() - 1) / group.size();
-  v.col0 = group.rank() * v.count;
+  const int64_t count = (features + group.size() - 1) / group.size();
   // One copy per feature slice: the other plane axis, depth and data hold the same values.
   const bool first_of_others = &group == inner_.get() ? r_ == 0 : c_ == 0;
-  v.owner = replica_ == 0 && d_ == 0 && first_of_others;
-  vector_count_ += v.count;
-  tensors_.push_back(v);
+  tensors_.push_back({{name, 1, features, 0, group.rank() * count, count, 0, vector_count_, count,
+                       replica_ == 0 && d_ == 0 && first_of_others},
+                      false});
+  vector_count_ += count;
 }
 
 template <typename T>
@@ -140,25 +126,19 @@ void Tensor3dTrainer<T>::initialise(uint64_t seed) {
       vectors(static_cast<size_t>(vector_count_));
   for (size_t t = 0; t < tensors_.size(); ++t) {
     const Parameter<T>& p = reference.parameters()[t];
-    LocalTensor& s = tensors_[t];
+    const LocalTensor& s = tensors_[t];
     if (p.name != s.name || p.rows != s.rows || p.cols != s.cols)
       throw std::logic_error("tensor3d: tensor " + s.name + " is not FC_Net's " + p.name);
-    s.tensor_id = p.tensor_id;
-    // Exactly this rank's elements, from the counter-based initialiser.
+    // Exactly this rank's elements, from the counter-based initialiser; past the tensor's end
+    // (padding) zero.
+    T* values = s.weight ? weights.data() : vectors.data();
     for (int64_t k = 0; k < s.count; ++k) {
-      if (s.weight) {
-        const int64_t e = s.first + k, row = s.row0 + e / s.block_cols;
-        weights[s.offset + k] =
-            row >= s.rows ? T(0)
-                          : static_cast<T>(initial_value(seed, p.tensor_id, p.init, p.fan_in,
-                                                         row, s.col0 + e % s.block_cols));
-      } else {
-        vectors[s.offset + k] =
-            s.col0 + k >= s.cols
-                ? T(0)
-                : static_cast<T>(initial_value(seed, p.tensor_id, p.init, p.fan_in, 0,
-                                               s.col0 + k));
-      }
+      const int64_t e = s.first + k, row = s.row0 + e / s.block_cols;
+      const int64_t col = s.col0 + e % s.block_cols;
+      values[s.offset + k] =
+          row < s.rows && col < s.cols
+              ? static_cast<T>(initial_value(seed, p.tensor_id, p.init, p.fan_in, row, col))
+              : T(0);
     }
   }
   weights_ = Buffer<T>(this->device_, weight_count_);

@@ -28,7 +28,6 @@ namespace mlps {
 // buffer; a vector slice is features col0.. of row 0). Elements past the tensor's end (the
 // classifier's padding) are zero and not gathered.
 struct LocalTensor : HeldRun {
-  int64_t tensor_id = 0;
   bool weight = false;  // a weight shard (else a vector slice)
 };
 
