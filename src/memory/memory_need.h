@@ -2,7 +2,7 @@
 // What one rank of a run holds at its peak, from the configuration alone: computed before any
 // allocation, so a run that cannot fit is refused in one line (available_memory.h), and recorded
 // beside the measured peak (/memory/estimated_bytes) so the estimate is checked on every run.
-// scheme_memory.h holds each scheme's accounting; this file the pieces they share.
+// scheme_memory.h holds each scheme's accounting.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -31,18 +31,5 @@ size_t element_bytes(Precision precision);
 // Bytes per element on the wire: 2 for the 16-bit precisions' payloads, 4 for their weight
 // gradients under --fp32-grad-comm (fp32_gradients), else element_bytes.
 size_t wire_element_bytes(Precision precision, bool fp32_gradients = false);
-
-// Parameter values, gradients and optimizer state for `held` parameter elements of which
-// `optimized` are updated on this rank (fewer under ZeRO), in elements of element_bytes.
-void add_parameter_state(MemoryNeed& need, double held, double optimized,
-                         const OptimizerConfig& optimizer, Precision precision);
-
-// FcNet's activations and backward scratch for `rows` rows (see FcNet and MlpBlock): inputs
-// and labels, L + 1 block outputs, per block the saved LayerNorm output, moments and ReLU
-// output (one shared set with checkpoint_activations), the blocks' one backward scratch, the
-// logits, probabilities and their gradient (and the split logits' blocks), and the two
-// ping-pong activation gradients.
-double replica_activation_bytes(const ModelConfig& model, int64_t rows,
-                                const ActivationWidths& widths, size_t element_bytes);
 
 }  // namespace mlps

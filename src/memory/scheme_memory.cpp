@@ -16,17 +16,66 @@ namespace {
 
 double as_double(int64_t n) { return static_cast<double>(n); }
 
+// Parameter values, gradients and optimizer state for `held` parameter elements of which
+// `optimized` are updated on this rank (fewer under ZeRO), in elements of element_bytes.
+void add_parameter_state(MemoryNeed& need, double held, double optimized,
+                         const OptimizerConfig& optimizer, Precision precision) {
+  const double e = static_cast<double>(element_bytes(precision));
+  const bool mixed = storage_format(precision) != StorageFormat::full;
+  const double state_per_element =
+      (optimizer.kind == OptimizerKind::adam ? 2.0 : 0.0) + (mixed ? 1.0 : 0.0);
+  need.parameters += held * e;
+  need.gradients += held * e;
+  need.optimizer += optimized * state_per_element * e;
+}
+
+// FcNet's activations and backward scratch for `rows` rows (see FcNet and MlpBlock): inputs
+// and labels, L + 1 block outputs, per block the saved LayerNorm output, moments and ReLU
+// output (one shared set with checkpoint_activations), the blocks' one backward scratch, the
+// logits, probabilities and their gradient (and the split logits' blocks), and the two
+// ping-pong activation gradients.
+double replica_activation_bytes(const ModelConfig& model, int64_t rows,
+                                const ActivationWidths& w, size_t element_bytes) {
+  const auto r = static_cast<double>(rows);
+  const auto layers = static_cast<double>(model.layers);
+  const auto classes = static_cast<double>(model.classes);
+  double elements = r * static_cast<double>(w.inputs)                   // inputs
+                    + (layers + 1) * r * static_cast<double>(w.hidden)  // block outputs
+                    + 3 * r * classes + r  // logits, probabilities, their gradient; loss
+                    + 2 * r * static_cast<double>(w.hidden);  // ping-pong activation gradients
+  if (model.block == BlockKind::residual_mlp) {
+    // Saved per block: LayerNorm output, mean, rstd and ReLU output; one scratch: ∂normed, ∂inner.
+    const double saved = r * static_cast<double>(w.hidden + w.ffn) + 2 * r;
+    const double sets = model.checkpoint_activations ? (model.layers > 0 ? 1 : 0) : layers;
+    elements += sets * saved + (model.layers > 0 ? r * static_cast<double>(w.hidden + w.ffn) : 0);
+    // A sliced LayerNorm's own scratch, per block: its slice's moments, the gathered moments
+    // (when sliced over more than one rank) and the backward's row sums.
+    if (w.norm_ranks > 0)
+      elements += layers * r * static_cast<double>(4 + (w.norm_ranks > 1 ? 2 * w.norm_ranks : 0));
+  } else if (model.layers > 0) {
+    elements += r * static_cast<double>(w.hidden);  // the blocks' shared backward scratch
+  }
+  if (w.logit_parts > 0)  // split logits: this rank's block, the gathered blocks, its gradient
+    elements += (2 + w.logit_parts) * r * static_cast<double>(w.logit_block);
+  return elements * static_cast<double>(element_bytes) + r * 4;  // + int32 labels
+}
+
+// A rank that updates all `held` parameters it holds, with activations of `rows` at `widths`.
+MemoryNeed rank_need(const Options& o, double held, int64_t rows, const ActivationWidths& widths) {
+  MemoryNeed need;
+  add_parameter_state(need, held, held, o.optimizer, o.precision);
+  need.activations = replica_activation_bytes(o.model, rows, widths, element_bytes(o.precision));
+  return need;
+}
+
 }  // namespace
 
 MemoryNeed serial_memory(const Options& o, bool fuse_update) {
-  MemoryNeed need;
-  const double p = as_double(parameter_count(o.model));
-  add_parameter_state(need, p, p, o.optimizer, o.precision);
+  MemoryNeed need =
+      rank_need(o, as_double(parameter_count(o.model)), o.batch, full_widths(o.model));
   const auto bytes = static_cast<int64_t>(element_bytes(o.precision));
   if (fuse_update && fused_update_applies(resolve_device(o.device), storage_format(o.precision)))
     need.optimizer += as_double(fused_block_elements(o.model, bytes) * bytes);
-  need.activations = replica_activation_bytes(o.model, o.batch, full_widths(o.model),
-                                              element_bytes(o.precision));
   return need;
 }
 
@@ -201,12 +250,9 @@ ActivationSlice tensor1d_activations(const Options& o, const Tensor1dPlan& plan,
 }
 
 MemoryNeed tensor1d_memory(const Options& o, const Tensor1dPlan& plan, int dp) {
-  MemoryNeed need;
-  const double held = as_double(local_parameter_count(plan));
-  add_parameter_state(need, held, held, o.optimizer, o.precision);
   const ActivationSlice a = tensor1d_activations(o, plan, dp);
+  MemoryNeed need = rank_need(o, as_double(local_parameter_count(plan)), a.rows, a.widths);
   const size_t e = element_bytes(o.precision);
-  need.activations = replica_activation_bytes(o.model, a.rows, a.widths, e);
   if (plan.sequence_parallel) {
     // The LayerNorm outputs (saved for fc1) and their gradient scratch are all-gathered, whole;
     // and the layers share one scratch of the padded rows, H wide.
@@ -232,22 +278,19 @@ ActivationSlice tensor2d_activations(const Options& o, const GridShape& shape) {
 }
 
 MemoryNeed tensor2d_memory(const Options& o, const GridShape& shape) {
-  MemoryNeed need;
   const int q = shape.q;
   // Weight blocks are 1/q² of each matrix, vectors 1/q (replicated down the grid column); rank
   // (0, 0) holds the largest parts of every uneven split.
   const double held = as_double(ShardLayout(o.model, q, 0, 0).total());
-  add_parameter_state(need, held, held, o.optimizer, o.precision);
-  const size_t e = element_bytes(o.precision);
   const ActivationSlice a = tensor2d_activations(o, shape);
-  const int64_t rows = a.rows;
-  need.activations = replica_activation_bytes(o.model, rows, a.widths, e);
+  MemoryNeed need = rank_need(o, held, a.rows, a.widths);
+  const size_t e = element_bytes(o.precision);
   if (q > 1) {
     // SUMMA's workspace (SummaWorkspace): two activation and weight blocks, and q partial
     // products of each for the reduce-scatters, sized for the largest Linear.
     int64_t activation_block = 0, weight_block = 0;
     for (const LinearShape& s : linear_shapes(o.model)) {
-      activation_block = std::max(activation_block, rows * largest_part(s.in, q));
+      activation_block = std::max(activation_block, a.rows * largest_part(s.in, q));
       weight_block = std::max(weight_block, largest_part(s.out, q) * largest_part(s.in, q));
     }
     need.buffers = as_double((2 + q) * (activation_block + weight_block)) * static_cast<double>(e);
@@ -275,17 +318,14 @@ ActivationSlice tensor3d_activations(const Options& o, const Shape3d& shape) {
 }
 
 MemoryNeed tensor3d_memory(const Options& o, const Shape3d& shape, const Overlap3d& overlap) {
-  MemoryNeed need;
   const Local3d local = tensor3d_local_elements(o.model, shape);
-  const double held = local.weights + local.vectors;
-  add_parameter_state(need, held, held, o.optimizer, o.precision);
-  const size_t e = element_bytes(o.precision);
-  const int narrow = std::min(shape.outer, shape.inner);
   const ActivationSlice a = tensor3d_activations(o, shape);
-  need.activations = replica_activation_bytes(o.model, a.rows, a.widths, e);
+  MemoryNeed need = rank_need(o, local.weights + local.vectors, a.rows, a.widths);
+  const size_t e = element_bytes(o.precision);
+  const int narrow = std::min(shape.outer, shape.inner), wide = std::max(shape.outer, shape.inner);
   std::vector<int64_t> blocks;
   for (const LinearShape& s : linear_shapes(o.model))
-    blocks.push_back(largest_part(s.out, narrow) * largest_part(s.in, std::max(shape.outer, shape.inner)));
+    blocks.push_back(largest_part(s.out, narrow) * largest_part(s.in, wide));
   need.buffers = as_double(depth_scratch_elements(blocks, shape.depth, overlap).total()) *
                  as_double(static_cast<int64_t>(e));
   return need;

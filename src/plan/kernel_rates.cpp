@@ -1,6 +1,5 @@
 #include "src/plan/kernel_rates.h"
 
-#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -24,8 +23,6 @@ KernelRates::KernelRates(const std::string& path) : path_(path) {
       const size_t at = model.rfind("batch ");
       if (at != std::string::npos) model_batch_ = std::stoi(model.substr(at + 6));
     }
-    // A floor takes the machine at its best: of several repetitions, the fastest. Aggregates
-    // (medians, means) are skipped; a file holding only aggregates still gives its medians.
     for (const auto& b : doc.value("benchmarks", nlohmann::json::array())) {
       const std::string name = b.value("run_name", b.value("name", ""));
       const bool iteration = b.value("run_type", "iteration") == "iteration";
@@ -67,16 +64,6 @@ std::vector<std::pair<std::string, double>> KernelRates::counters_by_prefix(
        it != entries_.end() && it->first.rfind(prefix, 0) == 0; ++it)
     found.emplace_back(it->first, this->counter(it->first, counter));
   return found;
-}
-
-double KernelRates::max_counter_by_prefix(const std::string& prefix,
-                                          const std::string& counter) const {
-  if (!has_prefix(prefix)) throw InputError(path_ + ": no benchmark named " + prefix + "*");
-  double best = 0;
-  for (auto it = entries_.lower_bound(prefix);
-       it != entries_.end() && it->first.rfind(prefix, 0) == 0; ++it)
-    best = std::max(best, this->counter(it->first, counter));
-  return best;
 }
 
 }  // namespace mlps

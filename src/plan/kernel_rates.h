@@ -21,8 +21,6 @@ class KernelRates {
   bool has_prefix(const std::string& prefix) const;
   // The first benchmark whose name starts with `prefix` (sizes vary with the model options).
   double counter_by_prefix(const std::string& prefix, const std::string& counter) const;
-  // The largest value of `counter` among the benchmarks whose names start with `prefix`.
-  double max_counter_by_prefix(const std::string& prefix, const std::string& counter) const;
   // Every benchmark whose name starts with `prefix`, with its `counter`.
   std::vector<std::pair<std::string, double>> counters_by_prefix(const std::string& prefix,
                                                                  const std::string& counter) const;

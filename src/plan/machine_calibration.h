@@ -17,36 +17,21 @@ struct CalibrationInputs {
   int ranks_per_node = 1;
   double memory_bytes = 0;  // per rank, or per node on CPUs
   std::string memory_source;
-  // bench_kernels files of the same model at several --batch values (one thread is enough):
-  // the GEMM rate by rows, as a fraction of the files' median square GEMM (gemm_rows_fraction).
+  // bench_kernels files at several --batch values (optional): gemm_rows_fraction.
   std::vector<KernelRates> by_rows = {};
-  // bench_kernels with adam_update at a size beyond the caches: optimizer_bandwidth (optional).
+  // bench_kernels with adam_update beyond the caches (optional): optimizer_bandwidth.
   const KernelRates* optimizer = nullptr;
-  // bench_kernels files with weight_restream's two variants (one weight, many in turn), run as a
-  // pipeline's ranks run, at one or more --batch values (micro-batch rows):
-  // weight_restream_bandwidth from the first, weight_restream_rows_fraction from all (optional).
+  // bench_kernels' weight_restream pair at one or more --batch values (optional).
   std::vector<KernelRates> restream = {};
-  // bench_kernels' copy, STREAM add and adam_update on one thread while the other cores idle:
-  // core_memory_bandwidth and core_optimizer_bandwidth (optional).
+  // bench_kernels on one thread while the other cores idle (optional): core_*_bandwidth.
   const KernelRates* core = nullptr;
-  // bench_comm --evict-bytes of the same collective: the links' cold_bandwidth_bytes_fraction
-  // (optional).
+  // bench_comm --evict-bytes of the same collective (optional): cold_bandwidth_bytes_fraction.
   const CommBenchRecord* cold_comm = nullptr;
   std::string cold_comm_path = {};
 };
 
-// GEMM rates: the fastest GEMM bench_kernels timed per type (its large square is the ceiling);
-// bandwidth: the faster of its copy and STREAM add; links: bench_comm's all-reduce (else its first
-// sweep): the latency of a ring step from the smallest message, the busbw of the largest. One node
-// measured gives the same figures to both links, saying so. With by_rows: per file, the mean rate
-// of the model's GEMMs at its batch (rows m, or the inner k of a weight gradient) over the median
-// of the files' square GEMMs. With cold_comm: each size's busbw with the buffers out of the caches
-// over its busbw in them. With optimizer: adam_update's GB/s. With restream: the weights' bytes
-// over the time weight_restream takes per weight beyond the in-cache variant's (several files: a
-// line through log(rate) against log(rows)). With core: one thread's copy (or STREAM add) and
-// adam_update GB/s, unscaled. On CPUs, the kernels' sample_load (when timed): the seconds of one
-// sample on one thread, sample_load_seconds. CPU backends share a node's rates among its ranks and
-// do not overlap communication with compute.
+// This machine's description from `in`'s files, each figure's derivation in its "source" (README,
+// Planning). CPU ranks share their node's rates and do not overlap communication with compute.
 nlohmann::json calibrated_machine(const CalibrationInputs& in);
 
 // A link's cold_bandwidth_bytes_fraction: at each size both sweeps timed, the busbw with the

@@ -24,24 +24,6 @@ double fraction_at(const std::vector<std::pair<double, double>>& t, double rows)
   return t[i - 1].second + x * (t[i].second - t[i - 1].second);
 }
 
-}  // namespace
-
-double LinkModel::seconds(CommKind kind, int ranks, double bytes, bool cold) const {
-  if (ranks <= 1 && kind != CommKind::send_recv) return 0;
-  const double steps = latency_steps(kind, ranks);
-  const double transfer = bytes * bus_bandwidth_factor(kind, ranks) /
-                          (bus_bandwidth * fraction_at(bandwidth_bytes_fraction, bytes) *
-                           (cold ? fraction_at(cold_bytes_fraction, bytes) : 1.0));
-  if (bandwidth_bytes_fraction.empty()) return steps * latency_seconds + transfer;
-  return std::max(steps * latency_seconds, transfer);
-}
-
-namespace {
-
-double shared(double rate, bool is_shared, int ranks_on_node) {
-  return is_shared && ranks_on_node > 1 ? rate / ranks_on_node : rate;
-}
-
 class DescriptionReader {
  public:
   explicit DescriptionReader(const std::string& path) : path_(path) {
@@ -128,6 +110,16 @@ class DescriptionReader {
 
 }  // namespace
 
+double LinkModel::seconds(CommKind kind, int ranks, double bytes, bool cold) const {
+  if (ranks <= 1 && kind != CommKind::send_recv) return 0;
+  const double steps = latency_steps(kind, ranks);
+  const double transfer = bytes * bus_bandwidth_factor(kind, ranks) /
+                          (bus_bandwidth * fraction_at(bandwidth_bytes_fraction, bytes) *
+                           (cold ? fraction_at(cold_bytes_fraction, bytes) : 1.0));
+  if (bandwidth_bytes_fraction.empty()) return steps * latency_seconds + transfer;
+  return std::max(steps * latency_seconds, transfer);
+}
+
 double MachineDescription::rate_share(int ranks_on_node, int threads_per_rank) const {
   if (!ranks_share_node) return 1.0;
   const double ranks = std::max(1, ranks_on_node), cores = std::max(1, ranks_per_node);
@@ -149,16 +141,6 @@ double MachineDescription::streaming_share(double node_rate, double core_rate, i
   const double threads = share * cores;  // the cores its threads use (less when time-shared)
   const double busy = std::min(cores, std::max(1, ranks_on_node) * threads);
   return threads * std::min(core_rate, node_rate / busy);
-}
-
-double MachineDescription::bandwidth(int ranks_on_node, int threads_per_rank) const {
-  return streaming_share(memory_bandwidth, core_memory_bandwidth, ranks_on_node,
-                         threads_per_rank);
-}
-
-double MachineDescription::update_bandwidth(int ranks_on_node, int threads_per_rank) const {
-  return streaming_share(optimizer_bandwidth, core_optimizer_bandwidth, ranks_on_node,
-                         threads_per_rank);
 }
 
 double MachineDescription::restream_bandwidth(int ranks_on_node, int threads_per_rank,
@@ -195,10 +177,6 @@ double MachineDescription::data_loading_seconds(double rows, int ranks_on_node,
   return ranks * rows * sample_load_seconds / cores;
 }
 
-double MachineDescription::memory_per_rank(int ranks_on_node) const {
-  return shared(memory_bytes, ranks_share_node, ranks_on_node);
-}
-
 MachineDescription load_machine_description(const std::string& path) {
   const DescriptionReader in(path);
   MachineDescription m;
@@ -221,14 +199,12 @@ MachineDescription load_machine_description(const std::string& path) {
   for (auto [key, field] : {std::pair{"core_memory_bandwidth", &m.core_memory_bandwidth},
                             std::pair{"core_optimizer_bandwidth", &m.core_optimizer_bandwidth}})
     if (in.has(key)) *field = in.figure(key);
-  if (in.has("weight_restream_bandwidth")) {
-    m.weight_restream_bandwidth = in.figure("weight_restream_bandwidth");
-    if (m.weight_restream_bandwidth <= 0) in.fail("weight_restream_bandwidth must be positive");
-  }
-  if (in.has("sample_load_seconds")) {
-    m.sample_load_seconds = in.figure("sample_load_seconds");
-    if (m.sample_load_seconds <= 0) in.fail("sample_load_seconds must be positive");
-  }
+  for (auto [key, field] : {std::pair{"weight_restream_bandwidth", &m.weight_restream_bandwidth},
+                            std::pair{"sample_load_seconds", &m.sample_load_seconds}})
+    if (in.has(key)) {
+      *field = in.figure(key);
+      if (*field <= 0) in.fail(std::string(key) + " must be positive");
+    }
   m.intra_node = in.link("intra_node");
   m.inter_node = in.link("inter_node");
   m.gemm_rows_fraction = in.rows_table("gemm_rows_fraction");

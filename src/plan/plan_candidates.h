@@ -1,8 +1,5 @@
 #pragma once
-// Every configuration bin/plan weighs for a model and a world size: each scheme over each grid
-// that its own rules accept (the same resolve/check functions its executable calls, so a
-// candidate is exactly what that executable would run), with checkpointing off and on, in each
-// asked-for precision.
+// bin/plan's candidates, each checked by the resolve/check functions its executable calls.
 #include <optional>
 #include <string>
 #include <vector>

@@ -33,14 +33,9 @@ RankWork replica_share(const Options& o, double rows, double share,
   w.loaded_rows = rows;
   w.recompute_flops = all - model_flops_per_sample(plain, false) * rows * share;
   const double element = static_cast<double>(element_bytes(o.precision));
-  if (own) {
-    const StepElementwiseBytes e = training_step_elementwise_bytes(o.model, *own, element);
-    w.elementwise = {e.forward, e.backward};
-  } else {
-    const StepElementwiseBytes e =
-        training_step_elementwise_bytes(o.model, static_cast<int64_t>(std::ceil(rows)), element);
-    w.elementwise = {e.forward * share, e.backward * share};
-  }
+  const ActivationSlice whole{static_cast<int64_t>(std::ceil(rows)), full_widths(o.model)};
+  w.elementwise = training_step_elementwise_bytes(o.model, own ? *own : whole, element);
+  if (!own) w.elementwise = {w.elementwise.forward * share, w.elementwise.backward * share};
   return w;
 }
 
@@ -93,7 +88,6 @@ std::vector<RankWork> pipeline_work(const PlanCandidate& c, SchemeShape& shape) 
     RankWork w = replica_share(o, rows, held / total);
     w.gemm_rows = rows / layout.micro_batches;
     w.gemm_parameters = held;
-    w.stage = s;
     w.optimized_parameters = held;
     w.bytes = pipeline_comm_bytes(o.model, layout, o.batch, layout.rank_of(s, 0), wire_bytes(o),
                                   grad_wire_bytes(o), false, &w.calls);

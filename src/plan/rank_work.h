@@ -15,7 +15,6 @@
 
 namespace mlps {
 
-// What one rank does in a step, as its scheme accounts it.
 struct RankWork {
   double gemm_flops = 0;         // forward, backward and any recompute
   double recompute_flops = 0;    // of which checkpointing's second forward
@@ -32,10 +31,9 @@ struct RankWork {
   // where communication progresses during compute (else all of them as one message).
   std::map<std::string, std::vector<double>> call_shares;
   MemoryNeed memory;
-  int stage = 0;  // pipeline: the rank's stage
 };
 
-// How a scheme's groups map onto its grid, and what it overlaps.
+// How a scheme's groups map onto its grid.
 struct SchemeShape {
   std::vector<GridAxis> axes;
   std::map<std::string, std::string> axis_of_group;  // "tp" → "tensor"; "world" for bare kinds

@@ -21,6 +21,7 @@ std::string group_of(const std::string& key) {
 // ring across nodes crosses them in parallel, as nccl-tests' inter-node busbw shows).
 struct GroupPlacement {
   bool inter_node = false;
+  int size = 1;
   int ranks_per_node = 1;
 };
 GroupPlacement place_group(const std::vector<GridAxis>& axes, const std::string& axis,
@@ -30,7 +31,7 @@ GroupPlacement place_group(const std::vector<GridAxis>& axes, const std::string&
     world *= axes[a].size;
     if (axes[a].name == axis) index = static_cast<int>(a);
   }
-  GroupPlacement placement{false, axes[index].size};
+  GroupPlacement placement{false, axes[index].size, axes[index].size};
   for (int rank = 0; rank < world; ++rank) {
     std::vector<int> c = grid_coordinates(axes, rank);
     if (c[index] != 0) continue;  // visit each group once, from its first rank
@@ -47,27 +48,7 @@ GroupPlacement place_group(const std::vector<GridAxis>& axes, const std::string&
   return placement;
 }
 
-
-// Whether a collective is started before some of the step's compute and waited for after it, so
-// that, where nothing moves while the rank computes, its buffers have left the caches when it
-// moves: ZeRO-3's units gathered one ahead and reduced one behind, with overlap. DDP's and
-// ZeRO-1/2's buckets then all move at the end of backward, as one message in the model; on 2 CPU
-// ranks DDP's took 16.5-16.9 ms with overlap and 17.5 ms without.
-bool spans_compute(const PlanCandidate& c) {
-  return c.scheme == "data" && c.data.overlap && c.data.zero == 3;
-}
-
-int group_size(const SchemeShape& shape, const std::string& axis) {
-  for (const GridAxis& a : shape.axes)
-    if (a.name == axis) return a.size;
-  return 1;
-}
-
-// What a rank waits for, when collectives progress during compute: DDP and ZeRO-1/2 reduce
-// buckets during backward (ZeRO-1/2 then all-gather the updated shards after the optimizer,
-// exposed); ZeRO-3 also gathers ahead during forward; the last bucket (or unit) reduced is always
-// exposed. A pipeline's transfers overlap the other micro-batches' passes but for the fill and
-// the drain, and the replicas' all-reduce follows the step. Tensor parallelism waits for each.
+// What a rank waits for when collectives progress during compute (README, Planning).
 double exposed_communication(const PlanCandidate& c, const StepPrediction& p, double work,
                              double backward) {
   double exposed = 0;
@@ -107,20 +88,14 @@ StepPrediction predict_rank(const PlanCandidate& c, const MachineDescription& m,
   const int ranks_per_node = std::max(m.ranks_per_node, on_node);
   StepPrediction p;
   p.compute = w.gemm_flops / rate;
-  // The GEMM rates are measured with their operands in cache; in a step each weight comes from
-  // memory (the optimizer's pass evicts them): read by the forward GEMM, by the input-gradient
-  // GEMM and again by checkpointing's recompute, and its gradient read and written by the
-  // accumulating weight-gradient GEMM.
+  // GEMM rates are measured in cache, but the optimizer's pass evicts the weights: 4-5 passes.
   const double forward_passes = w.recompute_flops > 0 ? 2 : 1;
   const double backward_passes = 3;
   const double weight_pass = w.gemm_parameters * element / bandwidth;
   // Weights gathered right before their GEMMs are read in cache: the gradient's passes remain.
   const double memory_passes = w.weights_gathered ? 2 : forward_passes + backward_passes;
   p.weights_from_memory = memory_passes * weight_pass;
-  // A pipeline's later micro-batches read the stage's weights again, as far as the description
-  // says they were evicted in between (weight_restream's four passes: forward, input gradient,
-  // the weight gradient read and written; checkpointing's recompute a fifth), at the rate for
-  // its micro-batch's rows.
+  // Later micro-batches re-read the weights evicted meanwhile (weight_restream times 4 passes).
   if (c.pipeline && m.weight_restream_bandwidth > 0)
     p.weights_from_memory += (c.pipeline->micro_batches - 1.0) *
                              (forward_passes + backward_passes) / 4 * w.gemm_parameters *
@@ -131,14 +106,15 @@ StepPrediction predict_rank(const PlanCandidate& c, const MachineDescription& m,
                             ? traffic::adam_update(static_cast<int64_t>(w.optimized_parameters))
                             : traffic::sgd_update(static_cast<int64_t>(w.optimized_parameters));
   p.optimizer = update * element / m.update_bandwidth(on_node, c.threads_per_rank);
-  // Cold buffers cost more (on 2 CPU ranks an 8 MB all-gather took 0.77-0.86 ms in cache and
-  // 1.1-1.4 ms after 64 MiB of other traffic; a ZeRO-3 unit gathered ahead 1.1-1.6 ms).
-  const bool cold = !m.comm_overlaps_compute && spans_compute(c);
+  // ZeRO-3's overlapped units are started before compute and waited for after it: with no
+  // progress meanwhile, their buffers have left the caches (DDP's buckets all move at the end).
+  const bool cold =
+      !m.comm_overlaps_compute && c.scheme == "data" && c.data.overlap && c.data.zero == 3;
   for (const auto& [key, bytes] : w.bytes) {
     PredictedComm& comm = p.collectives[key];
-    const std::string axis = shape.axis_of_group.at(group_of(key));
-    comm.group_size = group_size(shape, axis);
-    const GroupPlacement placement = place_group(shape.axes, axis, ranks_per_node);
+    const GroupPlacement placement =
+        place_group(shape.axes, shape.axis_of_group.at(group_of(key)), ranks_per_node);
+    comm.group_size = placement.size;
     comm.inter_node = placement.inter_node;
     comm.bytes = bytes;
     comm.calls = std::max(1.0, w.calls.at(key));
@@ -154,9 +130,7 @@ StepPrediction predict_rank(const PlanCandidate& c, const MachineDescription& m,
     if (shares == w.call_shares.end()) {
       comm.seconds = comm.calls * link.seconds(kind, comm.group_size, bytes / comm.calls, cold);
     } else if (!m.comm_overlaps_compute) {
-      // Nothing moves while the rank computes, so the buckets are all in flight together at the
-      // end, sharing the link as one message of their total size (on 2 CPU ranks a DDP step's
-      // all-reduce took 14-16 ms for 36 MB in buckets of 2 MiB or of 64 MiB alike).
+      // Nothing moves during compute: the buckets share the link at the end as one message.
       comm.seconds = link.seconds(kind, comm.group_size, bytes, cold);
     } else {
       for (const double share : shares->second)
@@ -167,9 +141,7 @@ StepPrediction predict_rank(const PlanCandidate& c, const MachineDescription& m,
       p.send_buffer_copies += 2 * bytes / bandwidth;  // the input read, the temporary written
   }
   const double work = p.work();
-  // Forward: a third of the step's GEMM flops (without recompute), one of the weights' passes
-  // over memory and the forward kernels. A zero-bubble schedule's W pass: another third of the
-  // flops and two passes (the gradient read and written); B the rest.
+  // F: a third of the plain flops and one weight pass; W another third and two; B the rest.
   const double plain_gemm = (w.gemm_flops - w.recompute_flops) / rate;
   const double memory_pass = p.weights_from_memory / memory_passes;
   const double forward = plain_gemm / 3 + (w.weights_gathered ? 0 : memory_pass) +
