@@ -1,9 +1,8 @@
 #pragma once
-// --prefetch: whether a rank loads its next batch on a thread of its own while the step computes
-// (on), or in the step's data phase (off). auto is on unless the compute threads of the node's
-// ranks already fill its cores: there the loader's thread only time-shares a core with a rank,
-// which costs the step more than loading in its own data phase (README, "The model, data and
-// results"). The runs and bin/plan both decide by loads_ahead.
+// --prefetch: the next batch loaded on a thread while the step computes, or in its data phase.
+// auto is on unless the node's ranks' compute threads fill its cores, where the loader would
+// time-share a core with a rank (README, "The model, data and results"). The runs and bin/plan
+// both decide by loads_ahead.
 namespace mlps {
 
 enum class PrefetchMode { automatic, on, off };

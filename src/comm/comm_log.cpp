@@ -1,21 +1,17 @@
 #include "src/comm/comm_log.h"
 
 #include <chrono>
+#include <iterator>
 #include <stdexcept>
 #include <utility>
 
 namespace mlps {
+namespace {
+constexpr const char* kKindNames[] = {"allreduce", "allgather", "reduce_scatter", "broadcast",
+                                      "sendrecv"};  // in the enum's order
+}  // namespace
 
-const char* to_string(CommKind kind) {
-  switch (kind) {
-    case CommKind::all_reduce: return "allreduce";
-    case CommKind::all_gather: return "allgather";
-    case CommKind::reduce_scatter: return "reduce_scatter";
-    case CommKind::broadcast: return "broadcast";
-    case CommKind::send_recv: return "sendrecv";
-  }
-  return "unknown";
-}
+const char* to_string(CommKind kind) { return kKindNames[static_cast<int>(kind)]; }
 
 double bus_bandwidth_factor(CommKind kind, int ranks) {
   const double n = ranks;
@@ -41,9 +37,8 @@ std::string comm_key(CommKind kind, const std::string& group) {
 
 CommKind comm_kind_of(const std::string& key) {
   const std::string name = key.substr(0, key.find(':'));
-  for (CommKind kind : {CommKind::all_reduce, CommKind::all_gather, CommKind::reduce_scatter,
-                        CommKind::broadcast, CommKind::send_recv})
-    if (name == to_string(kind)) return kind;
+  for (int kind = 0; kind < static_cast<int>(std::size(kKindNames)); ++kind)
+    if (name == kKindNames[kind]) return static_cast<CommKind>(kind);
   throw std::invalid_argument("not a collective: " + key);
 }
 

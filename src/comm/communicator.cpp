@@ -1,5 +1,6 @@
 #include "src/comm/communicator.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -7,27 +8,26 @@ namespace mlps {
 
 size_t size_of(DataType type) { return type == DataType::f64 ? sizeof(double) : sizeof(float); }
 
+// CommOp is CommKind's order with send_recv split into send and recv: kind_of and to_string
+// rely on it.
+static_assert(int(CommOp::all_reduce) == int(CommKind::all_reduce) &&
+              int(CommOp::all_gather) == int(CommKind::all_gather) &&
+              int(CommOp::reduce_scatter) == int(CommKind::reduce_scatter) &&
+              int(CommOp::broadcast) == int(CommKind::broadcast) &&
+              int(CommOp::send) == int(CommKind::send_recv));
+
+CommKind Communicator::kind_of(CommOp op) {
+  return static_cast<CommKind>(std::min(op, CommOp::send));  // recv too is send_recv
+}
+
 const char* to_string(CommOp op) {
-  switch (op) {
-    case CommOp::send: return "send";
-    case CommOp::recv: return "recv";
-    default: return to_string(Communicator::kind_of(op));
-  }
+  if (op < CommOp::send) return to_string(Communicator::kind_of(op));
+  return op == CommOp::send ? "send" : "recv";
 }
 
 CommEvent Communicator::event_of(const CommOperation& c) const {
   const bool has_peer = c.op == CommOp::send || c.op == CommOp::recv || c.op == CommOp::broadcast;
   return {to_string(c.op), name_, logged_bytes(c), has_peer ? c.peer : -1};
-}
-
-CommKind Communicator::kind_of(CommOp op) {
-  switch (op) {
-    case CommOp::all_reduce: return CommKind::all_reduce;
-    case CommOp::all_gather: return CommKind::all_gather;
-    case CommOp::reduce_scatter: return CommKind::reduce_scatter;
-    case CommOp::broadcast: return CommKind::broadcast;
-    default: return CommKind::send_recv;
-  }
 }
 
 Communicator::Staging Communicator::staging(const CommOperation& c, int64_t result_at) const {

@@ -47,9 +47,6 @@ void sum_16bit(void* in, void* inout, int* len, MPI_Datatype*) {
   for (int i = 0; i < *len; ++i) b[i] = ToBits(FromBits(a[i]) + FromBits(b[i]));
 }
 
-// MPI forbids a send buffer that overlaps the receive buffer (other than MPI_IN_PLACE).
-using detail::ranges_overlap;
-
 }  // namespace
 
 // One posted MPI operation, its host staging buffer (if any) and the copy back (or, from a
@@ -216,10 +213,10 @@ bool MpiCommunicator::through_host(const CommOperation& c) const {
   switch (c.op) {
     case CommOp::all_gather: {  // in place when send is this rank's slot of recv
       const void* slot = static_cast<std::byte*>(c.recv) + part * static_cast<size_t>(rank_);
-      return c.send != slot && ranges_overlap(c.send, part, c.recv, whole);
+      return c.send != slot && detail::ranges_overlap(c.send, part, c.recv, whole);
     }
     case CommOp::reduce_scatter:  // MPI's in-place result lands at the start, not at the slot
-      return ranges_overlap(c.send, whole, c.recv, part);
+      return detail::ranges_overlap(c.send, whole, c.recv, part);
     default:
       return false;
   }
@@ -228,8 +225,7 @@ bool MpiCommunicator::through_host(const CommOperation& c) const {
 void MpiCommunicator::start_mpi(const CommOperation& c, const void* send, void* recv,
                                 MPI_Datatype type, MPI_Op sum, MPI_Request* request) {
   const int n = mpi_count(c.count, to_string(kind_of(c.op)));
-  int element = 0;
-  MPI_Type_size(type, &element);
+  const size_t element = wire_size_of(c.type);  // type's size: MPI_UINT16_T on a 16-bit wire
   const void* in = send == recv ? MPI_IN_PLACE : send;
   switch (c.op) {
     case CommOp::all_reduce:

@@ -16,19 +16,17 @@ HostBatch load_samples(const Dataset& dataset, Split split, int64_t count, int i
   batch.features = int64_t{image_size} * image_size;
   batch.pixels.resize(static_cast<size_t>(batch.rows * batch.features));
   batch.labels.resize(static_cast<size_t>(count));
-  for (int64_t i = 0; i < count; ++i) {
+  for (int64_t i = 0; i < count; ++i)
     batch.labels[static_cast<size_t>(i)] = dataset.load(
         split, sample_at(i), image_size, batch.pixels.data() + i * batch.features);
-  }
   return batch;
 }
 
 void check_range(int64_t first, int64_t count, int64_t size, const char* what) {
-  if (first < 0 || count < 0 || first + count > size) {
+  if (first < 0 || count < 0 || first + count > size)
     throw std::out_of_range("batch [" + std::to_string(first) + ", " +
                             std::to_string(first + count) + ") is outside the " + what +
                             " of " + std::to_string(size) + " samples");
-  }
 }
 
 }  // namespace

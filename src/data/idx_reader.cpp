@@ -56,15 +56,13 @@ class GzReader {
   std::vector<uint32_t> read_header(size_t count) {
     std::vector<uint8_t> bytes(4 * count);
     const size_t got = read(bytes.data(), bytes.size());
-    if (got != bytes.size()) {
+    if (got != bytes.size())
       throw InputError("truncated header in data file " + path_ + ": expected " +
                        std::to_string(bytes.size()) + " bytes, got " + std::to_string(got));
-    }
     std::vector<uint32_t> fields(count);
-    for (size_t i = 0; i < count; ++i) {
+    for (size_t i = 0; i < count; ++i)
       fields[i] = (uint32_t{bytes[4 * i]} << 24) | (uint32_t{bytes[4 * i + 1]} << 16) |
                   (uint32_t{bytes[4 * i + 2]} << 8) | uint32_t{bytes[4 * i + 3]};
-    }
     return fields;
   }
 
@@ -78,11 +76,10 @@ class GzReader {
       const size_t want = static_cast<size_t>(std::min<uint64_t>(kChunk, expected - old));
       data.resize(old + want);
       const size_t got = read(data.data() + old, want);
-      if (got < want) {
+      if (got < want)
         throw InputError("truncated data file " + path_ + ": expected " +
                          std::to_string(expected) + " data bytes, got " +
                          std::to_string(old + got));
-      }
     }
     return data;
   }
@@ -104,10 +101,9 @@ class GzReader {
   }
 
   void check_magic(uint32_t found, uint32_t expected, const char* what) {
-    if (found != expected) {
+    if (found != expected)
       throw InputError("wrong magic number in " + std::string(what) + " file " + path_ +
                        ": found " + hex32(found) + ", expected " + hex32(expected));
-    }
   }
 
  private:
@@ -135,10 +131,9 @@ class IdxDataset : public Dataset {
 
   int32_t load(Split split, int64_t index, int image_size, float* pixels) const override {
     const IdxSplit& d = data(split);
-    if (index < 0 || index >= d.images.count) {
+    if (index < 0 || index >= d.images.count)
       throw std::out_of_range("IDX sample " + std::to_string(index) + " is outside 0.." +
                               std::to_string(d.images.count - 1));
-    }
     if (image_size <= 0) throw std::invalid_argument("image size must be positive");
     const int rows = d.images.rows;
     const int cols = d.images.cols;
@@ -169,10 +164,9 @@ IdxImages read_idx_images(const std::string& path) {
   GzReader file(path);
   file.check_magic(file.read_header(1)[0], kImagesMagic, "image");
   const std::vector<uint32_t> dims = file.read_header(3);
-  if (dims[1] == 0 || dims[2] == 0 || dims[1] > kMaxSide || dims[2] > kMaxSide) {
+  if (dims[1] == 0 || dims[2] == 0 || dims[1] > kMaxSide || dims[2] > kMaxSide)
     throw InputError("bad image size " + std::to_string(dims[1]) + "x" +
                      std::to_string(dims[2]) + " in data file " + path);
-  }
   IdxImages images;
   images.count = dims[0];
   images.rows = static_cast<int>(dims[1]);
@@ -190,19 +184,17 @@ std::vector<uint8_t> read_idx_labels(const std::string& path) {
   file.expect_end();
   const auto bad = std::find_if(labels.begin(), labels.end(),
                                 [](uint8_t label) { return label >= kNumClasses; });
-  if (bad != labels.end()) {
+  if (bad != labels.end())
     throw InputError("label " + std::to_string(*bad) + " of sample " +
                      std::to_string(bad - labels.begin()) + " in data file " + path +
                      " is outside 0.." + std::to_string(kNumClasses - 1));
-  }
   return labels;
 }
 
 IdxFiles find_idx_files(const std::string& dir, Split split) {
   std::error_code error;
-  if (!std::filesystem::is_directory(dir, error)) {
+  if (!std::filesystem::is_directory(dir, error))
     throw InputError("data directory " + dir + " does not exist or is not a directory");
-  }
   std::filesystem::directory_iterator probe(dir, error);
   if (error) throw InputError("cannot read data directory " + dir + ": " + error.message());
   const std::string prefix = split == Split::train ? "train" : "t10k";
@@ -213,11 +205,10 @@ IdxFiles find_idx_files(const std::string& dir, Split split) {
 IdxSplit read_idx_split(const std::string& dir, Split split) {
   const IdxFiles files = find_idx_files(dir, split);
   IdxSplit data{read_idx_images(files.images), read_idx_labels(files.labels)};
-  if (static_cast<int64_t>(data.labels.size()) != data.images.count) {
+  if (static_cast<int64_t>(data.labels.size()) != data.images.count)
     throw InputError("data files disagree on the sample count: " + files.images + " has " +
                      std::to_string(data.images.count) + " images, " + files.labels + " has " +
                      std::to_string(data.labels.size()) + " labels");
-  }
   // An empty split cannot be trained on or evaluated (an accuracy over 0 samples is no number).
   if (data.images.count == 0)
     throw InputError("data file " + files.images + " holds no images (its " +

@@ -32,9 +32,8 @@ std::vector<Tap> linear_taps(int src_size, int dst_size) {
 }  // namespace
 
 void resize_bilinear(const float* src, int src_h, int src_w, float* dst, int dst_h, int dst_w) {
-  if (src_h <= 0 || src_w <= 0 || dst_h <= 0 || dst_w <= 0) {
+  if (src_h <= 0 || src_w <= 0 || dst_h <= 0 || dst_w <= 0)
     throw std::invalid_argument("resize_bilinear: image sizes must be positive");
-  }
   if (src_h == dst_h && src_w == dst_w) {
     std::copy(src, src + static_cast<size_t>(src_h) * static_cast<size_t>(src_w), dst);
     return;

@@ -83,10 +83,9 @@ Glyph make_glyph(uint64_t seed, int label) {
   Glyph glyph;
   for (const StrokeSpec& spec : digit_templates()[static_cast<size_t>(label)]) {
     Polyline line = trace(spec);
-    for (Point& p : line) {
+    for (Point& p : line)
       p = {p.x + amp_x * std::sin(freq_x * p.y + phase_x),
            p.y + amp_y * std::sin(freq_y * p.x + phase_y)};
-    }
     glyph.push_back(std::move(line));
   }
   return glyph;
@@ -130,10 +129,9 @@ class SyntheticDataset : public Dataset {
   }
 
   int32_t load(Split split, int64_t index, int image_size, float* pixels) const override {
-    if (index < 0 || index >= size(split)) {
+    if (index < 0 || index >= size(split))
       throw std::out_of_range("synthetic sample " + std::to_string(index) +
                               " is outside 0.." + std::to_string(size(split) - 1));
-    }
     if (image_size <= 0) throw std::invalid_argument("image size must be positive");
     const uint64_t key = hash_combine(hash_combine(seed_, static_cast<uint64_t>(split)),
                                       static_cast<uint64_t>(index));
@@ -169,11 +167,9 @@ class SyntheticDataset : public Dataset {
       return Point{kCentre + c * x - s * y + shift_x, kCentre + s * x + c * y + shift_y};
     };
     std::fill(canvas, canvas + kSyntheticSide * kSyntheticSide, 0.0f);
-    for (const Polyline& line : glyphs_[static_cast<size_t>(label)]) {
-      for (size_t k = 0; k + 1 < line.size(); ++k) {
+    for (const Polyline& line : glyphs_[static_cast<size_t>(label)])
+      for (size_t k = 0; k + 1 < line.size(); ++k)
         draw_segment(place(line[k]), place(line[k + 1]), radius, brightness, canvas);
-      }
-    }
     constexpr double kNoise = 0.1;
     for (int i = 0; i < kSyntheticSide * kSyntheticSide; ++i) {
       const double noisy = canvas[i] + stream.uniform(-kNoise, kNoise);

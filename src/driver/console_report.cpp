@@ -55,24 +55,22 @@ void print_summary(const RunRecord& record, int64_t iterations, int64_t warmup,
       summarise_steps(record.timing.at("step"), warmup, global_batch, flops_per_sample);
   const char* unit = inference ? "batches" : "iterations";
   const double step = s.median_step_seconds;
-  auto median_of = [&](const IterationRankTable& t) {
-    return median(slowest_rank_per_iteration(t, warmup));
-  };
   std::printf("summary: %lld timed %s (%lld warm-up excluded), slowest rank of each\n",
               (long long)(iterations - warmup), unit, (long long)warmup);
   std::printf("  %-14s %12s %8s\n", "phase", "median ms", "share");
   double phases_total = 0;
   for (const char* phase : {"forward", "backward", "optimizer", "data"}) {
-    const double t = median_of(record.timing.at(phase));
+    const double t = median_slowest(record.timing.at(phase), warmup);
     phases_total += t;
     std::printf("  %-14s %12.3f %7.1f%%\n", phase, t * 1e3, 100.0 * t / step);
   }
-  const double recompute = median_of(record.timing.at("recompute"));
+  const double recompute = median_slowest(record.timing.at("recompute"), warmup);
   if (recompute > 0)
     std::printf("  %-14s %12.3f %7.1f%%   (activation checkpointing, inside backward)\n",
                 "recompute", recompute * 1e3, 100.0 * recompute / step);
   const auto exposed_it = record.timing.find("exposed_comm");
-  const double exposed = exposed_it == record.timing.end() ? 0.0 : median_of(exposed_it->second);
+  const double exposed =
+      exposed_it == record.timing.end() ? 0.0 : median_slowest(exposed_it->second, warmup);
   std::printf("  %-14s %12.3f %7.1f%%   (blocked in communication calls, inside the phases)\n",
               "exposed comm", exposed * 1e3, 100.0 * exposed / step);
   const double other = step - phases_total;
@@ -98,8 +96,8 @@ void print_summary(const RunRecord& record, int64_t iterations, int64_t warmup,
   std::printf("  %-*s %12s %12s %10s %10s\n", width, "collective", "MB/iter", "ms/iter",
               "algbw GB/s", "busbw GB/s");
   for (const auto& [kind, comm] : record.comm) {
-    const double t = median_of(comm.time_seconds);
-    const double bytes = median_of(comm.bytes);
+    const double t = median_slowest(comm.time_seconds, warmup);
+    const double bytes = median_slowest(comm.bytes, warmup);
     const double algbw = t > 0 ? bytes / t / 1e9 : 0.0;
     const double busbw =
         algbw * bus_bandwidth_factor(comm_kind_of(comm.kind), static_cast<int>(comm.group_size));
@@ -137,7 +135,7 @@ void print_prediction(const RunRecord& record, int64_t warmup) {
   if (p.machine.empty()) return;
   auto slowest = [&](const char* phase) {
     const auto it = record.timing.find(phase);
-    return it == record.timing.end() ? 0.0 : median(slowest_rank_per_iteration(it->second, warmup));
+    return it == record.timing.end() ? 0.0 : median_slowest(it->second, warmup);
   };
   auto row = [](const char* what, double predicted, double measured, double scale) {
     const double error = measured > 0 ? 100.0 * (predicted - measured) / measured : 0.0;

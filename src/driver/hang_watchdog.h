@@ -12,11 +12,8 @@
 
 namespace mlps {
 
-// A thread that watches the training loop: when no step or evaluation batch has completed for
-// `limit_seconds`, it prints, in one block on stderr, the rank's last communication calls
-// (kind, group, bytes, done or how long in flight) and exits the process with status 124 (the
-// launcher then ends the other ranks). `limit_seconds` <= 0 starts nothing. The limit must exceed
-// the longest step or evaluation batch. Destroying it stops the thread.
+// After `limit_seconds` (<= 0: never) without a completed step or evaluation batch, prints the
+// rank's last communication calls on stderr and exits with 124 (README, --timeout).
 class HangWatchdog {
  public:
   HangWatchdog(double limit_seconds, std::string who, const CommLog* log);

@@ -40,10 +40,8 @@ void fill_initial_range(T* host, uint64_t seed, const Parameter<T>& p, int64_t f
   }
 }
 
-template void fill_initial_range<float>(float*, uint64_t, const Parameter<float>&, int64_t,
-                                        int64_t);
-template void fill_initial_range<double>(double*, uint64_t, const Parameter<double>&, int64_t,
-                                         int64_t);
+template void fill_initial_range(float*, uint64_t, const Parameter<float>&, int64_t, int64_t);
+template void fill_initial_range(double*, uint64_t, const Parameter<double>&, int64_t, int64_t);
 template void fill_initial_shard<float>(float*, int64_t, uint64_t, int64_t, InitKind, int64_t,
                                         int64_t, int64_t, int64_t, int64_t);
 template void fill_initial_shard<double>(double*, int64_t, uint64_t, int64_t, InitKind, int64_t,

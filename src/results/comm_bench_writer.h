@@ -27,8 +27,8 @@ struct CommBenchRecord {
   std::vector<CommBenchSweep> sweeps;
 };
 
-// Writes `record` to `path` (parent directories created, written under "<path>.tmp.<pid>" and
-// renamed into place); the writer adds the root attribute kind = "bench_comm" itself. Throws
+// Writes `record` to `path`, published whole (hdf5::write_file_atomically, which creates the
+// parent directories), adding the root attribute kind = "bench_comm" itself. Throws
 // std::runtime_error naming the path and what failed, e.g. a sweep whose vectors differ in length.
 void write_comm_bench_hdf5(const std::string& path, const CommBenchRecord& record);
 

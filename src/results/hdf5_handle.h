@@ -27,11 +27,7 @@ class Handle {
   hid_t get() const { return id_; }
 
   // Closes now; false when HDF5 refused (for a file, closing is where the data is flushed).
-  bool close() {
-    if (id_ < 0) return true;
-    const herr_t status = closer_(std::exchange(id_, H5I_INVALID_HID));
-    return status >= 0;
-  }
+  bool close() { return id_ < 0 || closer_(std::exchange(id_, H5I_INVALID_HID)) >= 0; }
 
  private:
   hid_t id_ = H5I_INVALID_HID;

@@ -146,7 +146,6 @@ class ResultFileReader {
     return value;
   }
 
-  // The file's own attributes are its root group's.
   // The names of `object`'s attributes (`what` names it in messages).
   std::vector<std::string> attribute_names(hid_t object, const std::string& what) const {
     std::vector<std::string> names;
@@ -219,11 +218,8 @@ class ResultFileReader {
 
   IterationRankTable read_table(const std::string& where, std::string_view units) const {
     std::vector<hsize_t> dims;
-    IterationRankTable table;
-    table.values = read_dataset<double>(where, 2, dims, units);
-    table.iterations = static_cast<int64_t>(dims[0]);
-    table.ranks = static_cast<int64_t>(dims[1]);
-    return table;
+    std::vector<double> values = read_dataset<double>(where, 2, dims, units);
+    return {static_cast<int64_t>(dims[0]), static_cast<int64_t>(dims[1]), std::move(values)};
   }
 
   void read_comm(RunRecord& record) const {

@@ -1,7 +1,6 @@
 #pragma once
-// Everything one run writes to its HDF5 result file (schema: results/README.md). Rank 0 fills
-// it from gathered per-rank data; write_results_hdf5 writes it under a temporary name and
-// renames it into place, so an interrupted run never leaves a truncated file.
+// Everything one run writes to its HDF5 result file (schema: results/README.md), filled by rank 0
+// from gathered per-rank data and published whole (hdf5::write_file_atomically).
 #include <cstdint>
 #include <map>
 #include <string>
@@ -36,10 +35,8 @@ struct RecordedPrediction {
 };
 
 struct RunRecord {
-  // Root attributes. Strings: scheme, grid, device, comm, precision, config_json, command_line,
-  // git_commit, mpi_version, nccl_version, cuda_version, hdf5_version, hosts, start_time, data.
+  // Root attributes, strings and integers (schema.h lists the required ones).
   std::map<std::string, std::string> string_attributes;
-  // Integer root attributes: world_size, warmup_iterations, parameters, ...
   std::map<std::string, int64_t> integer_attributes;
   std::map<std::string, IterationRankTable> timing;  // /timing/<phase>
   std::map<std::string, CommRecord> comm;            // /comm/<kind>/{time,bytes}

@@ -11,8 +11,11 @@ namespace mlps {
 double median(std::vector<double> values);
 double percentile(std::vector<double> values, double fraction);  // nearest rank
 
-// Per timed iteration, the maximum over ranks of a [iterations × ranks] table.
+// Per timed iteration, the maximum over ranks of a [iterations × ranks] table; and their median.
 std::vector<double> slowest_rank_per_iteration(const IterationRankTable& table, int64_t warmup);
+inline double median_slowest(const IterationRankTable& table, int64_t warmup) {
+  return median(slowest_rank_per_iteration(table, warmup));
+}
 
 struct StepSummary {
   double median_step_seconds = 0;

@@ -100,11 +100,7 @@ TraceRecorder::TraceRecorder(MPI_Comm comm) : comm_(comm) {
 }
 
 void TraceRecorder::span(const char* name, double start, double end) {
-  TraceEvent& e = events_.emplace_back();
-  e.name = name;
-  e.category = "phase";
-  e.start = start;
-  e.end = end;
+  events_.push_back({name, "phase", start, end});
 }
 
 void TraceRecorder::step(double start, double end) {

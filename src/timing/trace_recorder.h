@@ -4,13 +4,7 @@
 // rank, as one Chrome trace-event JSON file (Perfetto, chrome://tracing): a process per rank
 // ("rank r"), its phases on thread 0 and its communication on threads 1, 2, ... (a call
 // overlapping an earlier one still in flight takes the next thread, so slices always nest).
-//
-// The clock: std::chrono::steady_clock (CommLog::steady_seconds()), which is CLOCK_MONOTONIC on
-// Linux and so one clock for every process of a host. Timestamps count from an origin taken
-// just after a barrier at the start: rank 0's reading for the ranks on rank 0's host (exactly
-// aligned), each rank's own for ranks on other hosts (aligned to within the barrier's exit
-// skew, microseconds on a fast network, plus clock drift over the run). On the GPU, phases and
-// NCCL calls are timed by CUDA events and placed on this clock at the end of each step.
+// The clock (CommLog::steady_seconds()) and the origin: README, "Timelines (--trace)".
 #include <mpi.h>
 
 #include <cstdint>
@@ -28,8 +22,8 @@ struct TraceEvent {
   const char* category = "";  // "phase" (thread 0) or "comm" (threads 1, 2, ...)
   double start = 0, end = 0;
   int64_t step = -1;  // "step": the iteration; else -1
-  // "comm" only.
-  std::string group;
+  // "comm" only; span() leaves them out (group's {} keeps -Wmissing-field-initializers quiet).
+  std::string group{};
   double bytes = 0, blocked = 0, started = 0;  // started: of blocked, in the starting call
   int peer = -1;
 };
