@@ -108,7 +108,7 @@ int run(const MpiSession& mpi, int argc, char** argv) {
     if (fused_code != 0) return fused_code;
   }
   const auto phase_median = [&](const RunRecord& run, const std::string& phase) {
-    return median(slowest_rank_per_iteration(run.timing.at(phase), o.warmup));
+    return median_slowest(run.timing.at(phase), o.warmup);
   };
   const RunRecord record = read_results_hdf5(o.out);
   const auto measured = [&](const std::string& phase) { return phase_median(record, phase); };

@@ -7,9 +7,6 @@
 #include <cstdint>
 #include <string>
 
-#include "src/model_config.h"
-#include "src/optim/optimizer.h"
-
 namespace mlps {
 
 enum class Precision;
