@@ -34,7 +34,7 @@ std::string PipelinePartition::text() const {
 }
 
 std::string PipelinePartition::unit_names(int stage) const {
-  const int64_t first = first_unit(stage) == 0 ? 0 : first_unit(stage) - 1, count = blocks_[stage];
+  const int64_t first = std::max(first_unit(stage) - 1, 0), count = blocks_[stage];
   std::string out = stage == 0 ? "embed" : "";
   const auto add = [&](const std::string& name) { out += (out.empty() ? "" : ",") + name; };
   if (count > 0)
