@@ -31,7 +31,7 @@ CommEvent Communicator::event_of(const CommOperation& c) const {
 }
 
 Communicator::Staging Communicator::staging(const CommOperation& c, int64_t result_at) const {
-  const int64_t whole = c.count * (c.per_rank_parts() ? size_ : 1), slot = c.count * rank_;
+  const int64_t whole = buffer_count(c), slot = c.count * rank_;
   switch (c.op) {
     case CommOp::all_reduce: return {c.send, 0, c.count, c.recv, 0, c.count};
     case CommOp::all_gather: return {c.send, slot, c.count, c.recv, 0, whole};

@@ -9,6 +9,7 @@
 // actually sent. f64 payloads are never converted.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -139,12 +140,48 @@ class Communicator {
   // destructor completes them first: MPI forbids abandoning a collective.
   std::vector<CommRequest*> live_;
   void complete_live();
+
+  // What both backends' requests share: the call's kind and bytes, its entry in the log's recent
+  // calls, its timeline event (with a timeline only), and its place in live_ until release().
+  template <class Backend>
+  class LoggedRequest : public CommRequest {
+   public:
+    LoggedRequest(const LoggedRequest&) = delete;
+    LoggedRequest& operator=(const LoggedRequest&) = delete;
+    ~LoggedRequest() override {  // still in live_ if the backend's wait() failed before release()
+      if (owner_) std::erase(owner_->live_, this);
+    }
+
+   protected:
+    LoggedRequest(Backend& owner, const CommOperation& call)
+        : owner_(&owner), kind_(kind_of(call.op)), bytes_(owner.logged_bytes(call)),
+          call_(owner.log().posted(kind_, owner.name(), bytes_)) {
+      if (owner.log().event_sink()) traced_ = owner.event_of(call);
+      owner.live_.push_back(this);
+    }
+    // The start of the completion: out of live_, and owner_ null so that it happens once.
+    Backend& release() {
+      Backend& owner = *std::exchange(owner_, nullptr);
+      std::erase(owner.live_, this);
+      return owner;
+    }
+
+    Backend* owner_;
+    CommKind kind_;
+    double bytes_;
+    int64_t call_;  // in the log's recent calls
+    std::optional<CommEvent> traced_;
+  };
+
+  // Elements of a call's larger buffer: every rank's part for all-gather and reduce-scatter.
+  int64_t buffer_count(const CommOperation& call) const {
+    return call.count * (call.per_rank_parts() ? size_ : 1);
+  }
   // The log's kind and bytes of a call (nccl-tests' sizes, in the bytes actually sent).
   friend const char* to_string(CommOp op);
   static CommKind kind_of(CommOp op);
   double logged_bytes(const CommOperation& call) const {
-    return static_cast<double>(call.count * (call.per_rank_parts() ? size() : 1)) *
-           static_cast<double>(wire_size_of(call.type));
+    return static_cast<double>(buffer_count(call)) * static_cast<double>(wire_size_of(call.type));
   }
   // The timeline's record of a call (for CommLog::event_sink()), its times left to fill.
   CommEvent event_of(const CommOperation& call) const;

@@ -3,7 +3,6 @@
 #include <climits>
 #include <cstddef>
 #include <cstdint>
-#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -51,35 +50,49 @@ void sum_16bit(void* in, void* inout, int* len, MPI_Datatype*) {
 
 // One posted MPI operation, its host staging buffer (if any) and the copy back (or, from a
 // 16-bit wire, the conversion back to float) that wait() does after MPI completes.
-class MpiCommunicator::Request : public CommRequest {
+class MpiCommunicator::Request : public LoggedRequest<MpiCommunicator> {
  public:
   // Times on CommLog::steady_seconds(), the clock of the phases and of the timeline.
   // `called`: when post() was entered (its progress of earlier requests is this call's too).
   Request(MpiCommunicator& owner, const CommOperation& call, double called)
-      : owner_(&owner), kind_(kind_of(call.op)), bytes_(owner.logged_bytes(call)),
-        start_seconds_(called),
-        call_(owner.log().posted(kind_, owner.name(), bytes_)) {
-    if (owner.log().event_sink()) traced_ = owner.event_of(call);
-    owner.live_.push_back(this);
-  }
+      : LoggedRequest(owner, call), start_seconds_(called) {}
   // A request dropped without wait() still has MPI working on its buffers: complete it.
   ~Request() override {
-    if (!owner_) return;
     try {
-      complete();
+      wait();
     } catch (...) {
       // Destructors must not throw; MPI's own error handler has reported the failure.
     }
   }
-  Request(const Request&) = delete;
-  Request& operator=(const Request&) = delete;
 
   bool ready() override {
     test();
     return request_ == MPI_REQUEST_NULL;
   }
   void wait() override {
-    if (owner_) complete();
+    if (!owner_) return;
+    MpiCommunicator& owner = release();
+    const double wait_start = CommLog::steady_seconds();
+    owner.test_live();
+    check(MPI_Wait(&request_, MPI_STATUS_IGNORE), "MPI_Wait");
+    owner.log().finished(call_);
+    const Staging& s = staging_;
+    const std::byte* from = host_.get() + static_cast<size_t>(s.out_at) * element_size_;
+    if (s.out && s.out_count > 0 && wire_ != StorageFormat::full)
+      owner.unpack_from_wire(s.out, reinterpret_cast<const uint16_t*>(from), s.out_count, wire_);
+    else if (s.out && s.out_count > 0)
+      owner.device_.to_device(s.out, from, static_cast<size_t>(s.out_count) * element_size_);
+    host_.reset();
+    const double end = CommLog::steady_seconds();
+    owner.log().add_blocked(end - wait_start);
+    owner.log().record(kind_, owner.name(), owner.size(), bytes_, end - start_seconds_);
+    if (CommEventSink* sink = owner.log().event_sink(); sink && traced_) {
+      traced_->start = start_seconds_;
+      traced_->end = end;
+      traced_->blocked = posting_seconds_ + (end - wait_start);
+      traced_->started = posting_seconds_;
+      sink->comm_event(*traced_);
+    }
   }
 
   // Lets MPI progress (and possibly finish) the operation; the copy back and the record are
@@ -112,40 +125,8 @@ class MpiCommunicator::Request : public CommRequest {
   }
 
  private:
-  void complete() {
-    MpiCommunicator& owner = *owner_;
-    owner_ = nullptr;
-    std::erase(owner.live_, this);
-    const double wait_start = CommLog::steady_seconds();
-    owner.test_live();
-    check(MPI_Wait(&request_, MPI_STATUS_IGNORE), "MPI_Wait");
-    owner.log().finished(call_);
-    const Staging& s = staging_;
-    const std::byte* from = host_.get() + static_cast<size_t>(s.out_at) * element_size_;
-    if (s.out && s.out_count > 0 && wire_ != StorageFormat::full)
-      owner.unpack_from_wire(s.out, reinterpret_cast<const uint16_t*>(from), s.out_count, wire_);
-    else if (s.out && s.out_count > 0)
-      owner.device_.to_device(s.out, from, static_cast<size_t>(s.out_count) * element_size_);
-    host_.reset();
-    const double end = CommLog::steady_seconds();
-    owner.log().add_blocked(end - wait_start);
-    owner.log().record(kind_, owner.name(), owner.size(), bytes_, end - start_seconds_);
-    if (CommEventSink* sink = owner.log().event_sink(); sink && traced_) {
-      traced_->start = start_seconds_;
-      traced_->end = end;
-      traced_->blocked = posting_seconds_ + (end - wait_start);
-      traced_->started = posting_seconds_;
-      sink->comm_event(*traced_);
-    }
-  }
-
-  MpiCommunicator* owner_;  // null once completed
-  CommKind kind_;
-  double bytes_;
   double start_seconds_;
   double posting_seconds_ = 0;  // inside post(), already counted as blocked
-  int64_t call_;  // in the log's recent calls
-  std::optional<CommEvent> traced_;  // with a timeline only
   MPI_Request request_ = MPI_REQUEST_NULL;
   std::unique_ptr<std::byte[]> host_;  // the stage, when the call goes through host memory
   size_t element_size_ = 0;
@@ -262,7 +243,7 @@ PendingComm MpiCommunicator::post(const CommOperation& c) {
   }
   // One host buffer, used in place; MPI's in-place reduce-scatter leaves the part at the start.
   const size_t element = wire ? sizeof(uint16_t) : size_of(c.type);
-  std::byte* host = request->stage(c.count * (c.per_rank_parts() ? size_ : 1), element,
+  std::byte* host = request->stage(buffer_count(c), element,
                                    wire ? wire_format() : StorageFormat::full, staging(c, 0));
   const size_t slot = static_cast<size_t>(c.count * rank_) * element;
   start_mpi(c, c.op == CommOp::all_gather ? host + slot : host, host, type, sum, request->handle());

@@ -31,8 +31,6 @@ class MpiCommunicator : public Communicator {
 
  private:
   class Request;
-  friend class Request;
-
   PendingComm post(const CommOperation& call) override;
   // True when device buffers must go through host memory.
   bool staged() const { return device_.kind() == DeviceKind::cuda; }

@@ -3,7 +3,6 @@
 #include "src/comm/nccl_communicator.h"
 
 #include <algorithm>
-#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -82,25 +81,17 @@ NcclCommunicator::Wire::Wire(int64_t count, StorageFormat format, const Staging&
                                   cuda::detail::stream()));
 }
 
-class NcclCommunicator::Request : public CommRequest {
+class NcclCommunicator::Request : public LoggedRequest<NcclCommunicator> {
  public:
   Request(NcclCommunicator& owner, const CommOperation& call, std::unique_ptr<Wire> wire)
-      : owner_(&owner), kind_(kind_of(call.op)), bytes_(owner.logged_bytes(call)),
-        wire_(std::move(wire)), call_(owner.log().posted(kind_, owner.name(), bytes_)) {
-    if (owner.log().event_sink()) traced_ = owner.event_of(call);
-    owner.live_.push_back(this);
-  }
+      : LoggedRequest(owner, call), wire_(std::move(wire)) {}
   ~Request() override {
-    if (!owner_) return;
     try {
       wait();
     } catch (...) {
-      // Destructors must not throw; a wait that failed before it began leaves us registered.
-      if (owner_) std::erase(owner_->live_, this);
+      // Destructors must not throw; ~LoggedRequest unregisters a wait that failed early.
     }
   }
-  Request(const Request&) = delete;
-  Request& operator=(const Request&) = delete;
 
   void set_launch(std::shared_ptr<Launch> launch) { launch_ = std::move(launch); }
 
@@ -114,9 +105,7 @@ class NcclCommunicator::Request : public CommRequest {
     if (!owner_) return;
     if (!launch_) owner_->flush_point_to_point();
     if (!launch_) throw std::logic_error("NCCL send/recv waited after its launch failed");
-    NcclCommunicator& owner = *owner_;
-    owner_ = nullptr;
-    std::erase(owner.live_, this);
+    NcclCommunicator& owner = release();
     const cudaStream_t kernels = cuda::detail::stream();
     auto reached = std::make_shared<GpuEvent>();
     auto resumed = std::make_shared<GpuEvent>();
@@ -156,12 +145,7 @@ class NcclCommunicator::Request : public CommRequest {
   }
 
  private:
-  NcclCommunicator* owner_;  // null once waited
-  CommKind kind_;
-  double bytes_;
-  std::unique_ptr<Wire> wire_;  // the 16-bit staging of a 16-bit wire, else null
-  int64_t call_;                // in the log's recent calls
-  std::optional<CommEvent> traced_;  // with a timeline only
+  std::unique_ptr<Wire> wire_;      // the 16-bit staging of a 16-bit wire, else null
   std::shared_ptr<Launch> launch_;  // null while a send/receive is held back
 };
 
@@ -238,11 +222,9 @@ PendingComm NcclCommunicator::post(const CommOperation& c) {
   ncclDataType_t type = nccl_type(c.type);
   std::unique_ptr<Wire> wire;
   if (on_16bit_wire(c.type)) {
-    // Through a 16-bit device buffer (staging()); NCCL's reduce-scatter leaves its part at the
-    // slot.
+    // Through a 16-bit device buffer (staging()); NCCL's reduce-scatter puts its part at the slot.
     const int64_t slot = c.count * rank_;
-    wire = std::make_unique<Wire>(c.count * (c.per_rank_parts() ? size_ : 1), wire_format(),
-                                  staging(c, slot));
+    wire = std::make_unique<Wire>(buffer_count(c), wire_format(), staging(c, slot));
     uint16_t* w = wire->data;
     const Staging& s = wire->staging;
     if (s.in)

@@ -32,7 +32,6 @@ class NcclCommunicator : public Communicator {
 
  private:
   class Request;
-  friend class Request;
   PendingComm post(const CommOperation& operation) override;
   struct Launch;  // the events of one launch on the stream
   // The 16-bit device buffer of one operation on a 16-bit wire (count values, allocated in
