@@ -55,6 +55,28 @@ double elapsed_seconds(const GpuEvent& from, const GpuEvent& to) {
   return static_cast<double>(ms) * 1e-3;
 }
 
+// The NCCL call of `c` on these buffers and element type (a 16-bit wire's, on one).
+std::function<ncclResult_t()> nccl_call(const CommOperation& c, const void* send, void* recv,
+                                        ncclDataType_t type, ncclComm_t comm, cudaStream_t stream) {
+  const size_t n = static_cast<size_t>(c.count);
+  const int peer = c.peer;
+  switch (c.op) {
+    case CommOp::all_reduce:
+      return [=] { return ncclAllReduce(send, recv, n, type, ncclSum, comm, stream); };
+    case CommOp::all_gather:
+      return [=] { return ncclAllGather(send, recv, n, type, comm, stream); };
+    case CommOp::reduce_scatter:
+      return [=] { return ncclReduceScatter(send, recv, n, type, ncclSum, comm, stream); };
+    case CommOp::broadcast:
+      return [=] { return ncclBroadcast(recv, recv, n, type, peer, comm, stream); };
+    case CommOp::send:
+      return [=] { return ncclSend(send, n, type, peer, comm, stream); };
+    case CommOp::recv:
+      return [=] { return ncclRecv(recv, n, type, peer, comm, stream); };
+  }
+  return {};
+}
+
 }  // namespace
 
 // The events of one launch: `ready` on the kernel stream (the data exists), `start` and `done`
@@ -216,7 +238,6 @@ void NcclCommunicator::flush_point_to_point() {
 }
 
 PendingComm NcclCommunicator::post(const CommOperation& c) {
-  const size_t n = static_cast<size_t>(c.count);
   const void* send = c.send;
   void* recv = c.recv;
   ncclDataType_t type = nccl_type(c.type);
@@ -233,28 +254,7 @@ PendingComm NcclCommunicator::post(const CommOperation& c) {
     send = c.op == CommOp::all_gather ? w + slot : w;
     recv = c.op == CommOp::reduce_scatter ? w + slot : w;
   }
-  const int peer = c.peer;
-  std::function<ncclResult_t()> call;
-  switch (c.op) {
-    case CommOp::all_reduce:
-      call = [=, this] { return ncclAllReduce(send, recv, n, type, ncclSum, comm_, stream_); };
-      break;
-    case CommOp::all_gather:
-      call = [=, this] { return ncclAllGather(send, recv, n, type, comm_, stream_); };
-      break;
-    case CommOp::reduce_scatter:
-      call = [=, this] { return ncclReduceScatter(send, recv, n, type, ncclSum, comm_, stream_); };
-      break;
-    case CommOp::broadcast:
-      call = [=, this] { return ncclBroadcast(recv, recv, n, type, peer, comm_, stream_); };
-      break;
-    case CommOp::send:
-      call = [=, this] { return ncclSend(send, n, type, peer, comm_, stream_); };
-      break;
-    case CommOp::recv:
-      call = [=, this] { return ncclRecv(recv, n, type, peer, comm_, stream_); };
-      break;
-  }
+  auto call = nccl_call(c, send, recv, type, comm_, stream_);
   const double bytes = logged_bytes(c);
   const bool point_to_point = c.op == CommOp::send || c.op == CommOp::recv;
   if (!point_to_point) flush_point_to_point();  // issue order is the posting order
