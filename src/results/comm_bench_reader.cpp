@@ -64,7 +64,7 @@ class CommBenchReader {
 
  private:
   Handle open_attribute(const std::string& name) const {
-    if (H5Aexists(file_.get(), name.c_str()) <= 0) fail("no attribute " + name);
+    if (!has_attribute(name)) fail("no attribute " + name);
     return Handle(H5Aopen(file_.get(), name.c_str(), H5P_DEFAULT), H5Aclose);
   }
   std::string path_;

@@ -1,5 +1,4 @@
-// write_comm_bench_hdf5: bin/bench_comm's sweep file, published whole
-// (hdf5::write_file_atomically), as write_results_hdf5 does for training runs.
+// write_comm_bench_hdf5: bin/bench_comm's sweep file, published whole as a run's result file is.
 #include "src/results/comm_bench_writer.h"
 
 #include <stdexcept>

@@ -75,10 +75,9 @@ class ResultFileReader {
     file_ = Handle(file, H5Fclose);
   }
 
-  // Opens an object by absolute path, requiring it to be of the given kind.
   Handle open_object(const std::string& where, H5I_type_t kind) const {
     // H5Lexists fails rather than answering false when an intermediate group is missing.
-    if (H5Lexists(file_.get(), where.c_str(), H5P_DEFAULT) <= 0) {
+    if (!exists(where.c_str())) {
       H5Eclear2(H5E_DEFAULT);
       fail("missing " + where);
     }
@@ -99,8 +98,6 @@ class ResultFileReader {
       fail("cannot list " + where + hdf5::error_detail());
     return names;
   }
-
-  // --- attributes
 
   // An open scalar attribute, its type, and how messages name it.
   struct Attribute {
@@ -123,7 +120,6 @@ class ResultFileReader {
     return attribute;
   }
 
-  // Variable-length (as h5py writes) or fixed-length strings.
   std::string read_string_attribute(hid_t object, const std::string& name,
                                     const std::string& where) const {
     const Attribute attribute = open_attribute(object, name, where);
@@ -180,8 +176,6 @@ class ResultFileReader {
     }
     if (!has_version) fail("missing root attribute " + version_name);
   }
-
-  // --- datasets
 
   // Reads a dataset of the given rank (and units attribute, when given); dims receives its shape.
   template <class T>
