@@ -148,7 +148,7 @@ class Communicator {
    public:
     LoggedRequest(const LoggedRequest&) = delete;
     LoggedRequest& operator=(const LoggedRequest&) = delete;
-    ~LoggedRequest() override {  // still in live_ if the backend's wait() failed before release()
+    ~LoggedRequest() override {  // the backends' destructors wait (releasing) first; in case not
       if (owner_) std::erase(owner_->live_, this);
     }
 

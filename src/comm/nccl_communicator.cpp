@@ -111,7 +111,7 @@ class NcclCommunicator::Request : public LoggedRequest<NcclCommunicator> {
     try {
       wait();
     } catch (...) {
-      // Destructors must not throw; ~LoggedRequest unregisters a wait that failed early.
+      // Destructors must not throw; a failed launch has already been reported.
     }
   }
 
@@ -125,9 +125,10 @@ class NcclCommunicator::Request : public LoggedRequest<NcclCommunicator> {
   // wait, so the launch's events outlive every use of them.
   void wait() override {
     if (!owner_) return;
-    if (!launch_) owner_->flush_point_to_point();
-    if (!launch_) throw std::logic_error("NCCL send/recv waited after its launch failed");
+    // Released first: a wait that fails leaves no request pointing at its communicator.
     NcclCommunicator& owner = release();
+    if (!launch_) owner.flush_point_to_point();
+    if (!launch_) throw std::logic_error("NCCL send/recv waited after its launch failed");
     const cudaStream_t kernels = cuda::detail::stream();
     auto reached = std::make_shared<GpuEvent>();
     auto resumed = std::make_shared<GpuEvent>();

@@ -75,6 +75,7 @@ class ResultFileReader {
     file_ = Handle(file, H5Fclose);
   }
 
+  // Opens an object by absolute path, requiring it to be of the given kind.
   Handle open_object(const std::string& where, H5I_type_t kind) const {
     // H5Lexists fails rather than answering false when an intermediate group is missing.
     if (!exists(where.c_str())) {
@@ -120,6 +121,7 @@ class ResultFileReader {
     return attribute;
   }
 
+  // Variable-length (as h5py writes) or fixed-length strings.
   std::string read_string_attribute(hid_t object, const std::string& name,
                                     const std::string& where) const {
     const Attribute attribute = open_attribute(object, name, where);
