@@ -148,7 +148,7 @@ class Communicator {
    public:
     LoggedRequest(const LoggedRequest&) = delete;
     LoggedRequest& operator=(const LoggedRequest&) = delete;
-    ~LoggedRequest() override {  // the backends' destructors wait (releasing) first; in case not
+    ~LoggedRequest() override {  // normally released already, by the backend's wait()
       if (owner_) std::erase(owner_->live_, this);
     }
 
