@@ -1,4 +1,4 @@
-// write_comm_bench_hdf5: bin/bench_comm's sweep file, published whole as a run's result file is.
+// write_comm_bench_hdf5: bin/bench_comm's sweep file, published by hdf5::write_file_atomically.
 #include "src/results/comm_bench_writer.h"
 
 #include <stdexcept>
