@@ -7,6 +7,7 @@
 #include <cstring>
 #include <exception>
 
+#include "kernels/cpu/blas_core.h"
 #include "src/errors.h"
 
 namespace mlps {
@@ -35,6 +36,8 @@ void on_stop_signal(int signal) {
 }  // namespace
 
 MpiSession::MpiSession(int& argc, char**& argv) {
+  // Before MPI_Init: it may run the program again with the processor's BLAS kernels.
+  cpu::choose_blas_core(argv);
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &size_);

@@ -4,6 +4,7 @@
 // prints one line on every rank and every rank exits 2 together; any other failure prints its
 // line and aborts the whole job, so no rank is left waiting in a collective. SIGINT, SIGTERM and
 // SIGHUP print "<program>: stopped by SIGTERM" and exit with the conventional 128 + signal.
+// Before MPI starts, the BLAS is given the processor's kernels (kernels/cpu/blas_core.h).
 #include <mpi.h>
 
 #include <functional>

@@ -113,6 +113,7 @@ void write_result_file(const std::string& path, const CommBenchSetup& setup,
                               {"cuda_version", cuda_version()},
                               {"hdf5_version", hdf5_library_version()},
                               {"start_time", setup.start_time}};
+  record.string_attributes.merge(processor_attributes());
   record.integer_attributes = {{"ranks", setup.ranks},
                                {"min_bytes", setup.min_bytes},
                                {"max_bytes", setup.max_bytes},

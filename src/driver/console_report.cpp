@@ -3,11 +3,20 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "kernels/cpu/blas_core.h"
 #include "src/comm/comm_log.h"
 #include "src/human_bytes.h"
 #include "src/timing/step_statistics.h"
 
 namespace mlps {
+
+void print_blas_lines() {
+  const cpu::BlasInfo blas = cpu::blas_info();
+  std::printf("  blas        %s\n", blas.summary().c_str());
+  std::printf("  processor   %s: %s\n", blas.processor.describe().c_str(),
+              blas.feature_list().c_str());
+  if (!blas.notice.empty()) std::printf("  notice      %s\n", blas.notice.c_str());
+}
 
 void print_settings_header(const RunContext& context, const Options& o,
                            const TrainingSchedule& schedule, const Trainer& trainer,
@@ -28,6 +37,7 @@ void print_settings_header(const RunContext& context, const Options& o,
                                         : " (16-bit values on the wire)")
                     : "",
               o.model.checkpoint_activations ? ", activation checkpointing" : "");
+  print_blas_lines();
   std::printf("  model       FC_Net: image %lldx%lld, hidden %lld, %lld %s blocks (ffn %lld), "
               "%lld parameters\n",
               (long long)m.image_size, (long long)m.image_size, (long long)m.hidden,

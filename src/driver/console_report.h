@@ -14,6 +14,10 @@ void print_settings_header(const RunContext& context, const Options& options,
                            const TrainingSchedule& schedule, const Trainer& trainer,
                            const Dataset& dataset, const std::string& out_path);
 
+// The header's "blas" and "processor" lines (and a "notice" when the kernels are not the
+// processor's best): which kernels every CPU timing of the run comes from.
+void print_blas_lines();
+
 // The summary of a run of `iterations` steps (or, inference, batches) of global_batch samples.
 void print_summary(const RunRecord& record, int64_t iterations, int64_t warmup,
                    int64_t global_batch, double flops_per_sample, bool inference);

@@ -108,6 +108,7 @@ void gather_and_summarise(const RunContext& context, const Options& o, const Tra
   s["nccl_version"] = nccl_version();
   s["cuda_version"] = cuda_version();
   s["hdf5_version"] = hdf5_library_version();
+  s.merge(processor_attributes());
   s["hosts"] = hosts;
   s["start_time"] = start_time;
   auto& n = record.integer_attributes;
@@ -166,13 +167,15 @@ int run_inference(const RunContext& context, const Options& o, const TrainingSch
   const std::string start_time = utc_timestamp_now();
   if (context.is_root()) {
     std::printf("mlpscale %s --inference\n  scheme      %s, grid %s, %d rank%s, device %s, "
-                "precision %s\n  batches     %lld of %lld test samples (%lld per pass over %lld "
-                "samples), %lld warm-up\n  output      %s%s\n",
+                "precision %s\n",
                 context.program.c_str(), trainer.scheme().c_str(), trainer.grid().c_str(),
                 context.size, context.size == 1 ? "" : "s", to_string(trainer.device().kind()),
-                to_string(o.precision), (long long)batches, (long long)o.batch,
-                (long long)per_pass, (long long)samples, (long long)o.warmup,
-                out_path.c_str(), o.verify ? " (with --verify)" : "");
+                to_string(o.precision));
+    print_blas_lines();
+    std::printf("  batches     %lld of %lld test samples (%lld per pass over %lld samples), %lld "
+                "warm-up\n  output      %s%s\n",
+                (long long)batches, (long long)o.batch, (long long)per_pass, (long long)samples,
+                (long long)o.warmup, out_path.c_str(), o.verify ? " (with --verify)" : "");
     std::fflush(stdout);
   }
 

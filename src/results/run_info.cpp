@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kernels/cpu/blas_core.h"
 #ifdef MLPSCALE_WITH_CUDA
 #include "kernels/kernels.h"
 #endif
@@ -67,6 +68,16 @@ std::string nccl_version() {
 #else
   return "not built";
 #endif
+}
+
+std::map<std::string, std::string> processor_attributes() {
+  const cpu::BlasInfo blas = cpu::blas_info();
+  std::map<std::string, std::string> attributes{
+      {"blas", blas.summary()},           {"blas_core", blas.core},
+      {"blas_core_source", blas.core_source}, {"blas_config", blas.config},
+      {"cpu_model", blas.processor.describe()}, {"cpu_features", blas.feature_list()}};
+  if (!blas.notice.empty()) attributes["blas_notice"] = blas.notice;
+  return attributes;
 }
 
 std::string host_names(MPI_Comm comm) {

@@ -2,6 +2,7 @@
 // The environment of a run, for the root attributes of its result file (results/README.md).
 #include <mpi.h>
 
+#include <map>
 #include <string>
 
 namespace mlps {
@@ -17,6 +18,10 @@ std::string hdf5_library_version();
 std::string cuda_version();
 // NCCL version, e.g. "2.21.5", or "not built" without NCCL.
 std::string nccl_version();
+// The processor and the kernels its BLAS runs (kernels/cpu/blas_core.h), as the string
+// attributes every result file carries: blas, blas_core, blas_core_source, blas_config,
+// cpu_model, cpu_features and, where there is one, blas_notice.
+std::map<std::string, std::string> processor_attributes();
 // Collective over comm: the distinct processor names of all ranks, comma-separated in the order
 // of the first rank on each; the same string on every rank.
 std::string host_names(MPI_Comm comm);

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include "kernels/cpu/blas_core.h"
+
 #include <cstdio>
 #include <string>
 
@@ -32,6 +34,7 @@ class RankFailurePrinter : public ::testing::EmptyTestEventListener {
 }  // namespace
 
 int main(int argc, char** argv) {
+  mlps::cpu::choose_blas_core(argv);  // the kernels under test are the ones the runs use
   MPI_Init(&argc, &argv);
   ::testing::InitGoogleTest(&argc, argv);
   int rank = 0;
