@@ -1,7 +1,9 @@
 // Kernel micro-benchmarks (Google Benchmark): every distinct GEMM shape of one training step plus
 // one large square GEMM, the element-wise kernels at the model's sizes, and a device-to-device
 // copy as the memory-bandwidth ceiling; on each available backend, in f32 and f64; and the data
-// loader's samples on one host thread. No MPI here.
+// loader's samples on one host thread; and the CPU's one-core FMA peak, which every CPU GEMM is
+// also reported against ("% of peak": its rate over that peak times the threads it ran on).
+// No MPI here.
 // The pieces live in bench/support: the options, the GEMM and the element-wise registrations.
 #include <benchmark/benchmark.h>
 
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "bench/support/elementwise_benchmarks.h"
+#include "bench/support/fma_peak.h"
 #include "bench/support/gemm_benchmarks.h"
 #include "bench/support/sample_load_benchmark.h"
 #include "bench/support/weight_restream_benchmarks.h"
@@ -20,6 +23,7 @@
 #include "bench/support/kernel_bench_memory.h"
 #include "bench/support/kernel_bench_options.h"
 #include "bench/support/kernel_bench_registry.h"
+#include "kernels/cpu/blas_core.h"
 #include "src/device.h"
 #include "src/human_bytes.h"
 #include "src/memory/available_memory.h"
@@ -32,7 +36,11 @@ namespace {
 // Registration order is listing order: per backend, f32 then f64, GEMMs then element-wise.
 template <typename T>
 void register_all(Backend backend, const KernelBenchOptions& options) {
-  register_gemm_benchmarks<T>(backend, options);
+  // The CPU's peak for the threads its GEMMs run on (every core is taken to reach one's peak).
+  const double peak = backend.device.kind() == DeviceKind::cpu
+                          ? measure_fma_peak<T>().flops_per_second * cpu::thread_count()
+                          : 0.0;
+  register_gemm_benchmarks<T>(backend, options, peak);
   register_elementwise_benchmarks<T>(backend, options);
   register_weight_update_benchmarks<T>(backend, options);
   register_weight_restream_benchmarks<T>(backend, options);
@@ -104,6 +112,15 @@ int run(int argc, char** argv) {
                             std::to_string(options.batch));
   // What a CPU GEMM or copy ran on: bin/plan --calibrate scales them to the whole node.
   benchmark::AddCustomContext("mlpscale_cpu_threads", std::to_string(cpu::thread_count()));
+  // Which kernels every CPU rate comes from (kernels/cpu/blas_core.h).
+  const cpu::BlasInfo blas = cpu::blas_info();
+  benchmark::AddCustomContext("mlpscale_blas", blas.summary());
+  benchmark::AddCustomContext("mlpscale_blas_core", blas.core);
+  benchmark::AddCustomContext("mlpscale_cpu", blas.processor.describe() + ": " + blas.feature_list());
+  if (!blas.notice.empty()) {
+    benchmark::AddCustomContext("mlpscale_blas_notice", blas.notice);
+    std::cerr << "bench_kernels: notice: " << blas.notice << "\n";
+  }
 #ifdef MLPSCALE_WITH_CUDA
   if (!kinds.empty() && kinds.back() == DeviceKind::cuda)
     benchmark::AddCustomContext("mlpscale_cuda", cuda::runtime_version_string());
@@ -118,6 +135,7 @@ int run(int argc, char** argv) {
     register_all<float>(backend, options);
     register_all<double>(backend, options);
   }
+  if (!kinds.empty() && kinds.front() == DeviceKind::cpu) register_fma_peak_benchmarks();
   register_sample_load_benchmark(options);  // host work: once, whatever the backends
   benchmark::RunSpecifiedBenchmarks();
   cache.clear();
@@ -129,6 +147,7 @@ int run(int argc, char** argv) {
 }  // namespace mlps::kernel_bench
 
 int main(int argc, char** argv) {
+  mlps::cpu::choose_blas_core(argv);  // before the first GEMM: the processor's own kernels
   try {
     return mlps::kernel_bench::run(argc, argv);
   } catch (const std::exception& e) {

@@ -11,7 +11,8 @@ namespace mlps::kernel_bench {
 namespace {
 
 template <typename T>
-void register_gemm(Backend backend, const GemmShape& s, const std::string& label) {
+void register_gemm(Backend backend, const GemmShape& s, const std::string& label,
+                   double peak_flops) {
   const int64_t lda = s.trans_a ? s.m : s.k;  // A is stored k×m when transposed, else m×k
   const int64_t ldb = s.trans_b ? s.k : s.n;  // B is stored n×k when transposed, else k×n
   std::string name = bench_prefix("gemm", backend.device, type_name<T>());
@@ -27,6 +28,7 @@ void register_gemm(Backend backend, const GemmShape& s, const std::string& label
   };
   b.counter = "TFLOP/s";
   b.counter_units = s.flops() / 1e12;
+  b.peak_units = peak_flops / 1e12;
   b.unit = benchmark::kMillisecond;
   b.label = label;
   register_bench<T>(backend, std::move(b));
@@ -37,7 +39,8 @@ void register_gemm(Backend backend, const GemmShape& s, const std::string& label
 // Each distinct shape is labelled with how often a step runs it and the first layer that does;
 // the square one is the backend's compute ceiling.
 template <typename T>
-void register_gemm_benchmarks(Backend backend, const KernelBenchOptions& options) {
+void register_gemm_benchmarks(Backend backend, const KernelBenchOptions& options,
+                              double peak_flops) {
   using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t>;
   std::vector<std::pair<GemmShape, int>> distinct;
   for (const auto& s : training_step_gemms(options.model, options.batch)) {
@@ -56,13 +59,13 @@ void register_gemm_benchmarks(Backend backend, const KernelBenchOptions& options
   const GemmShape big{"square", false, false, square, square, square};
   bool big_is_model_shape = false;
   for (const auto& [s, uses] : distinct) {
-    register_gemm<T>(backend, s, std::to_string(uses) + "x per step, e.g. " + s.name);
+    register_gemm<T>(backend, s, std::to_string(uses) + "x per step, e.g. " + s.name, peak_flops);
     big_is_model_shape |= !s.trans_a && !s.trans_b && s.m == square && s.n == square && s.k == square;
   }
-  if (!big_is_model_shape) register_gemm<T>(backend, big, "square");
+  if (!big_is_model_shape) register_gemm<T>(backend, big, "square", peak_flops);
 }
 
-template void register_gemm_benchmarks<float>(Backend, const KernelBenchOptions&);
-template void register_gemm_benchmarks<double>(Backend, const KernelBenchOptions&);
+template void register_gemm_benchmarks<float>(Backend, const KernelBenchOptions&, double);
+template void register_gemm_benchmarks<double>(Backend, const KernelBenchOptions&, double);
 
 }  // namespace mlps::kernel_bench

@@ -25,6 +25,7 @@ struct KernelBench {
   std::function<void(const Device&, Tensors<T>&)> call;
   const char* counter = "GB/s";  // "TFLOP/s" for GEMMs
   double counter_units = 0;      // per call, in 1e9 bytes or 1e12 flops
+  double peak_units = 0;         // > 0: also "% of peak", the TFLOP/s rate over this ceiling
   benchmark::TimeUnit unit = benchmark::kMicrosecond;
   std::string label;
 };
@@ -54,8 +55,10 @@ void register_bench(Backend backend, KernelBench<T> bench) {
       backend.device.synchronize();
     }
     const double seconds = time_kernel(state, backend.device, call);
-    state.counters[bench.counter] =
+    const double rate =
         seconds > 0 ? bench.counter_units * static_cast<double>(state.iterations()) / seconds : 0.0;
+    state.counters[bench.counter] = rate;
+    if (bench.peak_units > 0) state.counters["% of peak"] = 100 * rate / bench.peak_units;
     if (!bench.label.empty()) state.SetLabel(bench.label);
   };
   benchmark::RegisterBenchmark(bench.name.c_str(), fn)->Unit(bench.unit);

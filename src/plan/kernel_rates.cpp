@@ -18,6 +18,7 @@ KernelRates::KernelRates(const std::string& path) : path_(path) {
     const nlohmann::json context = doc.value("context", nlohmann::json::object());
     if (context.contains("mlpscale_cpu_threads"))
       cpu_threads_ = std::stoi(context.at("mlpscale_cpu_threads").get<std::string>());
+    if (context.contains("mlpscale_blas")) blas_ = context.at("mlpscale_blas").get<std::string>();
     if (context.contains("mlpscale_model")) {  // "image_size 64, ..., batch 32"
       const std::string model = context.at("mlpscale_model").get<std::string>();
       const size_t at = model.rfind("batch ");

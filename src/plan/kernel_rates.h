@@ -29,11 +29,14 @@ class KernelRates {
   int model_batch() const { return model_batch_; }
   // The threads its CPU kernels ran on (0: not recorded, files before it was).
   int cpu_threads() const { return cpu_threads_; }
+  // The BLAS and its kernels the rates came from ("" in files from before it was recorded).
+  const std::string& blas() const { return blas_; }
 
  private:
   std::string path_;
   int cpu_threads_ = 0;
   int model_batch_ = 0;
+  std::string blas_;
   std::map<std::string, nlohmann::json> entries_;
 };
 

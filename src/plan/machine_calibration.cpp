@@ -147,7 +147,8 @@ nlohmann::json calibrated_machine(const CalibrationInputs& in) {
     const int threads = file.cpu_threads();
     const double scale =
         cpu && threads > 0 ? static_cast<double>(in.ranks_per_node) / threads : 1.0;
-    return NodeRates{scale, "measured by bin/bench_kernels (" + file.path() + ")" +
+    return NodeRates{scale, "measured by bin/bench_kernels (" + file.path() +
+                                (file.blas().empty() ? "" : "; " + file.blas()) + ")" +
                                 (scale != 1.0 ? " on " + std::to_string(threads) +
                                                     " thread(s), times " +
                                                     std::to_string(in.ranks_per_node) +
