@@ -18,6 +18,8 @@ bin/bench_kernels --hidden 512 --layers 4 --image-size 32 --batch 64 \
   --benchmark_filter='^(gemm|copy|stream_add|sample_load)/' --benchmark_repetitions=2 \
   --benchmark_out="$dir/kernels.json" --benchmark_out_format=json >"$dir/kernels.log" 2>&1 ||
   { tail -n 3 "$dir/kernels.log"; exit 1; }
+# Which kernels every rate below comes from (docs/cpu-blas.md); local.json's sources name it too.
+sed -nE 's/^mlpscale_(blas|blas_notice|cpu): /calibrate:   \1 /p' "$dir/kernels.log"
 echo "calibrate: bin/bench_kernels' GEMMs by rows (8 to 512, one thread)"
 by_rows=()
 for rows in 8 16 32 64 128 256 512; do
