@@ -153,6 +153,10 @@ int main(int argc, char** argv) {
       return 0;
     }
     const Options& o = parser.options();
+    for (const auto& [flag, path] : {std::pair{"--json", out}, {"--calibrate", calibrate}})
+      if (const std::string problem = path.empty() ? "" : output_target_problem(path);
+          !problem.empty())
+        throw InputError(std::string(flag) + " " + problem + " (nothing there is touched)");
     if (!calibrate.empty()) return write_calibration(calibrate, kernels_path, comm_path,
                                                      ranks_per_node, by_rows_paths,
                                                      optimizer_path, restream_paths, core_path,

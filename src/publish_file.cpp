@@ -1,6 +1,7 @@
 #include "src/publish_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -75,7 +76,23 @@ void publish_through_named_temporary(const std::string& path, std::span<const ch
 
 }  // namespace
 
+std::string output_target_problem(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return "";
+  const char* kind = S_ISDIR(st.st_mode)    ? "a directory"
+                     : S_ISCHR(st.st_mode)  ? "a character device"
+                     : S_ISBLK(st.st_mode)  ? "a block device"
+                     : S_ISFIFO(st.st_mode) ? "a FIFO"
+                     : S_ISSOCK(st.st_mode) ? "a socket"
+                                            : "not a regular file";
+  return path + " is " + kind + ": only a regular file is replaced";
+}
+
 void publish_file(const std::string& path, std::span<const char> bytes) {
+  // Checked again here, though every program checked before its work: unlinking a device or a
+  // FIFO (as root, /dev/full) would destroy it.
+  if (const std::string problem = output_target_problem(path); !problem.empty())
+    throw std::runtime_error(problem);
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
   const std::string directory = parent.empty() ? "." : parent.string();
   FileDescriptor fd(::open(directory.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644));

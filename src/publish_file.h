@@ -10,6 +10,13 @@ namespace mlps {
 // linked in; without one, "<path>.tmp.<pid>" renamed, which only a SIGKILL can leave behind).
 // Throws std::runtime_error naming what failed. For tests: MLPSCALE_TEST_PUBLISH_DELAY_MS=N waits
 // N ms between writing and putting the file in place.
+// Only a regular file at `path` is replaced (a symbolic link is followed): anything else there
+// (a device, a FIFO, a socket, a directory) throws std::runtime_error before anything is written.
 void publish_file(const std::string& path, std::span<const char> bytes);
+
+// Why `path` must not be published to: "" when nothing is there or a regular file is, else
+// "<path> is a character device" (a FIFO, socket, block device, directory; links followed).
+// Every program checks its output paths with it before any work (src/driver, bin/plan).
+std::string output_target_problem(const std::string& path);
 
 }  // namespace mlps

@@ -225,6 +225,49 @@ grep -q 'is a directory' "$tmp/stderr" || problem "stderr: $(first_line "$tmp/st
 [[ -z $(files_in "$tmp/outdir") ]] || problem "written into the directory: $(files_in "$tmp/outdir")"
 report "--out naming an existing directory"
 
+# An output path naming a FIFO or a device is refused before any work and left as it was:
+# publishing unlinks what it replaces, which as root would destroy a device such as /dev/full.
+# The device is made here with mknod (root only), never /dev's own.
+mkdir -p "$tmp/nodes"
+mkfifo "$tmp/nodes/fifo"
+have_device=0
+mknod "$tmp/nodes/full" c 1 7 2>/dev/null && have_device=1
+# expect_target_refused NAME PATTERN NODE-TEST COMMAND...: exit 2, one stderr line naming
+# PATTERN, and the node still what NODE-TEST ([[ -p ]] or [[ -c ]]) says.
+expect_target_refused() {
+  local name=$1 pattern=$2 node_test=$3 node=$4
+  shift 4
+  run_in_empty_dir "$@"
+  ((rc == 2)) || problem "exit status $rc, expected 2"
+  (($(line_count "$tmp/stderr") == 1)) || problem "$(line_count "$tmp/stderr") stderr lines: $(head -c 300 "$tmp/stderr" | tr '\n' '|')"
+  grep -q -- "$pattern" "$tmp/stderr" || problem "stderr: $(first_line "$tmp/stderr")"
+  test "$node_test" "$node" || problem "$node is no longer what it was: $(ls -l "$node" 2>&1)"
+  report "$name is refused and left as it was"
+}
+tiny_args
+plan_calibrate=(--kernels "$tmp/none.json" --comm-bench "$tmp/none.h5")
+for kind in fifo full; do
+  node=$tmp/nodes/$kind
+  if [[ $kind == fifo ]]; then
+    what="is a FIFO" node_test=-p label=FIFO
+  elif ((have_device)); then
+    what="is a character device" node_test=-c label="character device"
+  else
+    skip "output paths naming a device" "mknod is not allowed here (not root): no device to test with"
+    continue
+  fi
+  expect_target_refused "--out naming a $label" "--out $node $what" "$node_test" "$node" \
+    "$serial" "${args[@]}" --out "$node"
+  expect_target_refused "--trace naming a $label" "--trace $node $what" "$node_test" "$node" \
+    "$serial" "${args[@]}" --out "$tmp/traced.h5" --trace "$node"
+  expect_target_refused "bench_comm --out naming a $label" "$what" "$node_test" "$node" \
+    "$repo/bin/bench_comm" -e 1K -n 1 --out "$node"
+  expect_target_refused "plan --json naming a $label" "--json $node $what" "$node_test" "$node" \
+    "$repo/bin/plan" --world 2 --machine "$repo/inputs/machines/h100-cluster.json" --json "$node"
+  expect_target_refused "plan --calibrate naming a $label" "--calibrate $node $what" "$node_test" \
+    "$node" "$repo/bin/plan" --calibrate "$node" "${plan_calibrate[@]}"
+done
+
 # bin/bench_floor reads bench_kernels' JSON: a directory there is one line, exit 2.
 run_in_empty_dir "$repo/bin/bench_floor" --kernels "$tmp/outdir" --hidden 16 --layers 1 \
   --image-size 8 --iters 4 --warmup 1

@@ -20,6 +20,7 @@
 #include "src/driver/run_timeline.h"
 #include "src/driver/verification.h"
 #include "src/errors.h"
+#include "src/publish_file.h"
 #include "src/results/run_info.h"
 
 namespace mlps {
@@ -39,6 +40,8 @@ void check_output_path(const RunContext& context, const std::string& path,
     } else if (fs::is_directory(path, error)) {
       problem = flag + " " + path + " is a directory: name the file (e.g. " +
                 (fs::path(path) / example).string() + ")";
+    } else if (const std::string target = output_target_problem(path); !target.empty()) {
+      problem = flag + " " + target + " (nothing there is touched)";
     } else if (!std::ofstream(probe)) {
       problem = flag + " " + path + ": cannot write in " + (parent.empty() ? "." : parent.string());
     }
