@@ -116,7 +116,7 @@ int run(int argc, char** argv) {
   const cpu::BlasInfo blas = cpu::blas_info();
   benchmark::AddCustomContext("mlpscale_blas", blas.summary());
   benchmark::AddCustomContext("mlpscale_blas_core", blas.core);
-  benchmark::AddCustomContext("mlpscale_cpu", blas.processor.describe() + ": " + blas.feature_list());
+  benchmark::AddCustomContext("mlpscale_cpu", blas.processor_line());
   if (!blas.notice.empty()) {
     benchmark::AddCustomContext("mlpscale_blas_notice", blas.notice);
     std::cerr << "bench_kernels: notice: " << blas.notice << "\n";

@@ -73,6 +73,13 @@ std::vector<std::string> detected_features() {
   return found;
 }
 
+// True when both cores are in the table and `core`'s kernels are of an older tier than `best`'s.
+bool older_tier(std::string_view core, std::string_view best) {
+  const BlasCore* a = find_blas_core(core);
+  const BlasCore* b = find_blas_core(best);
+  return a != nullptr && b != nullptr && a->tier < b->tier;
+}
+
 std::string join(const std::vector<std::string>& words, const char* between) {
   std::string text;
   for (const auto& w : words) text += (text.empty() ? "" : between) + w;
@@ -151,6 +158,7 @@ std::string best_blas_core(const ProcessorInfo& cpu) {
 CoreDecision decide_blas_core(std::string_view library_core, std::string_view user_core,
                               const ProcessorInfo& cpu) {
   CoreDecision decision;
+  const std::string best = best_blas_core(cpu);
   if (!user_core.empty()) {
     // The user's or the site's choice is kept, unless its kernels would fault here.
     const BlasCore* core = find_blas_core(user_core);
@@ -161,16 +169,14 @@ CoreDecision decide_blas_core(std::string_view library_core, std::string_view us
         decision.message = "OPENBLAS_CORETYPE=" + std::string(user_core) + " names kernels that need " +
                            join(missing, ", ") + ", which this processor (" + cpu.describe() +
                            ") lacks; unset it or name a core it supports, such as " +
-                           (best_blas_core(cpu).empty() ? "Prescott" : best_blas_core(cpu));
+                           (best.empty() ? "Prescott" : best);
       }
     }
     return decision;
   }
-  const BlasCore* chosen = find_blas_core(library_core);
-  const BlasCore* best = find_blas_core(best_blas_core(cpu));
-  if (chosen != nullptr && best != nullptr && chosen->tier < best->tier) {
+  if (older_tier(library_core, best)) {
     decision.action = CoreDecision::reexec;
-    decision.core = std::string(best->name);
+    decision.core = best;
   }
   return decision;
 }
@@ -220,9 +226,7 @@ BlasInfo blas_info() {
   } else {
     info.core_source = "library";
   }
-  const BlasCore* running = find_blas_core(info.core);
-  const BlasCore* best = find_blas_core(info.best_core);
-  if (running != nullptr && best != nullptr && running->tier < best->tier) {
+  if (older_tier(info.core, info.best_core)) {
     info.notice = "the " + info.core + " kernels are older than this processor's " +
                   info.best_core + (info.core_source == "OPENBLAS_CORETYPE"
                                         ? " (OPENBLAS_CORETYPE=" + user_core + " is respected)"

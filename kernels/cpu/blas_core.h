@@ -80,6 +80,8 @@ struct BlasInfo {
   std::string summary() const;
   // "avx2 avx512f ..." (the processor's extensions of kBlasFeatures)
   std::string feature_list() const;
+  // "AMD EPYC (AuthenticAMD family 25 model 17): sse2 ... avx512_bf16"
+  std::string processor_line() const { return processor.describe() + ": " + feature_list(); }
 };
 BlasInfo blas_info();
 

@@ -13,8 +13,7 @@ namespace mlps {
 void print_blas_lines() {
   const cpu::BlasInfo blas = cpu::blas_info();
   std::printf("  blas        %s\n", blas.summary().c_str());
-  std::printf("  processor   %s: %s\n", blas.processor.describe().c_str(),
-              blas.feature_list().c_str());
+  std::printf("  processor   %s\n", blas.processor_line().c_str());
   if (!blas.notice.empty()) std::printf("  notice      %s\n", blas.notice.c_str());
 }
 
