@@ -26,6 +26,17 @@ enum class GradAfterUpdate { kept, zeroed };
 // 16 bits after every kernel that produces them (mixed precision; accumulation stays fp32).
 enum class StorageFormat { full, bf16, fp16 };
 
+// What an fp32 GEMM's multiplications may round their inputs to; sums stay fp32. fp32: true
+// fp32, set explicitly on cuBLAS's handle so that no environment variable decides. tf32: TF32
+// tensor cores (--math tf32; inputs rounded to 10-bit mantissas). bf16/fp16: mixed precision,
+// whose GEMM inputs already hold 16-bit values, so tensor cores multiply them exactly. fp64
+// GEMMs are always exact.
+enum class GemmCompute { fp32, tf32, bf16, fp16 };
+inline const char* to_string(GemmCompute compute) {
+  constexpr const char* kNames[] = {"fp32", "tf32", "bf16", "fp16"};  // in the enum's order
+  return kNames[static_cast<int>(compute)];
+}
+
 // Bytes of one element as a communicator in `wire` format sends it: 16-bit formats carry 2, a
 // full one the computed type's `full_bytes`. The one rule the trainers, the volume reports and
 // the planner count wire bytes by.

@@ -23,6 +23,12 @@ StorageFormat storage_format(Precision precision) {
   return StorageFormat::full;
 }
 
+GemmCompute gemm_compute(Precision precision, GemmCompute math) {
+  if (precision == Precision::bf16) return GemmCompute::bf16;
+  if (precision == Precision::fp16) return GemmCompute::fp16;
+  return precision == Precision::fp32 ? math : GemmCompute::fp32;
+}
+
 OptionParser::OptionParser(const std::string& program, const std::string& description)
     : app_(std::make_unique<CLI::App>(description, program)) {
   CLI::App& app = *app_;
@@ -75,6 +81,9 @@ OptionParser::OptionParser(const std::string& program, const std::string& descri
                  "activations, weights and gradients, fp32 master weights and optimizer; fp16 "
                  "with dynamic loss scaling)")
       ->check(CLI::IsMember({"fp32", "fp64", "bf16", "fp16"}));
+  app.add_option("--math", math_, "fp32 GEMMs in true fp32, or on TF32 tensor cores (tf32: "
+                 "GPUs only, inputs rounded to 10-bit mantissas, sums in fp32)")
+      ->check(CLI::IsMember({"fp32", "tf32"}));
   app.add_flag("--fp32-grad-comm", o.fp32_grad_comm, "with bf16/fp16: communicate weight "
                "gradients in fp32 instead of 16 bits");
   app.add_flag("--checkpoint-activations", o.model.checkpoint_activations, "keep only each "
@@ -170,6 +179,10 @@ void OptionParser::validate() {
     if (prefetch_ == to_string(m)) o.prefetch = m;
   for (const Precision p : {Precision::fp32, Precision::fp64, Precision::bf16, Precision::fp16})
     if (precision_ == to_string(p)) o.precision = p;
+  o.math = math_ == "tf32" ? GemmCompute::tf32 : GemmCompute::fp32;
+  if (o.math == GemmCompute::tf32 && o.precision != Precision::fp32)
+    throw InputError(std::string("--math tf32 applies to fp32 GEMMs, not to --precision ") +
+                     to_string(o.precision));
   if (o.fp32_grad_comm && storage_format(o.precision) == StorageFormat::full)
     throw InputError("--fp32-grad-comm needs --precision bf16 or fp16 (with " +
                      std::string(to_string(o.precision)) + " gradients already travel in " +

@@ -20,6 +20,9 @@ enum class Precision { fp32, fp64, bf16, fp16 };
 const char* to_string(Precision precision);
 // How a run's tensors are stored on the device (StorageFormat::full for fp32 and fp64).
 StorageFormat storage_format(Precision precision);
+// The multiplications of a run's GEMMs (kernels.h): the storage format's for bf16/fp16, --math's
+// for fp32, exact for fp64.
+GemmCompute gemm_compute(Precision precision, GemmCompute math);
 
 struct Options {
   ModelConfig model;
@@ -34,6 +37,8 @@ struct Options {
   std::string device = "auto";
   std::string comm = "auto";
   Precision precision = Precision::fp32;
+  // --math tf32: fp32 GEMMs on TF32 tensor cores (GPUs only); fp32 is true fp32.
+  GemmCompute math = GemmCompute::fp32;
   bool fp32_grad_comm = false;  // bf16/fp16: gradients communicated in fp32 instead of 16 bits
   bool inference = false;       // forward only over the test split: latency and samples/s
   std::string out;  // empty: results/<scheme>-<time>.h5
@@ -77,7 +82,7 @@ class OptionParser {
   std::unique_ptr<CLI::App> app_;
   std::vector<std::string> shared_;  // the shared table's long names
   Options options_;
-  std::string block_ = "mlp", optimizer_ = "adam", precision_ = "fp32", prefetch_ = "auto";
+  std::string block_ = "mlp", optimizer_ = "adam", precision_ = "fp32", math_ = "fp32", prefetch_ = "auto";
 };
 
 }  // namespace mlps
