@@ -170,6 +170,8 @@ double FcNet<T>::forward(const T* host_inputs, const int32_t* host_labels, int64
                          int64_t counted) {
   device_.to_device(own_.input.data(), host_inputs,
                     sizeof(T) * static_cast<size_t>(rows * embed_->in_width()));
+  // Mixed precision multiplies the pixels in 16 bits too, as autocast casts a Linear's input.
+  device_.round_to_storage(own_.input.data(), rows * embed_->in_width());
   device_.to_device(own_.labels.data(), host_labels, sizeof(int32_t) * static_cast<size_t>(rows));
   forward(own_, rows, row_loss_.data());
   std::vector<T> losses(static_cast<size_t>(counted < 0 ? rows : counted));

@@ -1,6 +1,8 @@
 #pragma once
 // The sliced-row kernels (kernels/sliced_rows.h) on a rank's Device: the CPU or CUDA twin,
-// as Device forwards the kernels of kernel_api.inc.
+// as Device forwards the kernels of kernel_api.inc. With mixed precision, the activations and
+// activation gradients they produce are rounded to 16 bits, as Device's LayerNorm rounds them:
+// GEMMs read them next, and on tensor cores only 16-bit inputs multiply exactly.
 #include "kernels/sliced_rows.h"
 #include "src/device.h"
 
@@ -26,6 +28,7 @@ template <typename T>
 void layernorm_apply(const Device& d, T* y, const T* x, const T* mean, const T* rstd,
                      const T* gamma, const T* beta, int64_t rows, int64_t cols) {
   MLPS_SLICED_ON(d, layernorm_apply, y, x, mean, rstd, gamma, beta, rows, cols);
+  d.round_to_storage(y, rows * cols);
 }
 template <typename T>
 void layernorm_backward_partial(const Device& d, T* sums, T* dgamma, T* dbeta, const T* dy,
@@ -40,6 +43,7 @@ void layernorm_backward_apply(const Device& d, T* dx, const T* dy, const T* x, c
                               int64_t cols, int64_t total_cols) {
   MLPS_SLICED_ON(d, layernorm_backward_apply, dx, dy, x, mean, rstd, gamma, sums, rows, cols,
                  total_cols);
+  d.round_to_storage(dx, rows * cols);
 }
 template <typename T>
 void copy_2d(const Device& d, T* dst, int64_t dst_ld, const T* src, int64_t src_ld, int64_t rows,

@@ -164,6 +164,7 @@ void PipelineTrainer<T>::upload_images(T* input, const HostBatch& rows, int64_t 
   const float* pixels = rows.pixels.data() + first * rows.features;
   staged_.assign(pixels, pixels + count * rows.features);
   device_.to_device(input, staged_.data(), sizeof(T) * staged_.size());
+  device_.round_to_storage(input, static_cast<int64_t>(staged_.size()));  // as FcNet's input
 }
 
 template <typename T>
