@@ -9,7 +9,7 @@
 
 #define MLPS_GEMM_INSTANCES(T)                                                                \
   template void gemm<T>(bool, bool, int64_t, int64_t, int64_t, T, const T*, int64_t, const T*, \
-                        int64_t, T, T*, int64_t);
+                        int64_t, T, T*, int64_t, GemmCompute);
 
 #define MLPS_ELEMENTWISE_INSTANCES(T)                                           \
   template void bias_add<T>(T*, const T*, int64_t, int64_t);                    \

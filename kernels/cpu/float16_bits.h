@@ -58,4 +58,12 @@ inline float fp16_bits_to_float(uint16_t bits) {
   return std::bit_cast<float>(sign | ((exponent + 112u) << 23) | (mantissa << 13));
 }
 
+// TF32 (the tensor cores' fp32 input format: fp32's exponent, 10 mantissa bits) as a float: the
+// 13 low mantissa bits rounded away to nearest even; inf and NaN unchanged.
+inline float round_to_tf32(float value) {
+  const uint32_t bits = std::bit_cast<uint32_t>(value);
+  if ((bits & 0x7f800000u) == 0x7f800000u) return value;
+  return std::bit_cast<float>((bits + 0x0fffu + ((bits >> 13) & 1u)) & ~0x1fffu);
+}
+
 }  // namespace mlps::cpu

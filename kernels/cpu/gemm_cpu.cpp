@@ -2,8 +2,11 @@
 #include <cblas.h>
 
 #include <cstring>
+#include <type_traits>
+#include <vector>
 
 #include "kernels/cpu/blas_dims.h"
+#include "kernels/cpu/float16_bits.h"
 #include "kernels/cpu/parallel_loops.h"
 #include "kernels/kernel_instances.h"
 #include "kernels/kernels.h"
@@ -35,6 +38,14 @@ void zero_matrix(T* c, int64_t m, int64_t n, int64_t ldc) {
   });
 }
 
+// A row-major operand of `rows` × `cols` (row stride ld) with its elements rounded to TF32, as
+// the tensor cores read an fp32 input under CUBLAS_COMPUTE_32F_FAST_TF32.
+std::vector<float> tf32_copy(const float* x, int64_t rows, int64_t cols, int64_t ld) {
+  std::vector<float> copy(rows > 0 ? static_cast<size_t>((rows - 1) * ld + cols) : 0);
+  for (size_t i = 0; i < copy.size(); ++i) copy[i] = round_to_tf32(x[i]);
+  return copy;
+}
+
 // Below this C is cheap to zero either way, and OpenBLAS's own pass saves a call.
 constexpr int64_t kZeroItselfFrom = int64_t{1} << 16;
 
@@ -42,15 +53,30 @@ constexpr int64_t kZeroItselfFrom = int64_t{1} << 16;
 
 template <typename T>
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
-          int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+          int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc, GemmCompute compute) {
   if (m == 0 || n == 0) return;
   const auto d = mlps::detail::gemm_dims(trans_a, trans_b, m, n, k, lda, ldb, ldc);
+  std::vector<float> a_tf32, b_tf32;
+  (void)compute;  // double GEMMs are exact
+  if constexpr (std::is_same_v<T, float>) {
+    if (compute == GemmCompute::tf32 && k > 0) {
+      a_tf32 = tf32_copy(a, trans_a ? k : m, trans_a ? m : k, lda);
+      b_tf32 = tf32_copy(b, trans_b ? n : k, trans_b ? k : n, ldb);
+      a = a_tf32.data();
+      b = b_tf32.data();
+    }
+  }
   if (beta == T(0) && m * n >= kZeroItselfFrom) {
     zero_matrix(c, m, n, ldc);
     beta = T(1);
   }
   call_gemm(trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, d.m, d.n,
             d.k, alpha, a, d.lda, b, d.ldb, beta, c, d.ldc);
+}
+
+const char* gemm_call(GemmCompute compute, bool fp64) {
+  if (fp64) return "cblas_dgemm";
+  return compute == GemmCompute::tf32 ? "cblas_sgemm of TF32-rounded copies" : "cblas_sgemm";
 }
 
 MLPS_INSTANTIATE_KERNELS(MLPS_GEMM_INSTANCES)

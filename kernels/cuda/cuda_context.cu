@@ -15,6 +15,9 @@ struct Context {
     MLPS_CUDA_CHECK(cudaStreamCreate(&stream));
     MLPS_CUBLAS_CHECK(cublasCreate(&cublas));
     MLPS_CUBLAS_CHECK(cublasSetStream(cublas, stream));
+    // Explicit, not cuBLAS's default by chance: each GEMM's compute type alone decides whether
+    // tensor cores round its inputs (gemm_cuda.cu).
+    MLPS_CUBLAS_CHECK(cublasSetMathMode(cublas, CUBLAS_DEFAULT_MATH));
   }
 };
 

@@ -1,7 +1,13 @@
-// GEMM on the GPU through cuBLAS. cuBLAS is column-major: a row-major matrix is the
-// column-major storage of its transpose, so C = op(A)·op(B) (row-major) is computed as
-// Cᵀ = op(B)ᵀ·op(A)ᵀ (column-major), i.e. the operands swap and m and n swap. The default
-// math mode keeps fp32 GEMMs in true fp32 (no TF32), so they agree with the CPU twin.
+// GEMM on the GPU through cublasGemmEx, whose compute type says what the multiplications may
+// round their inputs to (GemmCompute): true fp32 (CUBLAS_COMPUTE_32F on a handle whose math
+// mode is set to the default explicitly, so no environment or earlier setting turns on TF32),
+// TF32 tensor cores, or bf16/fp16 tensor cores for mixed precision, whose fp32 buffers hold
+// 16-bit values that the tensor cores then multiply exactly; sums are fp32 in every case.
+// cuBLAS is column-major: a row-major matrix is the column-major storage of its transpose, so
+// C = op(A)·op(B) (row-major) is computed as Cᵀ = op(B)ᵀ·op(A)ᵀ (column-major), i.e. the
+// operands swap and m and n swap.
+#include <type_traits>
+
 #include "kernels/cpu/blas_dims.h"
 #include "kernels/cuda/cuda_context.h"
 #include "kernels/kernel_instances.h"
@@ -10,29 +16,43 @@
 namespace mlps::cuda {
 namespace {
 
-cublasStatus_t call_gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                         const float* alpha, const float* a, int lda, const float* b, int ldb,
-                         const float* beta, float* c, int ldc) {
-  return cublasSgemm(detail::cublas(), ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-}
+// Per GemmCompute, in the enum's order: cuBLAS's compute type for fp32 operands and its name.
+struct ComputeType {
+  cublasComputeType_t type;
+  const char* call;
+};
+constexpr ComputeType kComputeTypes[] = {
+    {CUBLAS_COMPUTE_32F, "cublasGemmEx(CUDA_R_32F, CUBLAS_COMPUTE_32F)"},
+    {CUBLAS_COMPUTE_32F_FAST_TF32, "cublasGemmEx(CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32)"},
+    {CUBLAS_COMPUTE_32F_FAST_16BF, "cublasGemmEx(CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_16BF)"},
+    {CUBLAS_COMPUTE_32F_FAST_16F, "cublasGemmEx(CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_16F)"},
+};
 
-cublasStatus_t call_gemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                         const double* alpha, const double* a, int lda, const double* b, int ldb,
-                         const double* beta, double* c, int ldc) {
-  return cublasDgemm(detail::cublas(), ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+const ComputeType& compute_type(GemmCompute compute) {
+  return kComputeTypes[static_cast<int>(compute)];
 }
 
 }  // namespace
 
 template <typename T>
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
-          int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) {
+          int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc, GemmCompute compute) {
   if (m == 0 || n == 0) return;
   const auto d = mlps::detail::gemm_dims(trans_a, trans_b, m, n, k, lda, ldb, ldc);
+  constexpr bool single = std::is_same_v<T, float>;
+  const cudaDataType type = single ? CUDA_R_32F : CUDA_R_64F;
+  // alpha and beta are of the compute type's scale type: float for the 32F ones, double for 64F.
+  const cublasComputeType_t compute_as =
+      single ? compute_type(compute).type : CUBLAS_COMPUTE_64F;
   // Column-major view: (n×m) = op(B)ᵀ (n×k) · op(A)ᵀ (k×m).
-  MLPS_CUBLAS_CHECK(call_gemm(trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                              trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, d.n, d.m, d.k, &alpha, b,
-                              d.ldb, a, d.lda, &beta, c, d.ldc));
+  MLPS_CUBLAS_CHECK(cublasGemmEx(detail::cublas(), trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                 trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, d.n, d.m, d.k, &alpha, b,
+                                 type, d.ldb, a, type, d.lda, &beta, c, type, d.ldc, compute_as,
+                                 CUBLAS_GEMM_DEFAULT));
+}
+
+const char* gemm_call(GemmCompute compute, bool fp64) {
+  return fp64 ? "cublasGemmEx(CUDA_R_64F, CUBLAS_COMPUTE_64F)" : compute_type(compute).call;
 }
 
 MLPS_INSTANTIATE_KERNELS(MLPS_GEMM_INSTANCES)
