@@ -31,15 +31,17 @@ DeviceKind resolve_device(const std::string& requested);
 enum class CommRole { activations, weight_gradients };
 
 // How a rank computes: the backend, the storage format of its tensors (bf16/fp16 for mixed
-// precision, from --precision) and whether weight gradients travel in fp32 (--fp32-grad-comm).
-// Passed explicitly from the options to every Device (a DeviceKind alone means full storage).
+// precision, from --precision), whether weight gradients travel in fp32 (--fp32-grad-comm) and
+// the math of fp32 GEMMs (--math). Passed explicitly from the options to every Device (a
+// DeviceKind alone means full storage and true fp32).
 struct DeviceConfig {
   DeviceConfig(DeviceKind kind, StorageFormat storage = StorageFormat::full,
-               bool fp32_gradient_wire = false)
-      : kind(kind), storage(storage), fp32_gradient_wire(fp32_gradient_wire) {}
+               bool fp32_gradient_wire = false, GemmCompute math = GemmCompute::fp32)
+      : kind(kind), storage(storage), fp32_gradient_wire(fp32_gradient_wire), math(math) {}
   DeviceKind kind;
   StorageFormat storage;
   bool fp32_gradient_wire;
+  GemmCompute math;  // fp32 or tf32; mixed precision's GEMMs multiply in its 16-bit format
 };
 
 // Mixed precision (bf16/fp16 storage with T = float): every wrapper below whose kernel produces
@@ -49,12 +51,19 @@ class Device {
  public:
   explicit Device(const DeviceConfig& config)
       : kind_(config.kind), storage_(config.storage),
-        fp32_gradient_wire_(config.fp32_gradient_wire) {}
+        fp32_gradient_wire_(config.fp32_gradient_wire),
+        gemm_compute_(config.storage == StorageFormat::bf16   ? GemmCompute::bf16
+                      : config.storage == StorageFormat::fp16 ? GemmCompute::fp16
+                                                              : config.math) {}
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
 
   DeviceKind kind() const { return kind_; }
   StorageFormat storage_format() const { return storage_; }
+  // What float GEMMs multiply in (double GEMMs are exact whatever it says).
+  GemmCompute gemm_compute() const { return gemm_compute_; }
+  // The library call of this device's GEMMs in float, or in double when fp64.
+  const char* gemm_call(bool fp64) const { return MLPS_ON_BACKEND(gemm_call, gemm_compute_, fp64); }
   // The format a communicator of this role carries float payloads in.
   StorageFormat wire_format(CommRole role) const {
     return role == CommRole::weight_gradients && fp32_gradient_wire_ ? StorageFormat::full
@@ -110,7 +119,8 @@ class Device {
   template <typename T>
   void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
             int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) const {
-    MLPS_ON_BACKEND(gemm, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    MLPS_ON_BACKEND(gemm, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
+                    gemm_compute_);
     round_to_storage(c, m, n, ldc);
   }
   template <typename T>
@@ -179,6 +189,7 @@ class Device {
   DeviceKind kind_;
   StorageFormat storage_;
   bool fp32_gradient_wire_ = false;
+  GemmCompute gemm_compute_;
   double loss_scale_ = 1.0;
   size_t current_bytes_ = 0;
   size_t peak_bytes_ = 0;

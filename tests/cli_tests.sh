@@ -26,6 +26,10 @@ expect_input_error "negative --hidden" "--hidden" --hidden -3
 expect_input_error "fractional --layers" "--layers" --layers 1.5
 expect_input_error "bad --precision" "--precision" --precision fp8
 expect_input_error "bad --device" "--device" --device tpu
+expect_input_error "bad --math" "--math" --math fp8
+expect_input_error "--math tf32 with bf16" "--math tf32 applies to fp32" --math tf32 --precision bf16
+expect_input_error "--math tf32 on the CPU backend" "--math tf32 needs the CUDA backend" \
+  --math tf32 --device cpu
 expect_input_error "bad --block" "--block" --block conv
 expect_input_error "bad --optimizer" "--optimizer" --optimizer rmsprop
 expect_input_error "--lr 0" "--lr" --lr 0

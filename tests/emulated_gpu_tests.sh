@@ -2,11 +2,12 @@
 # The CUDA backend of every executable, run on the CPU by the emulated-GPU build (bin/emulate,
 # `make CUDA=emulate`): `--device cuda --verify` must print PASS against serial for serial,
 # data (ZeRO 0-3), pipeline (GPipe, 1F1B), tensor1d, tensor2d and tensor3d at 1-4 ranks, in
-# fp64 and fp32 over MPI (--comm mpi) and over the NCCL stand-in (--comm nccl), and once each
-# in bf16 and fp16 with --checkpoint-activations; pipeline's interleaved, ZB-H1 and ZB-V over
-# MPI (NCCL refuses them). Each run must also have used what it was
-# asked for: the result file records device cuda and the communicator backend (none for
-# bin/serial). bin/bench_comm checks every collective on device buffers over both backends.
+# fp64 and fp32 over MPI (--comm mpi) and over the NCCL stand-in (--comm nccl), once each in
+# bf16 and fp16 with --checkpoint-activations, and in fp32 with --math tf32; pipeline's
+# interleaved, ZB-H1 and ZB-V over MPI (NCCL refuses them). Each run must also have used what it
+# was asked for: the result file records device cuda, the communicator backend (none for
+# bin/serial) and the GEMMs' math (gemm_math). bin/bench_comm checks every collective on device
+# buffers over both backends.
 # Usage: bash tests/emulated_gpu_tests.sh [BIN_DIR] (default bin/emulate; on a machine with
 # GPUs, `bin` runs the same checks on them).
 # Ends with "N passed, N failed".
@@ -47,12 +48,16 @@ check() {
   [[ $comm == none ]] && comm_option=()
   run_verified "$name" 300 "$log" "$ranks" "$bin/$exe" "${tiny[@]}" --device cuda \
     "${comm_option[@]}" "$@" --verify --out "$out" || return
+  # The GEMMs' math the options ask for: --math tf32, else the precision's (fp32 by default).
+  local math=fp32 args=" $* "
+  [[ $args =~ " --precision "(fp64|bf16|fp16)" " ]] && math=${BASH_REMATCH[1]}
+  [[ $args == *" --math tf32 "* ]] && math=tf32
   local used
   used=$("$python" -c 'import h5py, sys
 f = h5py.File(sys.argv[1], "r")
-print(f.attrs["device"], f.attrs["comm"])' "$out" 2>&1)
-  if [[ $used != "cuda $comm" ]]; then
-    not_ok "$name" "result file says device/comm '$used', not 'cuda $comm'"
+print(f.attrs["device"], f.attrs["comm"], f.attrs["gemm_math"])' "$out" 2>&1)
+  if [[ $used != "cuda $comm $math" ]]; then
+    not_ok "$name" "result file says device/comm/gemm_math '$used', not 'cuda $comm $math'"
     return
   fi
   ok "$name ($(verify_figure "$log"))"
@@ -62,6 +67,9 @@ print(f.attrs["device"], f.attrs["comm"])' "$out" 2>&1)
 for precision in fp64 fp32; do
   check 1 none serial --precision "$precision"
 done
+# TF32 tensor cores: verified against a serial fp32 replay whose GEMM inputs are TF32-rounded.
+check 1 none serial --precision fp32 --math tf32
+check 2 mpi data --zero 1 --precision fp32 --math tf32
 for precision in bf16 fp16; do
   check 1 none serial --precision "$precision" --checkpoint-activations
 done

@@ -36,6 +36,8 @@ void print_settings_header(const RunContext& context, const Options& o,
                                         : " (16-bit values on the wire)")
                     : "",
               o.model.checkpoint_activations ? ", activation checkpointing" : "");
+  if (trainer.device().kind() == DeviceKind::cuda)
+    std::printf("  gemm        %s\n", trainer.device().gemm_call(o.precision == Precision::fp64));
   print_blas_lines();
   std::printf("  model       FC_Net: image %lldx%lld, hidden %lld, %lld %s blocks (ffn %lld), "
               "%lld parameters\n",

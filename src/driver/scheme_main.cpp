@@ -80,7 +80,10 @@ int start(const MpiSession& mpi, int argc, char** argv, const SchemeDefinition& 
                               mpi.size()}};
   s.placement = discover_placement(MPI_COMM_WORLD);
   s.device = DeviceConfig(resolve_device(o.device), storage_format(o.precision),
-                          o.fp32_grad_comm);
+                          o.fp32_grad_comm, o.math);
+  if (o.math == GemmCompute::tf32 && s.device.kind != DeviceKind::cuda)
+    throw InputError("--math tf32 needs the CUDA backend: TF32 is a GPU tensor-core format, and "
+                     "the CPU computes fp32 GEMMs in true fp32");
   share_node_cores(s.placement, s.device.kind);
   bind_gpu(s.placement, s.device.kind);
   s.backend = resolve_comm_backend(o.comm, s.device.kind, s.placement, MPI_COMM_WORLD);

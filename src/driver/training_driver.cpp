@@ -102,6 +102,9 @@ void gather_and_summarise(const RunContext& context, const Options& o, const Tra
   s["grad_comm"] = storage_format(o.precision) == StorageFormat::full || o.fp32_grad_comm
                        ? (o.precision == Precision::fp64 ? "fp64" : "fp32")
                        : to_string(o.precision);
+  const bool fp64 = o.precision == Precision::fp64;
+  s["gemm_math"] = fp64 ? "fp64" : to_string(trainer.device().gemm_compute());
+  s["gemm_call"] = trainer.device().gemm_call(fp64);
   s["mode"] = o.inference ? "inference" : "train";
   s["data"] = dataset.describe();
   s["config_json"] = o.resolved_json;

@@ -33,8 +33,11 @@ struct Replay {
 template <typename T>
 Replay replay_serially(const Options& options, const Dataset& dataset,
                        const TrainingSchedule& schedule, const std::vector<int64_t>& batch_starts) {
-  SerialTrainer<T> reference(DeviceConfig(DeviceKind::cpu, storage_format(options.precision)),
-                             options.model, options.optimizer, options.seed, options.batch);
+  // With --math tf32 the fp32 replay rounds GEMM inputs to TF32 as the run's tensor cores do, so
+  // its error against fp64 (the tolerance's scale) is TF32's.
+  SerialTrainer<T> reference(
+      DeviceConfig(DeviceKind::cpu, storage_format(options.precision), false, options.math),
+      options.model, options.optimizer, options.seed, options.batch);
   const int image_size = static_cast<int>(options.model.image_size);
   Replay replay;
   if (options.inference) {
@@ -148,8 +151,9 @@ void verify_run(const Options& o, const Dataset& dataset, const TrainingSchedule
   const std::string what = o.inference
                                ? std::to_string(batch_starts.size()) + " batches' forward passes"
                                : std::to_string(schedule.iterations) + " iterations";
-  std::printf("verify: recomputing %s serially on the CPU in fp64%s%s ...\n", what.c_str(),
-              fp64 ? "" : " and in ", fp64 ? "" : to_string(o.precision));
+  std::printf("verify: recomputing %s serially on the CPU in fp64%s%s%s ...\n", what.c_str(),
+              fp64 ? "" : " and in ", fp64 ? "" : to_string(o.precision),
+              o.math == GemmCompute::tf32 ? " with TF32-rounded GEMM inputs" : "");
   std::fflush(stdout);
   const Verification& v = record.verification =
       compare_with_serial(o, dataset, schedule, batch_starts, record.loss, parameters);
