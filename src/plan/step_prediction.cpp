@@ -80,8 +80,8 @@ StepPrediction predict_rank(const PlanCandidate& c, const MachineDescription& m,
                             const SchemeShape& shape, const RankWork& w) {
   const Options& o = c.options;
   const int on_node = c.ranks_on_node > 0 ? c.ranks_on_node : std::min(c.world, m.ranks_per_node);
-  const double rate =
-      m.gemm_flops(o.precision, on_node, c.threads_per_rank) * m.gemm_efficiency(w.gemm_rows);
+  const GemmRate gemm = m.gemm_rate(o.precision, o.math, on_node, c.threads_per_rank);
+  const double rate = gemm.flops * m.gemm_efficiency(w.gemm_rows);
   const double bandwidth = m.bandwidth(on_node, c.threads_per_rank);
   const double element = static_cast<double>(element_bytes(o.precision));
   // A run with more ranks on its node than the machine's (time-sharing cores) is one node still.
