@@ -1,11 +1,12 @@
 // bin/plan's GEMM math: which figure a run's GEMMs are priced at (bf16/fp16 tensor cores, TF32
-// with --math tf32, the fp32 rate where a description has none), and the optional figures in a
-// description file.
+// with --math tf32, the fp32 rate where a description has none), the roofline that prices a GEMM
+// at a tensor-core rate, and the optional figures in a description file.
 #include <gtest/gtest.h>
 
 #include <fstream>
 
 #include "src/errors.h"
+#include "src/plan/rank_work.h"
 #include "tests/plan_test_inputs.h"
 #include "tests/temp_dir_test.h"
 
@@ -71,14 +72,87 @@ TEST(PlanGemmMath, Fp32AndFp64PredictionsIgnoreTensorCoreFigures) {
     const StepPrediction a = predict_step(c, plain), b = predict_step(c, tensor);
     EXPECT_EQ(a.step, b.step) << c.label();
     EXPECT_EQ(a.compute, b.compute) << c.label();
+    EXPECT_EQ(b.gemm_memory_bound, 0) << c.label();
   }
   const auto bf16 = enumerate_candidates(small_options(), 4, {Precision::bf16});
   const PlanCandidate* ddp = find(bf16, "data --zero 0 --precision bf16");
   ASSERT_NE(ddp, nullptr);
   const StepPrediction p = predict_step(*ddp, plain);
+  EXPECT_FALSE(p.gemm.tensor_cores);
   EXPECT_DOUBLE_EQ(p.compute, 6 * static_cast<double>(parameter_count(small_options().model)) *
                                   8 / plain.gemm_fp32_flops);  // 8 rows a rank
   EXPECT_GT(p.weights_from_memory, 0);  // the fp32 model's weight passes
+}
+
+TEST(PlanGemmMath, TheRooflineTakesTheSlowerOfFlopsAndBytes) {
+  const LinearShape fc1{"block0.fc1", 2048, 8192};
+  const double rate = 7.6e14, bandwidth = 3e12, element = 4;
+  // 8 rows: the weight's 64 MiB dominate, far beyond the flops at this rate.
+  const LinearGemmCosts small = linear_gemm_costs(fc1, 8, element, false);
+  const double small_bytes = (8.0 * 2048 + 2048.0 * 8192 + 8.0 * 8192) * element;
+  EXPECT_DOUBLE_EQ(small.forward.bytes, small_bytes);
+  EXPECT_DOUBLE_EQ(small.forward.flops, 2.0 * 8 * 2048 * 8192);
+  EXPECT_DOUBLE_EQ(roofline_seconds(small.forward, rate, bandwidth), small_bytes / bandwidth);
+  EXPECT_GT(small_bytes / bandwidth, small.forward.flops / rate);
+  // The weight gradient also reads and writes dW; a weight in cache is not read.
+  EXPECT_DOUBLE_EQ(small.grad_weight.bytes, (8.0 * 8192 + 8.0 * 2048 + 2 * 2048.0 * 8192) * 4);
+  EXPECT_DOUBLE_EQ(linear_gemm_costs(fc1, 8, element, true).forward.bytes,
+                   (8.0 * 2048 + 8.0 * 8192) * element);
+  // 8192 rows: bound by the flops.
+  const LinearGemmCosts large = linear_gemm_costs(fc1, 8192, element, false);
+  EXPECT_DOUBLE_EQ(roofline_seconds(large.grad_input, rate, bandwidth),
+                   large.grad_input.flops / rate);
+  EXPECT_LT(large.grad_input.bytes / bandwidth, large.grad_input.flops / rate);
+  // The embed's input needs no gradient: no GEMM for it.
+  EXPECT_EQ(linear_gemm_costs({"embed", 64, 64}, 8, element, false).grad_input.flops, 0);
+}
+
+// The whole step: a small model's GEMMs at tensor-core rates are bound by their bytes; a wide
+// one's at many rows by their flops.
+TEST(PlanGemmMath, TensorCoreStepsAreRooflinesOverTheRanksGemms) {
+  const MachineDescription m = tensor_core_machine(1);
+  Options o = small_options();  // H 64: every GEMM well under the machine's 80 flops per byte
+  const PlanCandidate serial =
+      *find(enumerate_candidates(o, 1, {Precision::bf16}), "serial --precision bf16");
+  const StepPrediction small = predict_step(serial, m);
+  EXPECT_TRUE(small.gemm.tensor_cores);
+  double flops = 0, bytes = 0;
+  for (const LinearShape& l : linear_shapes(o.model)) {
+    const LinearGemmCosts g = linear_gemm_costs(l, 32, 4, false);
+    flops += g.forward.flops + g.grad_input.flops + g.grad_weight.flops;
+    bytes += g.forward.bytes + g.grad_input.bytes + g.grad_weight.bytes;
+  }
+  // The counted flops at the seconds per flop of the shapes' bytes.
+  const double counted = model_flops_per_sample(o.model, false) * 32;
+  EXPECT_NEAR(small.compute, counted * (bytes / m.memory_bandwidth) / flops, 1e-12 * small.compute);
+  EXPECT_DOUBLE_EQ(small.gemm_memory_bound, small.compute - counted / m.gemm_bf16_flops);
+  EXPECT_EQ(small.weights_from_memory, 0);  // the weights' reads are in the GEMMs' bytes
+
+  o.model.hidden = 2048;
+  o.model.image_size = 64;
+  o.batch = 4096;
+  const PlanCandidate wide =
+      *find(enumerate_candidates(o, 1, {Precision::bf16}), "serial --precision bf16");
+  const StepPrediction large = predict_step(wide, m);
+  const double at_rate = model_flops_per_sample(o.model, false) * 4096 / m.gemm_bf16_flops;
+  EXPECT_GE(large.compute, at_rate);
+  EXPECT_LT(large.compute, 1.01 * at_rate);  // the 10-class classifier alone is bytes-bound
+}
+
+// The shapes a rank multiplies hold the weights its GEMMs read: its stage's, its tensor1d shard,
+// a SUMMA panel per step (q of them), a gathered 3D block.
+TEST(PlanGemmMath, EachRanksGemmShapesAreItsShareOfTheModel) {
+  for (const PlanCandidate& c : enumerate_candidates(small_options(), 4, {Precision::bf16})) {
+    SchemeShape shape;
+    for (const RankWork& w : rank_work(c, shape)) {
+      double weights = 0;
+      for (const LinearShape& l : w.gemm_linears)
+        weights += static_cast<double>(l.in) * static_cast<double>(l.out);
+      if (c.scheme == "tensor2d") weights *= c.tensor2d.q;
+      EXPECT_LE(weights, w.gemm_parameters) << c.label();  // biases and LayerNorm apart
+      EXPECT_GT(weights, 0.9 * w.gemm_parameters) << c.label();
+    }
+  }
 }
 
 class PlanGemmMathFile : public TempDirTest {

@@ -21,7 +21,8 @@ struct GemmRate {
   std::string math;    // what multiplies: "fp64", "fp32", "tf32", "bf16" or "fp16"
   std::string figure;  // its key: "gemm_bf16_flops"; "gemm_fp32_flops" where that is absent
   double flops = 0;    // flop/s per rank
-  bool tensor_cores = false;  // a tensor-core figure of its own
+  // A tensor-core figure of its own: each GEMM is then priced as a roofline (step_prediction.h).
+  bool tensor_cores = false;
   // "bf16 tensor cores at 780 TFLOP/s", "fp32 at 51.5 TFLOP/s", "bf16 at the fp32 rate, ...".
   std::string describe() const;
 };
