@@ -207,5 +207,17 @@ TEST_F(PlanGemmMathFile, OptionalFiguresAreReadAndBadOnesRefusedByName) {
   }
 }
 
+TEST_F(PlanGemmMathFile, ShippedGpuDescriptionsHaveTensorCoresAndTheirSources) {
+  for (const char* path :
+       {"inputs/machines/h100-cluster.json", "inputs/machines/a100-cluster.json"}) {
+    const MachineDescription m = load_machine_description(path);
+    EXPECT_GT(m.gemm_bf16_flops, 10 * m.gemm_fp32_flops) << path;
+    EXPECT_EQ(m.gemm_fp16_flops, m.gemm_bf16_flops) << path;
+    EXPECT_GT(m.gemm_tf32_flops, m.gemm_fp32_flops) << path;
+    EXPECT_LT(m.gemm_tf32_flops, m.gemm_bf16_flops) << path;
+    EXPECT_TRUE(m.gemm_rate(Precision::bf16, GemmCompute::fp32, 8).tensor_cores) << path;
+  }
+}
+
 }  // namespace
 }  // namespace mlps
