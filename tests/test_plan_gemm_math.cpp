@@ -1,11 +1,15 @@
 // bin/plan's GEMM math: which figure a run's GEMMs are priced at (bf16/fp16 tensor cores, TF32
 // with --math tf32, the fp32 rate where a description has none), the roofline that prices a GEMM
-// at a tensor-core rate, and the optional figures in a description file.
+// at a tensor-core rate, the optional figures in a description file, and what bin/plan says.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "src/errors.h"
+#include "src/plan/plan_report.h"
 #include "src/plan/rank_work.h"
 #include "tests/plan_test_inputs.h"
 #include "tests/temp_dir_test.h"
@@ -139,6 +143,23 @@ TEST(PlanGemmMath, TensorCoreStepsAreRooflinesOverTheRanksGemms) {
   EXPECT_LT(large.compute, 1.01 * at_rate);  // the 10-class classifier alone is bytes-bound
 }
 
+TEST(PlanGemmMath, Tf32OnlyWithMathTf32) {
+  const MachineDescription m = tensor_core_machine(1);
+  Options o = small_options();
+  o.math = GemmCompute::tf32;
+  const auto tf32 = enumerate_candidates(o, 1, {Precision::fp32, Precision::bf16});
+  const PlanCandidate* fp32 = find(tf32, "serial --precision fp32 --math tf32");
+  ASSERT_NE(fp32, nullptr);
+  EXPECT_EQ(predict_step(*fp32, m).gemm.figure, "gemm_tf32_flops");
+  // A bf16 run takes no --math: its command must run.
+  EXPECT_NE(find(tf32, "serial --precision bf16"), nullptr);
+  EXPECT_EQ(find(tf32, "serial --precision bf16 --math tf32"), nullptr);
+  const PlanCandidate plain =
+      *find(enumerate_candidates(small_options(), 1, {Precision::fp32}), "serial --precision fp32");
+  EXPECT_EQ(predict_step(plain, m).gemm.figure, "gemm_fp32_flops");
+  EXPECT_EQ(predict_step(plain, m).step, predict_step(plain, test_machine(1)).step);
+}
+
 // The shapes a rank multiplies hold the weights its GEMMs read: its stage's, its tensor1d shard,
 // a SUMMA panel per step (q of them), a gathered 3D block.
 TEST(PlanGemmMath, EachRanksGemmShapesAreItsShareOfTheModel) {
@@ -216,6 +237,49 @@ TEST_F(PlanGemmMathFile, ShippedGpuDescriptionsHaveTensorCoresAndTheirSources) {
     EXPECT_GT(m.gemm_tf32_flops, m.gemm_fp32_flops) << path;
     EXPECT_LT(m.gemm_tf32_flops, m.gemm_bf16_flops) << path;
     EXPECT_TRUE(m.gemm_rate(Precision::bf16, GemmCompute::fp32, 8).tensor_cores) << path;
+  }
+}
+
+// What bin/plan prints and writes says which rate each row's GEMMs were priced at.
+TEST_F(PlanGemmMathFile, TheTableExplanationAndJsonNameTheGemmRate) {
+  std::vector<PlannedCandidate> plan;
+  for (PlanCandidate& c :
+       enumerate_candidates(small_options(), 1, {Precision::fp32, Precision::bf16})) {
+    StepPrediction p = predict_step(c, tensor_core_machine(1));
+    plan.push_back({std::move(c), std::move(p)});
+  }
+  const auto printed = [&](auto print) {
+    std::FILE* f = std::tmpfile();
+    print(f);
+    std::rewind(f);
+    std::string text;
+    for (int ch; (ch = std::fgetc(f)) != EOF;) text += static_cast<char>(ch);
+    std::fclose(f);
+    return text;
+  };
+  const std::string rates = printed([&](std::FILE* f) { print_gemm_rates(f, plan); });
+  EXPECT_NE(rates.find("GEMMs of --precision fp32: fp32 at 1 TFLOP/s per rank (gemm_fp32_flops)"),
+            std::string::npos) << rates;
+  EXPECT_NE(rates.find("GEMMs of --precision bf16: bf16 tensor cores at 8 TFLOP/s per rank "
+                       "(gemm_bf16_flops)"), std::string::npos) << rates;
+  const auto bf16 = std::find_if(plan.begin(), plan.end(), [](const PlannedCandidate& c) {
+    return c.candidate.options.precision == Precision::bf16;
+  });
+  const std::string explained =
+      printed([&](std::FILE* f) { print_explanation(f, *bf16, 1); });
+  EXPECT_NE(explained.find("GEMMs on bf16 tensor cores at 8 TFLOP/s"), std::string::npos)
+      << explained;
+
+  const std::string path = (dir_ / "plan.json").string();
+  write_plan_json(path, plan, "m", "{}");
+  const nlohmann::json doc = nlohmann::json::parse(std::ifstream(path));
+  ASSERT_EQ(doc["candidates"].size(), plan.size());
+  for (const nlohmann::json& row : doc["candidates"]) {
+    const bool is_bf16 = row["precision"] == "bf16";
+    EXPECT_EQ(row["gemm_rate"]["math"], row["precision"]) << row["label"];
+    EXPECT_EQ(row["gemm_rate"]["tensor_cores"], is_bf16) << row["label"];
+    EXPECT_DOUBLE_EQ(row["gemm_rate"]["flops_per_second"].get<double>(), is_bf16 ? 8e12 : 1e12);
+    EXPECT_EQ(row["gemm_memory_bound_seconds"].get<double>() > 0, is_bf16) << row["label"];
   }
 }
 
