@@ -193,6 +193,7 @@ int main(int argc, char** argv) {
                 static_cast<long long>(o.model.image_size), static_cast<long long>(o.batch));
     std::printf("%zu configurations, %zu fit in memory; predicted, not measured (README, "
                 "Planning)\n", plan.size(), fitting);
+    print_gemm_rates(stdout, plan);
     print_plan_table(stdout, plan, top);
     if (explain > 0) print_explanation(stdout, plan[explain - 1], explain);
     if (!out.empty()) {

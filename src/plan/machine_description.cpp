@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -127,10 +128,30 @@ double MachineDescription::rate_share(int ranks_on_node, int threads_per_rank) c
   return std::min(static_cast<double>(threads_per_rank), cores / ranks) / cores;
 }
 
-double MachineDescription::gemm_flops(Precision precision, int ranks_on_node,
-                                      int threads_per_rank) const {
-  return (precision == Precision::fp64 ? gemm_fp64_flops : gemm_fp32_flops) *
-         rate_share(ranks_on_node, threads_per_rank);
+std::string GemmRate::describe() const {
+  char rate[64];
+  std::snprintf(rate, sizeof rate, "%.4g TFLOP/s", flops / 1e12);
+  if (tensor_cores) return math + " tensor cores at " + rate;
+  if (figure == "gemm_" + math + "_flops") return math + " at " + rate;
+  return math + " at the fp32 rate, " + rate + " (no gemm_" + math + "_flops)";
+}
+
+GemmRate MachineDescription::gemm_rate(Precision precision, GemmCompute math, int ranks_on_node,
+                                       int threads_per_rank) const {
+  GemmRate r{"fp64", "gemm_fp64_flops", gemm_fp64_flops};
+  if (precision != Precision::fp64) {
+    const GemmCompute compute = gemm_compute(precision, math);
+    const double tensor_core = compute == GemmCompute::bf16   ? gemm_bf16_flops
+                               : compute == GemmCompute::fp16 ? gemm_fp16_flops
+                               : compute == GemmCompute::tf32 ? gemm_tf32_flops
+                                                              : 0;
+    r.math = to_string(compute);
+    r.tensor_cores = tensor_core > 0;
+    r.figure = r.tensor_cores ? "gemm_" + r.math + "_flops" : "gemm_fp32_flops";
+    r.flops = r.tensor_cores ? tensor_core : gemm_fp32_flops;
+  }
+  r.flops *= rate_share(ranks_on_node, threads_per_rank);
+  return r;
 }
 
 double MachineDescription::streaming_share(double node_rate, double core_rate, int ranks_on_node,
@@ -196,6 +217,14 @@ MachineDescription load_machine_description(const std::string& path) {
   if (m.gemm_fp32_flops <= 0 || m.gemm_fp64_flops <= 0 || m.memory_bandwidth <= 0 ||
       m.optimizer_bandwidth <= 0)
     in.fail("GEMM rates and bandwidths must be positive");
+  // Tensor cores' rates, where the machine has them (absent: GEMMs in that math at the fp32 rate).
+  for (auto [key, field] : {std::pair{"gemm_bf16_flops", &m.gemm_bf16_flops},
+                            std::pair{"gemm_fp16_flops", &m.gemm_fp16_flops},
+                            std::pair{"gemm_tf32_flops", &m.gemm_tf32_flops}})
+    if (in.has(key)) {
+      *field = in.figure(key);
+      if (*field <= 0) in.fail(std::string(key) + " must be positive");
+    }
   for (auto [key, field] : {std::pair{"core_memory_bandwidth", &m.core_memory_bandwidth},
                             std::pair{"core_optimizer_bandwidth", &m.core_optimizer_bandwidth}})
     if (in.has(key)) *field = in.figure(key);

@@ -1,6 +1,6 @@
 #pragma once
-// A cluster as bin/plan prices it (inputs/machines/*.json): per rank, the GEMM rate in the
-// type the run computes in and the bandwidth of the element-wise kernels and the optimizer; per
+// A cluster as bin/plan prices it (inputs/machines/*.json): per rank, the GEMM rate of the
+// run's GEMM math (gemm_rate()) and the bandwidth of the element-wise kernels and the optimizer; per
 // link (within a node, between nodes), the time of a collective as alpha-beta: one latency per
 // ring step plus the bytes nccl-tests' bus-bandwidth counts at the link's bus bandwidth. Every
 // figure in the file carries its source ({"value": 4.5e11, "source": "..."}).
@@ -8,12 +8,24 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/kernels.h"
 #include "src/comm/comm_log.h"
 #include "src/prefetch_mode.h"
 
 namespace mlps {
 
 enum class Precision;
+
+// The rate a run's GEMMs are priced at and the description's figure it comes from.
+struct GemmRate {
+  std::string math;    // what multiplies: "fp64", "fp32", "tf32", "bf16" or "fp16"
+  std::string figure;  // its key: "gemm_bf16_flops"; "gemm_fp32_flops" where that is absent
+  double flops = 0;    // flop/s per rank
+  // A tensor-core figure of its own: each GEMM is then priced as a roofline (step_prediction.h).
+  bool tensor_cores = false;
+  // "bf16 tensor cores at 780 TFLOP/s", "fp32 at 51.5 TFLOP/s", "bf16 at the fp32 rate, ...".
+  std::string describe() const;
+};
 
 // The table's intra_node.* / inter_node.* (cold_bytes_fraction: cold_bandwidth_bytes_fraction).
 struct LinkModel {
@@ -36,6 +48,9 @@ struct MachineDescription {
   double memory_bytes = 0;
   double gemm_fp32_flops = 0;  // flop/s
   double gemm_fp64_flops = 0;
+  double gemm_bf16_flops = 0;  // tensor cores; 0: absent, as the optional figures below
+  double gemm_fp16_flops = 0;
+  double gemm_tf32_flops = 0;
   double memory_bandwidth = 0;  // bytes/s, as every bandwidth here
   double optimizer_bandwidth = 0;
   double core_memory_bandwidth = 0;  // 0: absent, as the optional figures below
@@ -56,8 +71,20 @@ struct MachineDescription {
   double rate_share(int ranks_on_node, int threads_per_rank = 0) const;
   // The node's cores its ranks' compute threads keep busy (0 on a GPU node).
   int busy_threads(int ranks_on_node, int threads_per_rank = 0) const;
-  // The rate a rank gets when `ranks_on_node` ranks run on its node.
-  double gemm_flops(Precision precision, int ranks_on_node, int threads_per_rank = 0) const;
+  // The GEMM rate of a run of `precision` and --math `math` (Options::math) when
+  // `ranks_on_node` ranks run on its node: the one place that picks the figure. fp64: DGEMM's;
+  // else that of gemm_compute(precision, math): bf16, fp16 or tf32 tensor cores where the
+  // description has their figure, otherwise (a CPU) the fp32 rate.
+  GemmRate gemm_rate(Precision precision, GemmCompute math, int ranks_on_node,
+                     int threads_per_rank = 0) const;
+  double gemm_flops(Precision precision, GemmCompute math, int ranks_on_node,
+                    int threads_per_rank = 0) const {
+    return gemm_rate(precision, math, ranks_on_node, threads_per_rank).flops;
+  }
+  // A run without --math tf32.
+  double gemm_flops(Precision precision, int ranks_on_node, int threads_per_rank = 0) const {
+    return gemm_flops(precision, GemmCompute::fp32, ranks_on_node, threads_per_rank);
+  }
   // A rank's part of a streaming rate: the node's `node_rate` split among its busy cores (the
   // ranks' threads), each core at most `core_rate` (0: no such limit; then rate_share's part).
   double streaming_share(double node_rate, double core_rate, int ranks_on_node,

@@ -101,6 +101,7 @@ std::string PlanCandidate::label() const {
   for (const std::string& f : flags) text += " " + f;
   if (options.model.checkpoint_activations) text += " --checkpoint-activations";
   text += std::string(" --precision ") + to_string(options.precision);
+  if (options.math != GemmCompute::fp32) text += std::string(" --math ") + to_string(options.math);
   if (options.fp32_grad_comm && storage_format(options.precision) != StorageFormat::full)
     text += " --fp32-grad-comm";
   return text;
@@ -128,6 +129,8 @@ std::vector<PlanCandidate> enumerate_candidates(const Options& options, int worl
       PlanCandidate base;
       base.options = options;
       base.options.precision = precision;
+      // --math tf32 applies to fp32 GEMMs: the other precisions' runs take no --math.
+      if (precision != Precision::fp32) base.options.math = GemmCompute::fp32;
       base.options.model.checkpoint_activations = checkpoint;
       base.world = world;
       add_scheme_candidates(out, base);

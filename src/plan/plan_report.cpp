@@ -15,6 +15,20 @@ void rank_candidates(std::vector<PlannedCandidate>& plan) {
   });
 }
 
+void print_gemm_rates(std::FILE* out, const std::vector<PlannedCandidate>& plan) {
+  for (const Precision precision :
+       {Precision::fp32, Precision::fp64, Precision::bf16, Precision::fp16}) {
+    const auto row = std::find_if(plan.begin(), plan.end(), [&](const PlannedCandidate& c) {
+      return c.candidate.options.precision == precision;
+    });
+    if (row == plan.end()) continue;
+    const GemmRate& g = row->prediction.gemm;
+    std::fprintf(out, "GEMMs of --precision %s: %s per rank (%s)%s\n", to_string(precision),
+                 g.describe().c_str(), g.figure.c_str(),
+                 g.tensor_cores ? ", each the slower of its flops and its bytes" : "");
+  }
+}
+
 void print_plan_table(std::FILE* out, const std::vector<PlannedCandidate>& plan, size_t rows) {
   std::fprintf(out, "%4s %10s %11s %10s %10s %7s %10s  %s\n", "rank", "step ms", "samples/s",
                "compute ms", "exposed ms", "bubble", "mem/rank", "configuration");
@@ -40,6 +54,13 @@ void print_explanation(std::FILE* out, const PlannedCandidate& planned, size_t r
                p.step * 1e3, p.work() * 1e3, p.compute * 1e3, p.weights_from_memory * 1e3,
                p.elementwise * 1e3, p.bubble * 1e3, 100 * p.bubble_fraction,
                p.exposed_comm * 1e3, p.optimizer * 1e3, p.data_loading * 1e3);
+  if (p.gemm.tensor_cores)
+    std::fprintf(out, "  GEMMs on %s per rank (%s), each the slower of its flops and its "
+                 "operands' bytes (weights included) at the bandwidth: %.3f ms beyond the flops\n",
+                 p.gemm.describe().c_str(), p.gemm.figure.c_str(), p.gemm_memory_bound * 1e3);
+  else
+    std::fprintf(out, "  GEMMs in %s per rank (%s)\n", p.gemm.describe().c_str(),
+                 p.gemm.figure.c_str());
   std::fprintf(out, "  communication %.3f ms in all (send-buffer copies %.3f), %.3f ms exposed\n",
                p.comm * 1e3, p.send_buffer_copies * 1e3, p.exposed_comm * 1e3);
   if (!p.collectives.empty())
@@ -67,7 +88,12 @@ void write_plan_json(const std::string& path, const std::vector<PlannedCandidate
         {"precision", to_string(c.options.precision)},
         {"checkpoint_activations", c.options.model.checkpoint_activations},
         {"fits", p.fits()}, {"step_seconds", p.step},
-        {"samples_per_second", p.samples_per_second}, {"gemm_seconds", p.compute},
+        {"samples_per_second", p.samples_per_second},
+        {"gemm_rate", {{"math", p.gemm.math}, {"figure", p.gemm.figure},
+                       {"flops_per_second", p.gemm.flops},
+                       {"tensor_cores", p.gemm.tensor_cores},
+                       {"description", p.gemm.describe()}}},
+        {"gemm_seconds", p.compute}, {"gemm_memory_bound_seconds", p.gemm_memory_bound},
         {"weights_from_memory_seconds", p.weights_from_memory},
         {"elementwise_seconds", p.elementwise},
         {"send_buffer_copies_seconds", p.send_buffer_copies}, {"optimizer_seconds", p.optimizer},

@@ -17,6 +17,8 @@ struct PlannedCandidate {
 // Fitting candidates by predicted step, fastest first, then those that do not fit.
 void rank_candidates(std::vector<PlannedCandidate>& plan);
 
+// The rate each precision's GEMMs are priced at, one line per precision in the plan.
+void print_gemm_rates(std::FILE* out, const std::vector<PlannedCandidate>& plan);
 void print_plan_table(std::FILE* out, const std::vector<PlannedCandidate>& plan, size_t rows);
 // Row `row` (1-based, as the table numbers it).
 void print_explanation(std::FILE* out, const PlannedCandidate& planned, size_t row);

@@ -6,6 +6,7 @@
 #include "src/schemes/data_parallel_volumes.h"
 #include "src/schemes/gradient_bucketer.h"
 #include "src/schemes/pipeline_volumes.h"
+#include "src/schemes/tensor2d/balanced_split.h"
 #include "src/schemes/tensor2d/volumes_2d.h"
 #include "src/schemes/tensor3d/volumes_3d.h"
 
@@ -30,6 +31,7 @@ RankWork replica_share(const Options& o, double rows, double share,
   const double all = model_flops_per_sample(o.model, false) * rows * share;
   w.gemm_flops = all;
   w.gemm_rows = rows;
+  w.gemm_linears = linear_shapes(o.model);
   w.loaded_rows = rows;
   w.recompute_flops = all - model_flops_per_sample(plain, false) * rows * share;
   const double element = static_cast<double>(element_bytes(o.precision));
@@ -37,6 +39,18 @@ RankWork replica_share(const Options& o, double rows, double share,
   w.elementwise = training_step_elementwise_bytes(o.model, own ? *own : whole, element);
   if (!own) w.elementwise = {w.elementwise.forward * share, w.elementwise.backward * share};
   return w;
+}
+
+// Each FcNet unit's Linears (unit_parameter_counts' order: embed, each block, classifier).
+std::vector<std::vector<LinearShape>> unit_linears(const ModelConfig& model) {
+  const std::vector<LinearShape> all = linear_shapes(model);
+  std::vector<std::vector<LinearShape>> units(unit_count(model));
+  units.front() = {all.front()};
+  const size_t per_block = model.block == BlockKind::plain ? 1 : 2;
+  for (size_t l = 0; l + 2 < units.size(); ++l)
+    units[l + 1].assign(all.begin() + 1 + l * per_block, all.begin() + 1 + (l + 1) * per_block);
+  units.back() = {all.back()};
+  return units;
 }
 
 double max_rows(int64_t batch, int parts) { return std::ceil(static_cast<double>(batch) / parts); }
@@ -82,11 +96,18 @@ std::vector<RankWork> pipeline_work(const PlanCandidate& c, SchemeShape& shape) 
   shape.axis_of_group = {{"pipe", "pipe"}, {"data", "data"}};
   const double rows = max_rows(o.batch, layout.replicas);
   const double total = static_cast<double>(parameter_count(o.model));
+  const std::vector<std::vector<LinearShape>> units = unit_linears(o.model);
   std::vector<RankWork> ranks;
   for (int s = 0; s < layout.stages; ++s) {
     const double held = static_cast<double>(pipeline_rank_parameters(o.model, layout, s));
     RankWork w = replica_share(o, rows, held / total);
     w.gemm_rows = rows / layout.micro_batches;
+    w.gemm_linears.clear();
+    const PipelineShape ps = layout.shape();
+    for (int vs = 0; vs < ps.virtual_stages(); ++vs)
+      if (ps.rank_of(vs) == s)
+        for (int u = layout.partition.first_unit(vs); u < layout.partition.end_unit(vs); ++u)
+          w.gemm_linears.insert(w.gemm_linears.end(), units[u].begin(), units[u].end());
     w.gemm_parameters = held;
     w.optimized_parameters = held;
     w.bytes = pipeline_comm_bytes(o.model, layout, o.batch, layout.rank_of(s, 0), wire_bytes(o),
@@ -109,6 +130,11 @@ std::vector<RankWork> tensor1d_work(const PlanCandidate& c, SchemeShape& shape) 
       replica_share(o, rows, local / static_cast<double>(parameter_count(o.model)), &own);
   w.gemm_parameters = local;
   w.optimized_parameters = local;
+  w.gemm_linears.clear();  // column-parallel Linears split their outputs, row-parallel inputs
+  for (const PlannedLinear& l : plan.linears)
+    w.gemm_linears.push_back({l.shape.name,
+                              l.split == LinearSplit::row ? l.shape.in / plan.tp : l.shape.in,
+                              l.split == LinearSplit::column ? l.shape.out / plan.tp : l.shape.out});
   w.bytes = tensor1d_comm_bytes(plan, static_cast<int64_t>(rows), wire_bytes(o), c.replicas,
                                 false, grad_wire_bytes(o), &w.calls);
   w.memory = tensor1d_memory(o, plan, c.replicas);
@@ -127,6 +153,9 @@ std::vector<RankWork> tensor2d_work(const PlanCandidate& c, SchemeShape& shape) 
   w.optimized_parameters = static_cast<double>(parameter_count(o.model)) / (q * q);
   // A rank's GEMMs take a weight panel from each of the q steps: a grid row's worth, P/q.
   w.gemm_parameters = w.optimized_parameters * q;
+  // Each step's GEMM: a panel of the largest blocks (rank (0, 0)'s).
+  for (LinearShape& l : w.gemm_linears)
+    l = {l.name, largest_part(l.in, q), largest_part(l.out, q)};
   w.bytes = tensor2d_volumes(o.model, o.batch, c.tensor2d, wire_bytes(o),
                              {}, false, &w.calls);
   w.memory = tensor2d_memory(o, c.tensor2d);
@@ -147,6 +176,14 @@ std::vector<RankWork> tensor3d_work(const PlanCandidate& c, SchemeShape& shape) 
   // Weights are all-gathered over depth before the GEMMs: a rank computes with a depth's worth.
   w.gemm_parameters = w.optimized_parameters * s.depth;
   w.weights_gathered = s.depth > 1;
+  // Each Linear's gathered block: inputs split over one axis, outputs (padded) over the other,
+  // the axes alternating from the pixels' outer one (tensor3d_local_elements' walk).
+  bool outer = true;
+  for (LinearShape& l : w.gemm_linears) {
+    const int in_group = outer ? s.outer : s.inner, out_group = outer ? s.inner : s.outer;
+    l = {l.name, l.in / in_group, (l.out + out_group - 1) / out_group};
+    outer = !outer;
+  }
   w.bytes = tensor3d_volumes(
       tensor3d_layer_volumes(o.model, o.batch, s, wire_bytes(o), false, false), &w.calls);
   w.memory = tensor3d_memory(o, s, Overlap3d{});

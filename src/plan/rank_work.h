@@ -19,6 +19,10 @@ struct RankWork {
   double gemm_flops = 0;         // forward, backward and any recompute
   double recompute_flops = 0;    // of which checkpointing's second forward
   double gemm_rows = 1;          // the rows its GEMMs run on (their rate depends on it)
+  // The Linears its GEMMs multiply in one call, each at gemm_rows rows, as the rank holds them
+  // (a stage's, a tensor-parallel shard or SUMMA panel, a gathered 3D block): the shapes a GEMM
+  // roofline prices (step_prediction.h); a step makes several calls (micro-batches, SUMMA steps).
+  std::vector<LinearShape> gemm_linears;
   double loaded_rows = 1;        // the samples its data loader makes (its trainer's batch_slice)
   double gemm_parameters = 0;    // the weights its GEMMs read (gathered ones included)
   bool weights_gathered = false;  // gathered right before its GEMMs, which then read them in cache

@@ -76,31 +76,74 @@ double exposed_communication(const PlanCandidate& c, const StepPrediction& p, do
   return p.comm;
 }
 
+// A rank's GEMM time per pass on tensor cores: its counted flops (RankWork::gemm_flops) at the
+// seconds per flop that the roofline gives the shapes it multiplies (gemm_linears at gemm_rows),
+// so that GEMMs all bound by their flops take the flops at the rate, as without the roofline.
+struct PassSeconds {
+  double forward = 0, grad_input = 0, grad_weight = 0, recompute = 0;
+  double total() const { return forward + grad_input + grad_weight + recompute; }
+};
+PassSeconds roofline_pass_seconds(const RankWork& w, double element, double rate,
+                                  double bandwidth) {
+  double forward = 0, grad_input = 0, grad_weight = 0, forward_flops = 0, flops = 0;
+  for (const LinearShape& linear : w.gemm_linears) {
+    const LinearGemmCosts g = linear_gemm_costs(linear, w.gemm_rows, element, w.weights_gathered);
+    forward += roofline_seconds(g.forward, rate, bandwidth);
+    grad_input += roofline_seconds(g.grad_input, rate, bandwidth);
+    grad_weight += roofline_seconds(g.grad_weight, rate, bandwidth);
+    forward_flops += g.forward.flops;
+    flops += g.forward.flops + g.grad_input.flops + g.grad_weight.flops;
+  }
+  const double plain = w.gemm_flops - w.recompute_flops;
+  if (flops <= 0) return {plain / 3 / rate, plain / 3 / rate, plain / 3 / rate,
+                          w.recompute_flops / rate};
+  return {plain * forward / flops, plain * grad_input / flops, plain * grad_weight / flops,
+          w.recompute_flops * forward / forward_flops};
+}
+
 StepPrediction predict_rank(const PlanCandidate& c, const MachineDescription& m,
                             const SchemeShape& shape, const RankWork& w) {
   const Options& o = c.options;
   const int on_node = c.ranks_on_node > 0 ? c.ranks_on_node : std::min(c.world, m.ranks_per_node);
-  const double rate =
-      m.gemm_flops(o.precision, on_node, c.threads_per_rank) * m.gemm_efficiency(w.gemm_rows);
+  const GemmRate gemm = m.gemm_rate(o.precision, o.math, on_node, c.threads_per_rank);
+  const double rate = gemm.flops * m.gemm_efficiency(w.gemm_rows);
   const double bandwidth = m.bandwidth(on_node, c.threads_per_rank);
   const double element = static_cast<double>(element_bytes(o.precision));
   // A run with more ranks on its node than the machine's (time-sharing cores) is one node still.
   const int ranks_per_node = std::max(m.ranks_per_node, on_node);
   StepPrediction p;
+  p.gemm = gemm;
   p.compute = w.gemm_flops / rate;
-  // GEMM rates are measured in cache, but the optimizer's pass evicts the weights: 4-5 passes.
-  const double forward_passes = w.recompute_flops > 0 ? 2 : 1;
-  const double backward_passes = 3;
-  const double weight_pass = w.gemm_parameters * element / bandwidth;
-  // Weights gathered right before their GEMMs are read in cache: the gradient's passes remain.
-  const double memory_passes = w.weights_gathered ? 2 : forward_passes + backward_passes;
-  p.weights_from_memory = memory_passes * weight_pass;
-  // Later micro-batches re-read the weights evicted meanwhile (weight_restream times 4 passes).
-  if (c.pipeline && m.weight_restream_bandwidth > 0)
-    p.weights_from_memory += (c.pipeline->micro_batches - 1.0) *
-                             (forward_passes + backward_passes) / 4 * w.gemm_parameters *
-                             element / m.restream_bandwidth(on_node, c.threads_per_rank,
-                                                            w.gemm_rows);
+  const double plain_gemm = (w.gemm_flops - w.recompute_flops) / rate;
+  double forward_gemm = 0, weight_gemm = 0;  // F's and W's GEMMs, for the bubble below
+  if (gemm.tensor_cores) {
+    // Tensor cores leave small GEMMs bound by their bytes: each call's operands, its weights
+    // (re-read by every micro-batch and SUMMA step) and its gradient included, at the
+    // bandwidth. The weights' reads are in that roofline, so no pass of them is added.
+    const PassSeconds t = roofline_pass_seconds(w, element, rate, bandwidth);
+    p.gemm_memory_bound = std::max(0.0, t.total() - p.compute);
+    p.compute = t.total();
+    forward_gemm = t.forward;
+    weight_gemm = t.grad_weight;
+  } else {
+    // GEMM rates are measured in cache, but the optimizer's pass evicts the weights: 4-5 passes.
+    const double forward_passes = w.recompute_flops > 0 ? 2 : 1;
+    const double backward_passes = 3;
+    const double weight_pass = w.gemm_parameters * element / bandwidth;
+    // Weights gathered right before their GEMMs are read in cache: the gradient's passes remain.
+    const double memory_passes = w.weights_gathered ? 2 : forward_passes + backward_passes;
+    p.weights_from_memory = memory_passes * weight_pass;
+    // Later micro-batches re-read the weights evicted meanwhile (weight_restream times 4 passes).
+    if (c.pipeline && m.weight_restream_bandwidth > 0)
+      p.weights_from_memory += (c.pipeline->micro_batches - 1.0) *
+                               (forward_passes + backward_passes) / 4 * w.gemm_parameters *
+                               element / m.restream_bandwidth(on_node, c.threads_per_rank,
+                                                              w.gemm_rows);
+    // F: a third of the plain flops and one weight pass; W another third and two.
+    const double memory_pass = p.weights_from_memory / memory_passes;
+    forward_gemm = plain_gemm / 3 + (w.weights_gathered ? 0 : memory_pass);
+    weight_gemm = plain_gemm / 3 + 2 * memory_pass;
+  }
   p.elementwise = (w.elementwise.forward + w.elementwise.backward) / bandwidth;
   const double update = o.optimizer.kind == OptimizerKind::adam
                             ? traffic::adam_update(static_cast<int64_t>(w.optimized_parameters))
@@ -141,18 +184,15 @@ StepPrediction predict_rank(const PlanCandidate& c, const MachineDescription& m,
       p.send_buffer_copies += 2 * bytes / bandwidth;  // the input read, the temporary written
   }
   const double work = p.work();
-  // F: a third of the plain flops and one weight pass; W another third and two; B the rest.
-  const double plain_gemm = (w.gemm_flops - w.recompute_flops) / rate;
-  const double memory_pass = p.weights_from_memory / memory_passes;
-  const double forward = plain_gemm / 3 + (w.weights_gathered ? 0 : memory_pass) +
-                         w.elementwise.forward / bandwidth;
+  // F: the forward GEMMs and element-wise kernels; W the weight gradients' GEMMs; B the rest.
+  const double forward = forward_gemm + w.elementwise.forward / bandwidth;
   const double backward = work - forward;
   if (c.pipeline) {
     const PipelineShape ps = c.pipeline->shape();
     const double passes = static_cast<double>(c.pipeline->micro_batches) * ps.chunks;
     PassTimes t;
     t.forward = forward / passes;
-    t.weight = (plain_gemm / 3 + 2 * memory_pass) / passes;
+    t.weight = weight_gemm / passes;
     t.input = backward / passes - t.weight;
     p.bubble_fraction = ideal_bubble_fraction(ps, t);
     p.bubble = work * p.bubble_fraction / (1 - p.bubble_fraction);
@@ -174,6 +214,21 @@ StepPrediction predict_rank(const PlanCandidate& c, const MachineDescription& m,
 }
 
 }  // namespace
+
+LinearGemmCosts linear_gemm_costs(const LinearShape& linear, double rows, double element,
+                                  bool weight_in_cache) {
+  const double in = static_cast<double>(linear.in), out = static_cast<double>(linear.out);
+  const double flops = 2 * rows * in * out, weight = weight_in_cache ? 0 : in * out;
+  LinearGemmCosts g;
+  g.forward = {flops, (rows * in + weight + rows * out) * element};
+  if (linear.name != "embed") g.grad_input = {flops, (rows * out + weight + rows * in) * element};
+  g.grad_weight = {flops, (rows * out + rows * in + 2 * in * out) * element};
+  return g;
+}
+
+double roofline_seconds(const GemmCost& gemm, double flops_rate, double bandwidth) {
+  return std::max(gemm.flops / flops_rate, gemm.bytes / bandwidth);
+}
 
 StepPrediction predict_step(const PlanCandidate& candidate, const MachineDescription& machine) {
   SchemeShape shape;

@@ -23,7 +23,10 @@ struct PredictedComm {
 };
 
 struct StepPrediction {
-  double compute = 0;      // GEMM flops at the machine's rate
+  GemmRate gemm;           // the rate its GEMMs are priced at (MachineDescription::gemm_rate)
+  // GEMM flops at that rate; on tensor cores each GEMM's roofline, its weights' reads included.
+  double compute = 0;
+  double gemm_memory_bound = 0;  // of compute: what the roofline's bytes add over the flops
   double weights_from_memory = 0;  // the GEMMs' weights and gradients streamed from memory
   double elementwise = 0;  // bias, ReLU, LayerNorm, residual, loss bytes at its bandwidth
   double send_buffer_copies = 0;  // reduce-scatter inputs copied when posted (MPI): in comm
@@ -44,5 +47,22 @@ struct StepPrediction {
 };
 
 StepPrediction predict_step(const PlanCandidate& candidate, const MachineDescription& machine);
+
+// A GEMM's flops and the bytes it moves between memory and the chip.
+struct GemmCost {
+  double flops = 0;
+  double bytes = 0;
+};
+// The GEMMs of Linear(in → out) on `rows` rows, `element` bytes an operand: forward (X and W
+// read, Y written), input gradient (dY and W read, dX written; none for the embed, whose input
+// needs no gradient) and weight gradient (dY and X read, dW read and written: it accumulates).
+// W's reads are left out when `weight_in_cache` (gathered just before its GEMMs).
+struct LinearGemmCosts {
+  GemmCost forward, grad_input, grad_weight;
+};
+LinearGemmCosts linear_gemm_costs(const LinearShape& linear, double rows, double element,
+                                  bool weight_in_cache);
+// A GEMM on tensor cores: the slower of its flops at `flops_rate` and its bytes at `bandwidth`.
+double roofline_seconds(const GemmCost& gemm, double flops_rate, double bandwidth);
 
 }  // namespace mlps
