@@ -184,6 +184,15 @@ class Device {
                   GradAfterUpdate after = GradAfterUpdate::kept) const {
     MLPS_ON_BACKEND(sgd_update, param, grad, n, lr, after);
   }
+  // Mixed precision: the fp32 master updated and `value` written as its rounded copy, one pass.
+  void adam_update_rounded(float* master, float* value, float* grad, float* m, float* v,
+                           int64_t n, const AdamStep& step, GradAfterUpdate after) const {
+    MLPS_ON_BACKEND(adam_update_rounded, master, value, grad, m, v, n, step, after, storage_);
+  }
+  void sgd_update_rounded(float* master, float* value, float* grad, int64_t n, double lr,
+                          GradAfterUpdate after) const {
+    MLPS_ON_BACKEND(sgd_update_rounded, master, value, grad, n, lr, after, storage_);
+  }
 
  private:
   DeviceKind kind_;

@@ -1,14 +1,12 @@
 // Mixed-precision storage on the GPU: float values rounded to bf16/fp16 in place or packed into
 // 16-bit words with CUDA's own round-to-nearest-even conversions, and a count of non-finite
 // values (a grid reduction whose result is copied to the host).
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-
 #include <algorithm>
 
 #include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/cuda_context.h"
 #include "kernels/cuda/launch.h"
+#include "kernels/cuda/storage_formats.cuh"
 #include "kernels/kernel_instances.h"
 #include "kernels/kernels.h"
 #include "kernels/storage_checks.h"
@@ -21,21 +19,8 @@ constexpr int kThreads = 256;
 // enough that the atomics cost nothing.
 constexpr int64_t kCountBlocks = 1024;
 
-struct Bf16 {
-  __device__ static unsigned short to_bits(float v) {
-    return __bfloat16_as_ushort(__float2bfloat16_rn(v));
-  }
-  __device__ static float from_bits(unsigned short b) {
-    return __bfloat162float(__ushort_as_bfloat16(b));
-  }
-};
-
-struct Fp16 {
-  __device__ static unsigned short to_bits(float v) { return __half_as_ushort(__float2half_rn(v)); }
-  __device__ static float from_bits(unsigned short b) {
-    return __half2float(__ushort_as_half(b));
-  }
-};
+using detail::Bf16;
+using detail::Fp16;
 
 // kStrided: rows with gaps between them (the index division is only paid there).
 template <typename Format, bool kStrided>

@@ -69,11 +69,6 @@ bool Optimizer<T>::step() {
       throw std::logic_error("the fused update covered part of a tensor");
     s.fused = 0;
   }
-  if (mixed_)
-    for (auto& s : slots_) {
-      device_.copy(s.value, s.master.data(), sizeof(T) * static_cast<size_t>(s.count));
-      device_.round_to_storage(s.value, s.count);
-    }
   open_ = false;
   gradients_zeroed_ = after_ == GradAfterUpdate::zeroed;
   return true;
@@ -98,7 +93,17 @@ void Optimizer<T>::begin_step(double grad_scale) {
 template <typename T>
 void Optimizer<T>::update(Slot& s, int64_t first, T* grad, int64_t count,
                           GradAfterUpdate after) {
-  T* value = (mixed_ ? s.master.data() : s.value) + first;
+  if constexpr (std::is_same_v<T, float>) {
+    if (mixed_) {  // the master updated, the value the model computes with rewritten from it
+      T* master = s.master.data() + first;
+      if (config_.kind == OptimizerKind::sgd)
+        return device_.sgd_update_rounded(master, s.value + first, grad, count,
+                                          step_.lr * step_.grad_scale, after);
+      return device_.adam_update_rounded(master, s.value + first, grad, s.m.data() + first,
+                                         s.v.data() + first, count, step_, after);
+    }
+  }
+  T* value = s.value + first;
   if (config_.kind == OptimizerKind::sgd)
     return device_.sgd_update<T>(value, grad, count, step_.lr * step_.grad_scale, after);
   device_.adam_update<T>(value, grad, s.m.data() + first, s.v.data() + first, count, step_,
@@ -130,12 +135,12 @@ void Optimizer<T>::apply_block(const T* value, int64_t first, int64_t count) {
 
 template <typename T>
 double Optimizer<T>::bytes_per_step() const {
-  // Mixed precision adds reading the master copy back and writing the rounded value.
+  // Mixed precision adds writing the rounded value (in the update's own pass).
   double elements = 0;
   for (const auto& s : slots_)
     elements += (config_.kind == OptimizerKind::adam ? traffic::adam_update(s.count, after_)
                                                      : traffic::sgd_update(s.count, after_)) +
-                (mixed_ ? 2.0 * static_cast<double>(s.count) : 0.0);
+                (mixed_ ? static_cast<double>(s.count) : 0.0);
   return elements * sizeof(T);
 }
 

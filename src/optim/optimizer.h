@@ -4,7 +4,7 @@
 //
 // Mixed precision (the Device stores bf16/fp16, T = float): the optimizer keeps an fp32 master
 // copy of every registered tensor, updates it, and writes the rounded copy back to the
-// tensor the model computes with. With fp16 it also runs dynamic loss scaling: the Device
+// tensor the model computes with, in the update's own pass (adam_update_rounded). With fp16 it also runs dynamic loss scaling: the Device
 // scales the loss gradient, and step() unscales it, or skips the whole update (on every rank
 // of `consensus`) when any rank's gradients hold an inf or NaN.
 //
