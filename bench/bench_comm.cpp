@@ -20,6 +20,7 @@
 #include "src/comm/process_placement.h"
 #include "src/device.h"
 #include "src/driver/run_context.h"
+#include "src/driver/startup_agreement.h"
 #include "src/driver/training_driver.h"
 #include "src/errors.h"
 #include "src/memory/available_memory.h"
@@ -54,7 +55,18 @@ void check_sweeps_fit(const CommBenchOptions& o, const CommBenchSetup& setup,
 
 int run(int argc, char** argv, const MpiSession& mpi) {
   CommBenchOptions o;
-  if (!parse_comm_bench_options(argc, argv, mpi.rank(), o)) return 0;
+  // Every rank parses, then one collective: a rank refused alone must not leave the others
+  // waiting in their first collective (src/driver/startup_agreement.h).
+  std::string refusal;
+  int help = 0;
+  try {
+    help = parse_comm_bench_options(argc, argv, mpi.rank(), o) ? 0 : 1;
+  } catch (const InputError& e) {
+    refusal = e.what();
+  }
+  agree_options_accepted(MPI_COMM_WORLD, refusal);
+  MPI_Allreduce(MPI_IN_PLACE, &help, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (help) return 0;
   CommBenchSetup setup;
   setup.start_time = utc_timestamp_now();
   setup.command_line = command_line(argc, argv);

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "src/driver/startup_agreement.h"
 #include "src/errors.h"
 #include "src/memory/available_memory.h"
 #include "src/mpi_session.h"
@@ -63,16 +64,29 @@ int dry_run_grid(const MpiSession& mpi, const SchemeDefinition& scheme, const Op
 int start(const MpiSession& mpi, int argc, char** argv, const SchemeDefinition& scheme) {
   OptionParser parser(scheme.name, scheme.description);
   scheme.add_options(parser.app());
-  if (!parser.parse(argc, argv)) {
+  // Every rank parses and checks; then one collective, so that a rank refused alone does not
+  // leave the others waiting in their first collective.
+  std::string refusal;
+  bool help = false;
+  try {
+    help = !parser.parse(argc, argv);
+    if (!help && !parser.options().list_options) scheme.check_options(parser.options());
+  } catch (const InputError& e) {
+    refusal = e.what();
+  }
+  agree_options_accepted(MPI_COMM_WORLD, refusal);
+  int any_help = help ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &any_help, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (any_help) {  // one rank's --help ends every rank's run
     if (mpi.rank() == 0) std::printf("%s", parser.help_text().c_str());
     return 0;
   }
   const Options& o = parser.options();
+  agree_configuration(MPI_COMM_WORLD, scheme.name, o.resolved_json);
   if (o.list_options) {
     if (mpi.rank() == 0) std::printf("%s\n", parser.options_json().c_str());
     return 0;
   }
-  scheme.check_options(o);
   if (o.check_grid > 0) return dry_run_grid(mpi, scheme, o);
   check_launch_matches_slurm(mpi.size());
   scheme.check_grid(o, mpi.size());
