@@ -55,6 +55,11 @@ struct LinearShape {
   int64_t out = 0;
 };
 
+// The most blocks --layers accepts: 2^16, far beyond any network trained (hundreds of layers),
+// and small enough that the per-layer tables built before the memory check (shapes, units, a
+// pipeline's partition) and int unit counts stay cheap and exact.
+constexpr int64_t kMaxLayers = int64_t{1} << 16;
+
 std::vector<LinearShape> linear_shapes(const ModelConfig& config);
 // FcNet's units (embed, each block, classifier): the granularity of per-unit gradient
 // synchronisation and of ZeRO-3's gathers.

@@ -44,7 +44,8 @@ OptionParser::OptionParser(const std::string& program, const std::string& descri
   constexpr long long kLargestCount = 1LL << 40;  // of sizes and counts: beyond any real run
   const auto positive = integer_between(1, kLargestCount);
   const auto non_negative = integer_between(0, kLargestCount);
-  app.add_option("--layers", o.model.layers, "number of MLP blocks")->check(non_negative);
+  app.add_option("--layers", o.model.layers, "number of MLP blocks")
+      ->check(integer_between(0, kMaxLayers));
   app.add_option("--hidden", o.model.hidden, "hidden size H")->check(positive);
   app.add_option("--ffn-mult", o.model.ffn_mult, "F = ffn-mult × H in each block")->check(positive);
   app.add_option("--ffn-hidden", o.model.ffn_width, "F itself, each block's inner width, for "

@@ -93,6 +93,22 @@ expect_refusal "serial --hidden 1000000000000 (int64 products would overflow)" 1
 expect_refusal "bench_comm -b 64G -e 64G" 1 "lower --maxbytes" bin/bench_comm -b 64G -e 64G --out "$tmp/refused.h5"
 expect_refusal "bench_comm -b 8G -e 8G on 2 ranks" 2 "shared by 2 ranks" bin/bench_comm -b 8G -e 8G --out "$tmp/refused.h5"
 expect_refusal "bench_kernels --hidden 1099511627776" 1 "more than 2^60" bin/bench_kernels --hidden 1099511627776
+# Sizes that once built a table per layer before any check (a hang or std::bad_alloc): refused
+# by the option itself, in every program that takes them.
+for exe in serial data pipeline tensor1d tensor2d tensor3d bench_floor; do
+  expect_refusal "$exe --layers 4294967297" 1 "--layers: must be between 0 and 65536" \
+    bin/$exe --layers 4294967297 "${out[@]}"
+done
+expect_refusal "plan --layers 4294967297" 1 "--layers: must be between 0 and 65536" \
+  bin/plan --layers 4294967297 --world 4 --machine inputs/machines/h100-cluster.json
+expect_refusal "bench_kernels --layers 4294967297" 1 "--layers: Value 4294967297 not in range" \
+  bin/bench_kernels --layers 4294967297
+for exe in tensor2d bench_floor; do
+  expect_refusal "$exe --ffn-mult 1099511627776" 1 "more than 2^60" \
+    bin/$exe --ffn-mult 1099511627776 "${out[@]}"
+done
+expect_refusal "plan --ffn-mult 1099511627776" 1 "more than 2^60" \
+  bin/plan --ffn-mult 1099511627776 --world 4 --machine inputs/machines/h100-cluster.json
 expect_refusal "bench_kernels --hidden 200000" 1 "the largest benchmark needs about" bin/bench_kernels --hidden 200000 --backends cpu
 
 # The settings header states the estimate, and --skip-memory-check only skips the verdict.

@@ -67,7 +67,9 @@ std::variant<std::vector<std::string>, int> parse_kernel_bench_options(int argc,
   app.add_option("--hidden", options.model.hidden, "hidden width H")
       ->check(positive)->capture_default_str();
   app.add_option("--layers", options.model.layers, "number of blocks")
-      ->check(positive)->capture_default_str();
+      ->check(positive)
+      ->check(CLI::Range(int64_t{1}, kMaxLayers))
+      ->capture_default_str();
   app.add_option("--ffn-mult", options.model.ffn_mult, "FFN width as a multiple of H")
       ->check(positive)->capture_default_str();
   app.add_option("--ffn-hidden", options.model.ffn_width, "FFN width itself (0: ffn-mult × H)")
