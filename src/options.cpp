@@ -8,6 +8,7 @@
 #include "src/cli_validators.h"
 #include "src/device.h"
 #include "src/errors.h"
+#include "src/file_kind.h"
 #include "src/json_config.h"
 
 namespace mlps {
@@ -38,7 +39,9 @@ OptionParser::OptionParser(const std::string& program, const std::string& descri
       CLI::MultiOptionPolicy::TakeLast);
   app.config_formatter(std::make_shared<JsonConfig>());
   app.set_config("--config", "", "JSON file setting any of these options by long name "
-                 "(e.g. {\"hidden\": 256}); the command line overrides it");
+                 "(e.g. {\"hidden\": 256}); the command line overrides it")
+      // Before CLI11 opens it: a FIFO would block the open until a writer came.
+      ->check([](const std::string& path) { return input_file_problem(path); });
   app.allow_config_extras(false);
 
   constexpr long long kLargestCount = 1LL << 40;  // of sizes and counts: beyond any real run
@@ -149,7 +152,9 @@ std::string OptionParser::options_json() const {
 std::string OptionParser::describe_parse_error(const CLI::ParseError& e) const {
   const std::string what = e.what();
   const CLI::Option* config = app_->get_config_ptr();
-  const std::string file = config && config->count() ? config->as<std::string>() : "config file";
+  // The raw value: as<>() would validate it again, and throw outside this handler.
+  const std::string file =
+      config && !config->results().empty() ? config->results().front() : "config file";
   const std::string unknown_key = "INI was not able to parse ";
   if (what.rfind(unknown_key, 0) == 0)
     return file + ": unknown key '" + what.substr(unknown_key.size()) +

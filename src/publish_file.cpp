@@ -13,6 +13,8 @@
 #include <system_error>
 #include <thread>
 
+#include "src/file_kind.h"
+
 namespace mlps {
 namespace {
 
@@ -77,15 +79,8 @@ void publish_through_named_temporary(const std::string& path, std::span<const ch
 }  // namespace
 
 std::string output_target_problem(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return "";
-  const char* kind = S_ISDIR(st.st_mode)    ? "a directory"
-                     : S_ISCHR(st.st_mode)  ? "a character device"
-                     : S_ISBLK(st.st_mode)  ? "a block device"
-                     : S_ISFIFO(st.st_mode) ? "a FIFO"
-                     : S_ISSOCK(st.st_mode) ? "a socket"
-                                            : "not a regular file";
-  return path + " is " + kind + ": only a regular file is replaced";
+  const std::string kind = non_regular_kind(path);
+  return kind.empty() ? "" : path + " is " + kind + ": only a regular file is replaced";
 }
 
 void publish_file(const std::string& path, std::span<const char> bytes) {

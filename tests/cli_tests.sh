@@ -27,6 +27,14 @@ expect_input_error "fractional --layers" "--layers" --layers 1.5
 expect_input_error "bad --precision" "--precision" --precision fp8
 expect_input_error "bad --device" "--device" --device tpu
 expect_input_error "bad --math" "--math" --math fp8
+# Input files that are not files: one line, never an open that blocks (a FIFO) or a stream error.
+mkfifo "$tmp/input-fifo"
+expect_input_error "--config naming a FIFO" "--config: .* is a FIFO, not a file to read" \
+  --config "$tmp/input-fifo"
+expect_input_error "--config naming a directory" "is a directory, not a file to read" --config "$tmp"
+expect_input_error "--machine naming a FIFO" "--machine .* is a FIFO, not a file to read" \
+  --machine "$tmp/input-fifo"
+expect_input_error "--machine naming a directory" "--machine .* is a directory" --machine "$tmp"
 expect_input_error "--math tf32 with bf16" "--math tf32 applies to fp32" --math tf32 --precision bf16
 expect_input_error "--math tf32 on the CPU backend" "--math tf32 needs the CUDA backend" \
   --math tf32 --device cpu

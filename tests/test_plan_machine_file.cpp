@@ -1,11 +1,14 @@
 // bin/plan's machine descriptions as files: the shipped ones load, a figure without its source
 // is refused, and --calibrate's description from bench_kernels and bench_comm results.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
+#include <iterator>
+#include <string>
 #include <tuple>
 
 #include "src/errors.h"
@@ -61,6 +64,41 @@ TEST_F(PlanMachineFile, AFigureWithoutItsSourceIsRefusedByName) {
   }
   EXPECT_THROW(load_machine_description(write("{")), InputError);
   EXPECT_THROW(load_machine_description((dir_ / "absent.json").string()), InputError);
+}
+
+// Values that once loaded: a fractional rank count (read as 1) and no memory at all. A directory
+// or a FIFO as the file: one line, not a stream error or an open that blocks.
+TEST_F(PlanMachineFile, ImpossibleFiguresAndNonFilesAreRefusedByName) {
+  std::string text;
+  {
+    std::ifstream in("inputs/machines/h100-cluster.json");
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const auto refused_naming = [&](const std::string& from, const std::string& to,
+                                  const std::string& key) {
+    std::string changed = text;
+    const size_t at = changed.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    changed.replace(at, from.size(), to);
+    try {
+      load_machine_description(write(changed));
+      ADD_FAILURE() << key << ": " << to << " was accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+    }
+  };
+  refused_naming("\"ranks_per_node\": 8", "\"ranks_per_node\": 1.5", "ranks_per_node");
+  refused_naming("\"value\": 84465090560", "\"value\": 0", "memory_bytes must be positive");
+  const std::string fifo = (dir_ / "fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& path : {dir_.string(), fifo}) {
+    try {
+      load_machine_description(path);
+      ADD_FAILURE() << path << " was accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("not a file to read"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST_F(PlanMachineFile, CalibrationTakesTheBestRatesAndTheCommSweepsEnds) {

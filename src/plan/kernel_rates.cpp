@@ -9,8 +9,12 @@ namespace mlps {
 
 KernelRates::KernelRates(const std::string& path) : path_(path) {
   std::error_code error;
+  // Checked before opening: a FIFO's open would block until a writer came.
+  if (!std::filesystem::is_regular_file(path, error))
+    throw InputError(path + ": cannot read a file there (run bin/bench_kernels --benchmark_out=" +
+                     path + " first)");
   std::ifstream in(path);
-  if (!std::filesystem::is_regular_file(path, error) || !in)
+  if (!in)
     throw InputError(path + ": cannot read a file there (run bin/bench_kernels --benchmark_out=" +
                      path + " first)");
   try {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "src/errors.h"
+#include "src/file_kind.h"
 #include "src/options.h"
 
 namespace mlps {
@@ -28,6 +29,8 @@ double fraction_at(const std::vector<std::pair<double, double>>& t, double rows)
 class DescriptionReader {
  public:
   explicit DescriptionReader(const std::string& path) : path_(path) {
+    if (const std::string problem = input_file_problem(path); !problem.empty())
+      throw InputError("--machine " + problem);
     std::ifstream in(path);
     if (!in) throw InputError("--machine " + path + ": cannot be read");
     try {
@@ -50,6 +53,9 @@ class DescriptionReader {
     return value;
   }
   bool has(const std::string& key) const { return json_.contains(key); }
+  bool is_integer(const std::string& key) const {
+    return json_.contains(key) && json_[key].is_number_integer();
+  }
   LinkModel link(const std::string& name) const {
     LinkModel link;
     link.latency_seconds = figure(name, "latency_seconds");
@@ -203,12 +209,14 @@ MachineDescription load_machine_description(const std::string& path) {
   MachineDescription m;
   m.name = in.value<std::string>("name");
   m.ranks_per_node = in.value<int>("ranks_per_node");
-  if (m.ranks_per_node < 1) in.fail("ranks_per_node must be at least 1");
+  if (m.ranks_per_node < 1 || !in.is_integer("ranks_per_node"))
+    in.fail("ranks_per_node must be a whole number of at least 1");
   m.ranks_share_node = in.value<bool>("ranks_share_node");
   m.comm_overlaps_compute = in.value<bool>("comm_overlaps_compute");
   if (in.has("reduce_scatter_copies_send_buffer"))
     m.reduce_scatter_copies_send_buffer = in.value<bool>("reduce_scatter_copies_send_buffer");
   m.memory_bytes = in.figure("memory_bytes");
+  if (m.memory_bytes <= 0) in.fail("memory_bytes must be positive");
   m.gemm_fp32_flops = in.figure("gemm_fp32_flops");
   m.gemm_fp64_flops = in.figure("gemm_fp64_flops");
   m.memory_bandwidth = in.figure("memory_bandwidth");
