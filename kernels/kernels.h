@@ -36,7 +36,13 @@ inline const char* to_string(GemmCompute compute) {
   constexpr const char* kNames[] = {"fp32", "tf32", "bf16", "fp16"};  // in the enum's order
   return kNames[static_cast<int>(compute)];
 }
-
+// What float GEMMs multiply in for tensors stored in `storage`: the 16-bit format's own, else
+// `math` (fp32 or tf32, --math). The one rule Device, the options and the planner follow.
+constexpr GemmCompute gemm_compute(StorageFormat storage, GemmCompute math) {
+  return storage == StorageFormat::bf16   ? GemmCompute::bf16
+         : storage == StorageFormat::fp16 ? GemmCompute::fp16
+                                          : math;
+}
 // Bytes of one element as a communicator in `wire` format sends it: 16-bit formats carry 2, a
 // full one the computed type's `full_bytes`. The one rule the trainers, the volume reports and
 // the planner count wire bytes by.

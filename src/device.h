@@ -52,9 +52,7 @@ class Device {
   explicit Device(const DeviceConfig& config)
       : kind_(config.kind), storage_(config.storage),
         fp32_gradient_wire_(config.fp32_gradient_wire),
-        gemm_compute_(config.storage == StorageFormat::bf16   ? GemmCompute::bf16
-                      : config.storage == StorageFormat::fp16 ? GemmCompute::fp16
-                                                              : config.math) {}
+        gemm_compute_(mlps::gemm_compute(config.storage, config.math)) {}
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
 
@@ -63,7 +61,9 @@ class Device {
   // What float GEMMs multiply in (double GEMMs are exact whatever it says).
   GemmCompute gemm_compute() const { return gemm_compute_; }
   // The library call of this device's GEMMs in float, or in double when fp64.
-  const char* gemm_call(bool fp64) const { return MLPS_ON_BACKEND(gemm_call, gemm_compute_, fp64); }
+  const char* gemm_call(bool fp64) const {
+    return MLPS_ON_BACKEND(gemm_call, gemm_compute_, fp64);
+  }
   // The format a communicator of this role carries float payloads in.
   StorageFormat wire_format(CommRole role) const {
     return role == CommRole::weight_gradients && fp32_gradient_wire_ ? StorageFormat::full

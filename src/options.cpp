@@ -25,9 +25,8 @@ StorageFormat storage_format(Precision precision) {
 }
 
 GemmCompute gemm_compute(Precision precision, GemmCompute math) {
-  if (precision == Precision::bf16) return GemmCompute::bf16;
-  if (precision == Precision::fp16) return GemmCompute::fp16;
-  return precision == Precision::fp32 ? math : GemmCompute::fp32;
+  if (precision == Precision::fp64) return GemmCompute::fp32;  // unused: fp64 GEMMs are exact
+  return gemm_compute(storage_format(precision), math);
 }
 
 OptionParser::OptionParser(const std::string& program, const std::string& description)
