@@ -20,6 +20,19 @@ MLPS_VECTOR_CLONES void adam_chunk(T* p, T* g, T* m, T* v, int64_t n,
   detail::adam_loop<kScaled, kZeroGrad>(p, g, m, v, n, s);
 }
 
+// The flags as template arguments, so that each of the four loops vectorises on its own.
+template <typename T>
+void adam_chunk(T* p, T* g, T* m, T* v, int64_t n, const detail::AdamScalars<T>& s, bool scaled,
+                bool zero) {
+  if (scaled) {
+    if (zero) adam_chunk<true, true>(p, g, m, v, n, s);
+    else adam_chunk<true, false>(p, g, m, v, n, s);
+  } else {
+    if (zero) adam_chunk<false, true>(p, g, m, v, n, s);
+    else adam_chunk<false, false>(p, g, m, v, n, s);
+  }
+}
+
 template <bool kZeroGrad, typename T>
 MLPS_VECTOR_CLONES void sgd_chunk(T* p, T* g, int64_t n, T rate) {
   detail::sgd_loop<kZeroGrad>(p, g, n, rate);
@@ -56,15 +69,7 @@ void adam_update(T* param, T* grad, T* m, T* v, int64_t n, const AdamStep& step,
   const bool scaled = step.grad_scale != 1.0;
   const bool zero = after == GradAfterUpdate::zeroed;
   detail::parallel_elements(n, [&](int64_t begin, int64_t end) {
-    T *p = param + begin, *g = grad + begin, *mm = m + begin, *vv = v + begin;
-    const int64_t count = end - begin;
-    if (scaled) {
-      if (zero) adam_chunk<true, true>(p, g, mm, vv, count, s);
-      else adam_chunk<true, false>(p, g, mm, vv, count, s);
-    } else {
-      if (zero) adam_chunk<false, true>(p, g, mm, vv, count, s);
-      else adam_chunk<false, false>(p, g, mm, vv, count, s);
-    }
+    adam_chunk(param + begin, grad + begin, m + begin, v + begin, end - begin, s, scaled, zero);
   });
 }
 
@@ -86,16 +91,9 @@ void adam_update_rounded(float* master, float* value, float* grad, float* m, flo
   const bool zero = after == GradAfterUpdate::zeroed;
   detail::parallel_elements(n, [&](int64_t begin, int64_t end) {
     for (int64_t b = begin; b < end; b += kRoundedBlock) {
-      float *p = master + b, *g = grad + b, *mm = m + b, *vv = v + b;
       const int64_t count = std::min(kRoundedBlock, end - b);
-      if (scaled) {
-        if (zero) adam_chunk<true, true>(p, g, mm, vv, count, s);
-        else adam_chunk<true, false>(p, g, mm, vv, count, s);
-      } else {
-        if (zero) adam_chunk<false, true>(p, g, mm, vv, count, s);
-        else adam_chunk<false, false>(p, g, mm, vv, count, s);
-      }
-      round_copy(value + b, p, count, format);
+      adam_chunk(master + b, grad + b, m + b, v + b, count, s, scaled, zero);
+      round_copy(value + b, master + b, count, format);
     }
   });
 }
