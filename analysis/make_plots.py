@@ -82,18 +82,18 @@ def collect(paths):
 
 
 def render_timelines(json_files, out_dir, skipped):
-    """A timeline per trace among json_files; returns [(title, file name)]. A *.trace.json file
-    that is no trace is reported and skipped; other JSON files are passed over."""
+    """A timeline per trace among json_files; returns [(title, file name)]. A broken trace (a
+    traceEvents list with a bad event), or a *.trace.json file that is no trace, is reported and
+    skipped; other JSON files are passed over."""
     written, used = [], set()
     for path, name in json_files:
         try:
             events, other = timeline_plot.load_trace(path)
             fig = timeline_plot.draw(events, other, steps=2)
         except timeline_plot.TraceError as e:
-            if path.endswith(".trace.json"):
-                problem = str(e) if str(e).startswith(path) else f"{path}: {e}"
-                print(problem, file=sys.stderr)
-                skipped.append((name, problem))
+            if e.is_trace or path.endswith(".trace.json"):
+                print(e, file=sys.stderr)
+                skipped.append((name, e.problem))
             continue
         stem = name[:-len(".trace.json")] if name.endswith(".trace.json") else name[:-5]
         png = save(fig, out_dir, unique_name(slug(f"timeline-{stem}"), used))

@@ -96,6 +96,15 @@ def _attributes(obj):
     return {k: _text(v.item() if isinstance(v, np.generic) else v) for k, v in obj.attrs.items()}
 
 
+def _json_kind(value):
+    """JSON's name for the type of a decoded value (bool before int: True is an int)."""
+    for kind, types in (("boolean", bool), ("null", type(None)), ("object", dict),
+                        ("array", list), ("string", str), ("number", (int, float))):
+        if isinstance(value, types):
+            return kind
+    return type(value).__name__
+
+
 def _require_attrs(path, attrs, names, where=""):
     for name in names:
         if name not in attrs:
@@ -130,6 +139,18 @@ def _load_training(path, f):
         config = json.loads(attrs["config_json"])
     except json.JSONDecodeError as e:
         raise ResultFileError(path, f"attribute config_json is not valid JSON ({e.msg})") from None
+    if not isinstance(config, dict):  # every reader looks options up by name
+        raise ResultFileError(path, f"attribute config_json is a JSON {_json_kind(config)}, "
+                                    "expected an object of option names and values")
+    for key, value in config.items():  # options group runs, so each value must be hashable
+        items = value if isinstance(value, list) else [value]
+        if any(isinstance(v, (list, dict)) for v in items):
+            held = "an object" if isinstance(value, dict) else "a nested array"
+            raise ResultFileError(path, f"attribute config_json option '{key}' holds {held}, "
+                                        "expected a number, string, boolean, null or an array "
+                                        "of those")
+        if isinstance(value, list):
+            config[key] = tuple(value)  # e.g. "tp-dims": [2, 2]
     if "global_batch" not in attrs:  # older files: the resolved --batch
         if "batch" not in config:
             raise ResultFileError(path, "missing attribute global_batch")

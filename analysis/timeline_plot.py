@@ -5,11 +5,13 @@ usage: .venv/bin/python analysis/timeline_plot.py TRACE.json OUT.png [--steps N]
 
 Communication is drawn as a thin line from the call's posting to its completion and as full
 bars for the parts the rank spent blocked in it: starting it (started_us, MPI) and waiting.
---steps N shows the last N steps (default 2; 0: the whole run). Exit status: 0, 1 when the file is not a trace-event JSON file,
-2 for a bad command line.
+--steps N shows the last N steps (default 2; 0: the whole run). Exit status: 0, 1 when the file is not a trace-event JSON file
+or an event lacks what the drawing reads (one line naming the file and the event), 2 for a bad
+command line.
 """
 import argparse
 import json
+import math
 import os
 import sys
 
@@ -27,20 +29,88 @@ IN_FLIGHT = 0.06          # the height of a call's in-flight line at the bottom 
 
 
 class TraceError(Exception):
-    pass
+    """A file that cannot be drawn; str() is 'FILE: what is wrong'. `is_trace` is False when the
+    file is no trace at all (not JSON, or no traceEvents list), which make_plots passes over."""
+
+    def __init__(self, path, problem, is_trace=True):
+        super().__init__(f"{path}: {problem}")
+        self.path, self.problem, self.is_trace = path, problem, is_trace
+
+
+def _number(value, minimum=None):
+    """Whether value is a finite JSON number (not a boolean), at least minimum when given."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    try:
+        value = float(value)
+    except OverflowError:  # an integer beyond a float's range
+        return False
+    return math.isfinite(value) and (minimum is None or value >= minimum)
+
+
+def _shown(value):
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _slice_problem(e):
+    """What in complete (ph X) event e would break the drawing, or None."""
+    if not isinstance(e.get("name"), str):
+        return "has no name string"
+    if "pid" not in e:
+        return "has no pid"
+    if isinstance(e["pid"], bool) or not isinstance(e["pid"], int):
+        return f"pid {_shown(e['pid'])} is not an integer rank"
+    for key, minimum in (("ts", None), ("dur", 0)):
+        if not _number(e.get(key), minimum):
+            what = "a finite number of µs" + (" >= 0" if minimum is not None else "")
+            return (f"{key} {_shown(e[key])} is not {what}" if key in e
+                    else f"has no {key}")
+    if not math.isfinite(float(e["ts"]) + float(e["dur"])):
+        return "ts + dur is not finite"
+    args = e.get("args", {})
+    if not isinstance(args, dict):
+        return "args is not an object"
+    if e["name"] == "step" and (isinstance(args.get("iteration"), bool)
+                                or not isinstance(args.get("iteration"), int)):
+        return "step has no integer args.iteration"
+    for key in ("started_us", "blocked_us"):
+        if key in args and not _number(args[key], 0):
+            return f"args.{key} {_shown(args[key])} is not a finite number of µs >= 0"
+    return None
 
 
 def load_trace(path):
-    """(events, other data) of a trace-event JSON file; raises TraceError naming the problem."""
+    """(complete events, other data) of a trace-event JSON file, every field the drawing reads
+    checked, so one bad file is one TraceError naming the file and the event, never a traceback."""
     try:
         with open(path) as f:
             doc = json.load(f)
+    except RecursionError:
+        raise TraceError(path, "JSON nested too deeply to be a trace", is_trace=False) from None
     except (OSError, ValueError) as e:
-        raise TraceError(f"{path}: not a JSON file ({e})") from None
+        raise TraceError(path, f"not a JSON file ({e})", is_trace=False) from None
     events = doc.get("traceEvents") if isinstance(doc, dict) else None
     if not isinstance(events, list):
-        raise TraceError(f"{path}: no traceEvents list")
-    return events, doc.get("otherData", {})
+        raise TraceError(path, "no traceEvents list", is_trace=False)
+    other = doc.get("otherData", {})
+    if not isinstance(other, dict):
+        raise TraceError(path, "otherData is not an object")
+    slices = []
+    for i, e in enumerate(events):
+        if not isinstance(e, dict):
+            raise TraceError(path, f"traceEvents[{i}] is not an object")
+        if e.get("ph") != "X":  # metadata and other kinds are not drawn
+            continue
+        problem = _slice_problem(e)
+        if problem:
+            raise TraceError(path, f"traceEvents[{i}] (ph X): {problem}")
+        slices.append(dict(e, ts=float(e["ts"]), dur=float(e["dur"])))  # no int overflow later
+    if not slices:
+        raise TraceError(path, "no complete (ph X) events")
+    if not math.isfinite(max(e["ts"] + e["dur"] for e in slices) - min(e["ts"] for e in slices)):
+        raise TraceError(path, "the events span an infinite time")
+    return slices, other
 
 
 def window(slices, steps):
@@ -55,10 +125,8 @@ def window(slices, steps):
 
 
 def draw(events, other, steps, title=None):
-    """The figure of a trace's events."""
+    """The figure of a trace's events, as load_trace returns and checks them."""
     slices = [e for e in events if e.get("ph") == "X"]
-    if not slices:
-        raise TraceError("no complete (ph X) events")
     ranks = sorted({e["pid"] for e in slices})
     row_of = {rank: i for i, rank in enumerate(ranks)}
     start, end = window(slices, steps)

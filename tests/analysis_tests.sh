@@ -159,10 +159,10 @@ else
   not_ok "run_table.py on the broken file" "exit status $status, expected 1"
 fi
 
-# Values no run can have: a global batch of 0 and a NaN step time, each one line naming file
-# and field.
+# Values no run can have: a global batch of 0, a NaN step time, a config_json that is no object
+# of options, each one line naming file and field.
 "$python" - "$results/strong/data-2.h5" "$broken" <<'EOF'
-import math, shutil, sys
+import json, math, shutil, sys
 import h5py
 good, out = sys.argv[1], sys.argv[2]
 shutil.copy(good, out + "/zero-batch.h5")
@@ -171,9 +171,19 @@ with h5py.File(out + "/zero-batch.h5", "a") as f:
 shutil.copy(good, out + "/nan-step.h5")
 with h5py.File(out + "/nan-step.h5", "a") as f:
     f["timing/step"][0, 0] = math.nan
+# config_json valid JSON but no object of options (every reader looks options up by name), or
+# an option holding an object (runs are grouped by their options, which must be hashable)
+shutil.copy(good, out + "/config-list.h5")
+with h5py.File(out + "/config-list.h5", "a") as f:
+    f.attrs["config_json"] = "[1, 2]"
+shutil.copy(good, out + "/config-nested.h5")
+with h5py.File(out + "/config-nested.h5", "a") as f:
+    f.attrs["config_json"] = json.dumps(dict(json.loads(f.attrs["config_json"]), comm={"a": 1}))
 EOF
 for bad in "zero-batch.h5:global_batch 0 is not positive" \
-           "nan-step.h5:/timing/step holds a NaN, infinite or negative time"; do
+           "nan-step.h5:/timing/step holds a NaN, infinite or negative time" \
+           "config-list.h5:attribute config_json is a JSON array, expected an object of option names and values" \
+           "config-nested.h5:attribute config_json option 'comm' holds an object, expected a number, string, boolean, null or an array of those"; do
   file=${bad%%:*}
   why=${bad#*:}
   status=0
@@ -185,6 +195,87 @@ for bad in "zero-batch.h5:global_batch 0 is not positive" \
     not_ok "run_table.py on $file" "exit status $status, stderr: $(head -c 600 "$tmp/err")"
   fi
 done
+# One such file among good ones is skipped; the others are still plotted.
+mkdir -p "$tmp/config-mixed"
+cp "$results/strong/data-1.h5" "$results/strong/data-2.h5" "$broken/config-list.h5" "$tmp/config-mixed/"
+status=0
+"$python" analysis/make_plots.py "$tmp/config-mixed" --out "$tmp/plots-config" >/dev/null \
+  2>"$tmp/err" || status=$?
+if ((status == 0)) && [[ $(grep -c . "$tmp/err") -eq 1 ]] &&
+   grep -qxF "$tmp/config-mixed/config-list.h5: attribute config_json is a JSON array, expected an object of option names and values" "$tmp/err" &&
+   compgen -G "$tmp/plots-config/scaling-strong-*.png" >/dev/null &&
+   grep -q "skipped .*config-list.h5.*config_json" "$tmp/plots-config/index.md"; then
+  ok "a config_json array among good files: one line, skipped on the page, the others plotted"
+else
+  not_ok "config_json array among good files" "exit status $status, stderr: $(head -c 600 "$tmp/err")"
+fi
+
+# --- --trace files: a bad event skips that trace in one line, never a traceback --------------
+traces=$tmp/traces
+mkdir -p "$traces"
+run "data with --trace" mpiexec -n 2 bin/data "${tiny[@]}" --batch 8 --out "$tmp/traced.h5" \
+  --trace "$traces/good.trace.json"
+# file: (what is done to the events, the reason make_plots and timeline_plot.py must give); a
+# file not named *.trace.json is a trace too when it has a traceEvents list
+if ! "$python" - "$traces" <<'EOF' >"$tmp/trace-expected" 2>"$tmp/log"; then
+import json, sys
+folder = sys.argv[1]
+with open(f"{folder}/good.trace.json") as f:
+    good = json.load(f)
+cases = {
+    "no-pid.trace.json": (lambda e, i: e.pop("pid"), "has no pid"),
+    "nan-dur.trace.json": (lambda e, i: e.update(dur=float("nan")) if i == 3 else None,
+                           "dur NaN is not a finite number of µs >= 0"),
+    "negative-dur.trace.json": (lambda e, i: e.update(dur=-5) if i == 3 else None,
+                                "dur -5 is not a finite number of µs >= 0"),
+    "text-dur.json": (lambda e, i: e.update(dur="abc") if i == 3 else None,
+                      'dur "abc" is not a finite number of µs >= 0'),
+}
+for name, (change, why) in cases.items():
+    doc = json.loads(json.dumps(good))
+    first, i = None, 0  # first: the index of the first event changed, which the line names
+    for n, e in enumerate(doc["traceEvents"]):
+        if e.get("ph") != "X":
+            continue
+        before = dict(e)
+        change(e, i)
+        i += 1
+        first = n if first is None and e != before else first
+    with open(f"{folder}/{name}", "w") as f:
+        json.dump(doc, f)
+    print(f"{folder}/{name}: traceEvents[{first}] (ph X): {why}")
+EOF
+  not_ok "bad trace files" "$(tail -n 1 "$tmp/log")"
+fi
+status=0
+"$python" analysis/make_plots.py "$traces" --out "$tmp/plots-traces" >/dev/null 2>"$tmp/err" ||
+  status=$?
+if ((status == 0)) && ! grep -q Traceback "$tmp/err" &&
+   diff <(sort "$tmp/trace-expected") <(sort "$tmp/err") >/dev/null &&
+   is_png "$tmp/plots-traces/timeline-good.png" &&
+   [[ $(grep -c "^- skipped .*json" "$tmp/plots-traces/index.md") -eq 4 ]]; then
+  ok "make_plots skips 4 bad traces (no pid; NaN, negative, text dur) in one line each, draws the good one"
+else
+  not_ok "make_plots on bad traces" "exit status $status, stderr: $(head -c 800 "$tmp/err")"
+fi
+status=0
+"$python" analysis/timeline_plot.py "$traces/nan-dur.trace.json" "$tmp/nan.png" >/dev/null \
+  2>"$tmp/err" || status=$?
+if ((status == 1)) && [[ $(grep -c . "$tmp/err") -eq 1 && ! -e $tmp/nan.png ]] &&
+   grep -qxF "$(grep nan-dur "$tmp/trace-expected")" "$tmp/err"; then
+  ok "timeline_plot.py on a NaN dur: exit 1, one line naming the file and the event"
+else
+  not_ok "timeline_plot.py on a NaN dur" "exit status $status, stderr: $(head -c 600 "$tmp/err")"
+fi
+status=0
+"$python" analysis/make_plots.py "$traces/no-pid.trace.json" --out "$tmp/plots-no-pid" >/dev/null \
+  2>"$tmp/err" || status=$?
+if ((status == 1)) && [[ $(grep -c . "$tmp/err") -eq 1 ]] &&
+   grep -qxF "$(grep no-pid "$tmp/trace-expected")" "$tmp/err"; then
+  ok "make_plots on only a trace without pid: exit 1 and one line"
+else
+  not_ok "make_plots on only a trace without pid" "exit status $status, stderr: $(head -c 600 "$tmp/err")"
+fi
 
 # --- The planner's predictions: analysis/plan_accuracy.py and its figures ------------------
 # Copies of the runs above, each given a synthetic /prediction (the step a known factor of the

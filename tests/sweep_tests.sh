@@ -51,6 +51,52 @@ expect_config_refusal "zero node count" "nodes entry must be a positive integer"
 expect_config_refusal "invalid JSON" "not valid JSON" "{$base,"
 expect_config_refusal "zero repeats" "repeat must be a positive integer" \
   "{$base, \"schemes\": [{\"executable\": \"serial\"}], \"repeat\": 0}"
+# "time" and "repeat" are checked when the config is read: one line naming the key and the
+# accepted form. A zero time would be no limit under Slurm and an instant timeout here; a huge
+# repeat would plan that many copies of every point before the first runs.
+serial="\"schemes\": [{\"executable\": \"serial\"}]"
+forms="minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS"
+for bad in '"abc"|is not a Slurm time limit' '"-5"|is not a Slurm time limit' \
+           '"25:99:00"|minutes 99 must be below 60' '"1-24"|hours 24 must be below 24'; do
+  value=${bad%%|*}
+  expect_config_refusal "time $value" "time $value.*${bad#*|}.*($forms" \
+    "{$base, $serial, \"time\": $value}"
+done
+expect_config_refusal "time 0, a number" "time must be a string holding a Slurm time limit ($forms" \
+  "{$base, $serial, \"time\": 0}"
+for value in '"0"' '"00:00:00"' '"366-00:00:00"'; do
+  expect_config_refusal "time $value" "time $value must be from 1 second to 365 days" \
+    "{$base, $serial, \"time\": $value}"
+done
+for value in -1 1.5 '"x"' true 1000000000; do
+  expect_config_refusal "repeat $value" "repeat must be a positive integer up to 100, not $value" \
+    "{$base, $serial, \"repeat\": $value}"
+done
+# JSON that Python's reader rejects past the syntax: bytes that are not UTF-8, a 5000-digit
+# number (past the int() digit limit of Python 3.11 and later; a plain repeat refusal before).
+expect_config_refusal "a config that is not UTF-8" "not UTF-8 text" $'{"study": "\xff"}'
+expect_config_refusal "a 5000-digit repeat" 'not usable JSON (Exceeds the limit\|repeat must be' \
+  "{$base, $serial, \"repeat\": $(printf '9%.0s' {1..5000})}"
+# Not a dry run either: nothing runs and no results folder is made.
+printf '%s\n' "{$base, $serial, \"time\": \"25:99:00\"}" >"$tmp/bad-time.json"
+status=0
+timeout 30 jobs/sweep "$tmp/bad-time.json" --launcher mpiexec --results "$tmp/bad-time" \
+  >"$tmp/out" 2>"$tmp/err" || status=$?
+if ((status == 2)) && [[ $(grep -c . "$tmp/err") -eq 1 && ! -e $tmp/bad-time ]] &&
+   grep -q '^sweep: .*bad-time.json: time "25:99:00"' "$tmp/err"; then
+  ok "a bad time with --launcher mpiexec runs and writes nothing"
+else
+  not_ok "bad time with --launcher mpiexec" "exit status $status: $(tr '\n' '|' <"$tmp/err")"
+fi
+# Every Slurm form is accepted, as the seconds it stands for.
+if out=$(python3 -c 'import sys; sys.path.insert(0, "jobs/lib"); import sweep_config as c
+print(*(c.slurm_time_seconds(t, "time") for t in sys.argv[1:]))' \
+    90 90:30 25:00:00 1-2 1-2:30 1-2:30:15 365-0 2>&1) &&
+   [[ $out == "5400 5430 90000 93600 95400 95415 31536000" ]]; then
+  ok "time forms minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS are read as seconds"
+else
+  not_ok "time forms" "got: $out"
+fi
 expect_config_refusal "unknown site" "jobs/site/nosuch.env not found" \
   "{$base, \"schemes\": [{\"executable\": \"serial\"}]}" --site nosuch
 # Grid values become file, log and job names: no path separators, no shell metacharacters.

@@ -97,11 +97,20 @@ TOP_KEYS = ("study", "description", "nodes", "tasks_per_node", "scaling", "schem
             "time", "repeat")
 SCHEME_KEYS = ("executable", "grids", "nodes", "tasks_per_node")
 SCALING_KEYS = {"strong": "batch", "weak": "batch_per_rank"}
+# Rounds of every point: a median needs a handful; each round is another job per point, and the
+# points are planned in memory before the first is launched.
+MAX_REPEAT = 100
+
+
+def shown(value):
+    """A config value as JSON, cut short: messages stay one readable line."""
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def positive_int(value, where):
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InputError(f"{where} must be a positive integer, not {json.dumps(value)}")
+        raise InputError(f"{where} must be a positive integer, not {shown(value)}")
     return value
 
 
@@ -113,19 +122,44 @@ def int_list(value, where):
     return [positive_int(v, f"{where} entry") for v in values]
 
 
+SLURM_TIME_FORMATS = "minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS"
+# A year: far beyond any cluster's limit, and it keeps a typo from overflowing Slurm's minutes.
+MAX_TIME_SECONDS = 365 * 24 * 3600
+
+
 def slurm_time_seconds(text, where):
-    """Slurm's time formats: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S."""
-    match = re.fullmatch(r"(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+))?", str(text))
+    """Seconds of a Slurm time limit, a string in one of SLURM_TIME_FORMATS; only the first field
+    may pass its clock range (90, 25:00:00), and the whole is 1 second (Slurm reads 0 as no
+    limit; a local run would time out at once) to MAX_TIME_SECONDS."""
+    hint = f"a Slurm time limit ({SLURM_TIME_FORMATS}, e.g. 00:30:00)"
+    if not isinstance(text, str):
+        raise InputError(f"{where} must be a string holding {hint}, not {shown(text)}")
+    quoted = shown(text)
+    match = re.fullmatch(r"(?:([0-9]+)-)?([0-9]+)(?::([0-9]+))?(?::([0-9]+))?", text)
     if not match:
-        raise InputError(f"{where} {json.dumps(text)} is not a Slurm time (e.g. 00:30:00)")
+        raise InputError(f"{where} {quoted} is not {hint}")
+    range_error = InputError(f"{where} {quoted} must be from 1 second to 365 days "
+                             "(Slurm reads 0 as no limit)")
     days, a, b, c = match.groups()
+    if any(len(g.lstrip("0")) > 9 for g in match.groups() if g):  # before int(): huge digit runs
+        raise range_error
     if days is not None:
         hours, minutes, seconds = int(a), int(b or 0), int(c or 0)
     elif c is not None:
         hours, minutes, seconds = int(a), int(b), int(c)
-    else:
+    else:  # MM[:SS]: the minutes are the first field, as many as wanted
         hours, minutes, seconds = 0, int(a), int(b or 0)
-    return ((int(days or 0) * 24 + hours) * 60 + minutes) * 60 + seconds
+    limits = (("hours", hours, 24 if days is not None else None),
+              ("minutes", minutes, 60 if days is not None or c is not None else None),
+              ("seconds", seconds, 60))
+    for name, value, limit in limits:
+        if limit is not None and value >= limit:
+            raise InputError(f"{where} {quoted}: {name} {value} must be below {limit} "
+                             f"in {hint}")
+    total = ((int(days or 0) * 24 + hours) * 60 + minutes) * 60 + seconds
+    if not 0 < total <= MAX_TIME_SECONDS:
+        raise range_error
+    return total
 
 
 def option_args(options):
@@ -201,6 +235,10 @@ def load_sweep(path):
         raise InputError(f"cannot read {where}: {e.strerror}")
     except json.JSONDecodeError as e:
         raise InputError(f"{where}: not valid JSON ({e.msg} at line {e.lineno})")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{where}: not UTF-8 text (byte {e.start})") from None
+    except ValueError as e:  # a number past Python's digit limit for int()
+        raise InputError(f"{where}: not usable JSON ({str(e).split(':')[0]})") from None
     except RecursionError:
         raise InputError(f"{where}: JSON nested too deeply to be a sweep config") from None
     if not isinstance(raw, dict):
@@ -281,12 +319,15 @@ def load_sweep(path):
                              "(paths are relative to the repository root)")
 
     time_limit = raw.get("time", "")
-    if time_limit:
+    if "time" in raw:  # "" and 0 too: leave the key out for the site's SITE_TIME
         slurm_time_seconds(time_limit, f"{where}: time")
     description = raw.get("description", "")
     if not isinstance(description, str):
         raise InputError(f"{where}: description must be a string")
-    repeat = positive_int(raw.get("repeat", 1), f"{where}: repeat")
+    repeat = raw.get("repeat", 1)
+    if isinstance(repeat, bool) or not isinstance(repeat, int) or not 1 <= repeat <= MAX_REPEAT:
+        raise InputError(f"{where}: repeat must be a positive integer up to {MAX_REPEAT}, "
+                         f"not {shown(repeat)}")
     return Sweep(path=path, study=study, description=description,
                  nodes=nodes, tasks_per_node=tasks_per_node,
                  scaling=modes, schemes=schemes, options=options, time_limit=str(time_limit),
