@@ -1,9 +1,11 @@
 #pragma once
-// MPI for the lifetime of main(), and the one place where errors become exit codes: an
-// InputError (options, config, data files, grid shapes: found the same way on every rank)
-// prints one line on every rank and every rank exits 2 together; any other failure prints its
-// line and aborts the whole job, so no rank is left waiting in a collective. SIGINT, SIGTERM and
-// SIGHUP print "<program>: stopped by SIGTERM" and exit with the conventional 128 + signal.
+// MPI for the lifetime of main(), and the one place where errors become exit codes. Every error
+// is one line, `<program> (rank r): error: ...` (`fatal:` for what is not the user's input or
+// an output's I/O). An AgreedError, thrown by every rank together after a collective, exits 2
+// normally on every rank; any other error may be this rank's alone, so after a second's grace
+// it ends the whole job (MPI_Abort, its own banner silenced) and no rank is left waiting in a
+// collective: 2 for an InputError, 1 otherwise. SIGINT, SIGTERM and SIGHUP print
+// "<program>: stopped by SIGTERM" and exit with the conventional 128 + signal.
 // Before MPI starts, the BLAS is given the processor's kernels (kernels/cpu/blas_core.h).
 #include <mpi.h>
 

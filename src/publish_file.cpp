@@ -13,13 +13,14 @@
 #include <system_error>
 #include <thread>
 
+#include "src/errors.h"
 #include "src/file_kind.h"
 
 namespace mlps {
 namespace {
 
 [[noreturn]] void fail_with_errno(const std::string& what, int error) {
-  throw std::runtime_error(what + ": " + std::generic_category().message(error));
+  throw OutputError(what + ": " + std::generic_category().message(error));
 }
 
 class FileDescriptor {
@@ -87,7 +88,7 @@ void publish_file(const std::string& path, std::span<const char> bytes) {
   // Checked again here, though every program checked before its work: unlinking a device or a
   // FIFO (as root, /dev/full) would destroy it.
   if (const std::string problem = output_target_problem(path); !problem.empty())
-    throw std::runtime_error(problem);
+    throw OutputError(problem);
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
   const std::string directory = parent.empty() ? "." : parent.string();
   FileDescriptor fd(::open(directory.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644));
@@ -99,16 +100,22 @@ void publish_file(const std::string& path, std::span<const char> bytes) {
   }
   write_and_sync(fd.get(), bytes);
   test_delay();
-  // linkat does not replace an existing file. A kill between the two calls leaves no file at
-  // `path`, never a partial one.
-  if (::unlink(path.c_str()) != 0 && errno != ENOENT)
-    fail_with_errno("cannot replace the existing " + path, errno);
+  // linkat does not replace an existing file, so the finished file is linked under a name of
+  // its own and renamed over `path`: atomic, so a reader or a kill never sees a partial file,
+  // and of several runs writing one path the last to finish wins.
+  const std::string named = path + ".tmp." + std::to_string(getpid());
   const std::string self = "/proc/self/fd/" + std::to_string(fd.get());
-  if (::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, path.c_str(), AT_SYMLINK_FOLLOW) == 0) return;
-  // No /proc (some containers) or no permission to link: the bytes are still here.
-  if (errno == ENOENT || errno == EPERM || errno == EACCES)
-    return publish_through_named_temporary(path, bytes);
-  fail_with_errno("cannot link the written file as " + path, errno);
+  if (::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, named.c_str(), AT_SYMLINK_FOLLOW) != 0) {
+    // No /proc (some containers) or no permission to link: the bytes are still here.
+    if (errno == ENOENT || errno == EPERM || errno == EACCES)
+      return publish_through_named_temporary(path, bytes);
+    fail_with_errno("cannot link the written file as " + named, errno);
+  }
+  if (std::rename(named.c_str(), path.c_str()) != 0) {
+    const int error = errno;
+    ::unlink(named.c_str());
+    fail_with_errno("cannot rename " + named + " to " + path, error);
+  }
 }
 
 }  // namespace mlps

@@ -6,12 +6,14 @@
 
 namespace mlps {
 
-// Writes `bytes` to `path`, whose directory must exist: all or nothing (an unnamed O_TMPFILE
-// linked in; without one, "<path>.tmp.<pid>" renamed, which only a SIGKILL can leave behind).
-// Throws std::runtime_error naming what failed. For tests: MLPSCALE_TEST_PUBLISH_DELAY_MS=N waits
-// N ms between writing and putting the file in place.
+// Writes `bytes` to `path`, whose directory must exist: all or nothing (an unnamed O_TMPFILE,
+// linked in as "<path>.tmp.<pid>" once complete and renamed over `path`; without O_TMPFILE that
+// name is written directly; only a SIGKILL can leave it behind). Of several processes writing
+// one path, the last to finish wins. Throws OutputError naming what failed (a full disk shows
+// at the write or the fsync). For tests: MLPSCALE_TEST_PUBLISH_DELAY_MS=N waits N ms between
+// writing and putting the file in place.
 // Only a regular file at `path` is replaced (a symbolic link is followed): anything else there
-// (a device, a FIFO, a socket, a directory) throws std::runtime_error before anything is written.
+// (a device, a FIFO, a socket, a directory) throws OutputError before anything is written.
 void publish_file(const std::string& path, std::span<const char> bytes);
 
 // Why `path` must not be published to: "" when nothing is there or a regular file is, else

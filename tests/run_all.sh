@@ -13,7 +13,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 UNIT_TESTS=bin/unit_tests
 MPI_TESTS=bin/mpi_tests
 MPI_WORLD_SIZES=(1 2 3 4)
-SCRIPT_SUITES=(tests/cli_tests.sh tests/startup_agreement_tests.sh tests/blas_core_tests.sh
+SCRIPT_SUITES=(tests/cli_tests.sh tests/startup_agreement_tests.sh tests/job_end_tests.sh
+               tests/blas_core_tests.sh
                tests/data_parallel_tests.sh
                tests/cli_bench_comm.sh tests/pipeline_tests.sh tests/tensor1d_tests.sh tests/tensor2d_tests.sh
                tests/tensor3d_tests.sh tests/mixed_precision_tests.sh tests/trace_tests.sh

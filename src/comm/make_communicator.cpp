@@ -83,17 +83,17 @@ CommBackend resolve_comm_backend(const std::string& requested, DeviceKind device
   int any_cpu = device == DeviceKind::cpu ? 1 : 0;
   MPI_Allreduce(MPI_IN_PLACE, &any_cpu, 1, MPI_INT, MPI_MAX, world);
   if (any_cpu) {
-    if (nccl_asked) throw InputError("--comm nccl needs the cuda backend (--device cpu in use)");
+    if (nccl_asked) throw AgreedError("--comm nccl needs the cuda backend (--device cpu in use)");
     return CommBackend::mpi;
   }
   if (!kBuiltWithNccl) {
     if (nccl_asked)
-      throw InputError("--comm nccl: this build has no NCCL (rebuild with NCCL_HOME set)");
+      throw AgreedError("--comm nccl: this build has no NCCL (rebuild with NCCL_HOME set)");
     return CommBackend::mpi;
   }
   if (const auto shared = find_shared_gpus(placement, world)) {
     if (nccl_asked)
-      throw InputError("--comm nccl: " + std::to_string(shared->ranks) + " ranks share " +
+      throw AgreedError("--comm nccl: " + std::to_string(shared->ranks) + " ranks share " +
                        std::to_string(shared->gpus) + " GPUs on host " + shared->host +
                        "; NCCL needs one GPU per rank (use --comm mpi)");
     return CommBackend::mpi;

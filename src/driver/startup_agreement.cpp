@@ -51,9 +51,9 @@ void agree_options_accepted(MPI_Comm comm, const std::string& refusal) {
   const int mine = refusal.empty() ? INT_MAX : rank;
   int first = INT_MAX;
   MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm);
-  if (!refusal.empty()) throw InputError(refusal);
+  if (!refusal.empty()) throw AgreedError(refusal);
   if (first != INT_MAX)
-    throw InputError("rank " + std::to_string(first) +
+    throw AgreedError("rank " + std::to_string(first) +
                      " refused its options (its own line says why), so this rank stops too");
 }
 
@@ -102,7 +102,7 @@ void agree_configuration(MPI_Comm comm, const std::string& program, const std::s
   const std::string at_root = first.index < static_cast<int>(root.size())
                                   ? shown(root[static_cast<size_t>(first.index)])
                                   : "no such option";
-  throw InputError("the ranks were given different configurations: rank " +
+  throw AgreedError("the ranks were given different configurations: rank " +
                    std::to_string(first.rank) + " has " + theirs + ", rank 0 has " + at_root +
                    " (every rank must run the same options)");
 }

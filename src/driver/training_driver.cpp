@@ -51,7 +51,7 @@ void check_output_path(const RunContext& context, const std::string& path,
   MPI_Bcast(&length, 1, MPI_INT, 0, context.comm);
   problem.resize(static_cast<size_t>(length));
   MPI_Bcast(problem.data(), length, MPI_CHAR, 0, context.comm);
-  if (!problem.empty()) throw InputError(problem);
+  if (!problem.empty()) throw AgreedError(problem);
 }
 
 namespace {
@@ -217,13 +217,14 @@ int run_inference(const RunContext& context, const Options& o, const TrainingSch
 
   gather_and_summarise(context, o, trainer, dataset, recorder, record, batches, o.batch,
                        start_time);
-  timeline.write(context, o, trainer);
   if (context.is_root()) {
     std::printf("  accuracy    %.4f over %lld samples (initial weights)\n",
                 record.test_accuracy.back(), (long long)(batches * o.batch));
     if (o.verify) verify_run(o, dataset, schedule, batch_starts, {}, record);
   }
-  return finish_run(context, out_path, record);
+  const int code = finish_run(context, out_path, record);
+  timeline.write(context, o, trainer);  // after the result: no trace without its result
+  return code;
 }
 
 }  // namespace
@@ -292,7 +293,6 @@ int run_training(const RunContext& context, const Options& o, const TrainingSche
   record.integer_attributes["skipped_steps"] = skipped_steps;
   gather_and_summarise(context, o, trainer, dataset, recorder, record, schedule.iterations,
                        schedule.global_batch, start_time);
-  timeline.write(context, o, trainer);
   std::vector<NamedTensor> parameters;
   if (o.verify) parameters = trainer.gather_parameters();
 
@@ -303,7 +303,9 @@ int run_training(const RunContext& context, const Options& o, const TrainingSche
                   (long long)schedule.iterations);
     if (o.verify) verify_run(o, dataset, schedule, {}, parameters, record);
   }
-  return finish_run(context, out_path, record);
+  const int code = finish_run(context, out_path, record);
+  timeline.write(context, o, trainer);  // after the result: no trace without its result
+  return code;
 }
 
 }  // namespace mlps

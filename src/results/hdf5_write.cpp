@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "src/errors.h"
 #include "src/publish_file.h"
 
 namespace mlps::hdf5 {
@@ -124,10 +125,12 @@ void write_file_atomically(const std::string& path, const std::function<void(hid
       std::error_code error;
       std::filesystem::create_directories(parent, error);
       if (error)
-        throw std::runtime_error("cannot create directory " + parent.string() + " (" +
-                                 error.message() + ")");
+        throw OutputError("cannot create directory " + parent.string() + " (" +
+                          error.message() + ")");
     }
     publish_file(path, image);
+  } catch (const OutputError& error) {
+    throw OutputError(prefix + error.what());
   } catch (const std::exception& error) {
     throw std::runtime_error(prefix + error.what());
   }
