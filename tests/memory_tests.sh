@@ -110,6 +110,14 @@ done
 expect_refusal "plan --ffn-mult 1099511627776" 1 "more than 2^60" \
   bin/plan --ffn-mult 1099511627776 --world 4 --machine inputs/machines/h100-cluster.json
 expect_refusal "bench_kernels --hidden 200000" 1 "the largest benchmark needs about" bin/bench_kernels --hidden 200000 --backends cpu
+# --verify's serial replay on rank 0 (fp64 and fp32 models beside fp64 copies of the parameters,
+# about 48 bytes a parameter) counts beside the node's ranks (16 each in DDP): a model of about
+# 1/50 of the available memory in parameters fits each rank's share but not the replay as well.
+available=$(awk '/^MemAvailable:/ {print $2 * 1024}' /proc/meminfo)
+hidden=$(awk -v a="$available" 'BEGIN {printf "%d", sqrt(a / 50 / 32)}')  # 4 layers of 8 H^2
+expect_refusal "data --verify whose replay does not fit beside the ranks (--hidden $hidden)" 2 \
+  "--verify: rank 0's serial replay needs about" bin/data --hidden "$hidden" --layers 4 --verify \
+  "${out[@]}"
 
 # The settings header states the estimate, and --skip-memory-check only skips the verdict.
 if bin/serial "${small[@]}" --batch 16 --skip-memory-check --out "$tmp/skip.h5" >"$tmp/skip.log" 2>&1 &&

@@ -6,6 +6,7 @@
 #include "src/driver/startup_agreement.h"
 #include "src/errors.h"
 #include "src/memory/available_memory.h"
+#include "src/memory/scheme_memory.h"
 #include "src/mpi_session.h"
 #include "src/plan/run_prediction.h"
 #include "src/results/run_info.h"
@@ -24,8 +25,8 @@ void account_memory(RunContext& context, const MemoryNeed& need, DeviceKind devi
   try {
     check_memory_fits(context.comm, need.total(), need.breakdown(),
                       available_memory_per_rank(device, placement));
-  } catch (const InputError& e) {
-    throw InputError(std::string(e.what()) + ": use a smaller --hidden, --layers or --batch, or "
+  } catch (const AgreedError& e) {
+    throw AgreedError(std::string(e.what()) + ": use a smaller --hidden, --layers or --batch, or "
                      "more ranks (--skip-memory-check to try anyway)");
   }
 }
@@ -107,8 +108,10 @@ int start(const MpiSession& mpi, int argc, char** argv, const SchemeDefinition& 
   s.context.loads_ahead =
       loads_ahead(o.prefetch, busy, static_cast<int>(std::thread::hardware_concurrency()));
   s.context.prediction = predict_this_run(scheme, s);
-  account_memory(s.context, scheme.memory(o, mpi.rank(), mpi.size()), s.device.kind,
-                 s.placement, o.skip_memory_check);
+  const MemoryNeed need = scheme.memory(o, mpi.rank(), mpi.size());
+  account_memory(s.context, need, s.device.kind, s.placement, o.skip_memory_check);
+  if (o.verify && !o.skip_memory_check)
+    check_verify_memory_fits(MPI_COMM_WORLD, need.total(), s.device.kind, verify_replay_bytes(o));
   s.dataset = open_dataset(o.data, o.seed);
   s.schedule = TrainingSchedule::make(o, s.dataset->size(Split::train));
   return scheme.train(s);

@@ -7,6 +7,8 @@
 #include <stdexcept>
 
 #include "src/data/shuffle.h"
+#include "src/human_bytes.h"
+#include "src/memory/scheme_memory.h"
 #include "src/schemes/serial_trainer.h"
 
 namespace mlps {
@@ -151,9 +153,11 @@ void verify_run(const Options& o, const Dataset& dataset, const TrainingSchedule
   const std::string what = o.inference
                                ? std::to_string(batch_starts.size()) + " batches' forward passes"
                                : std::to_string(schedule.iterations) + " iterations";
-  std::printf("verify: recomputing %s serially on the CPU in fp64%s%s%s ...\n", what.c_str(),
-              fp64 ? "" : " and in ", fp64 ? "" : to_string(o.precision),
-              o.math == GemmCompute::tf32 ? " with TF32-rounded GEMM inputs" : "");
+  std::printf("verify: recomputing %s serially on the CPU in fp64%s%s%s (about %s of host "
+              "memory, as the memory check counted) ...\n",
+              what.c_str(), fp64 ? "" : " and in ", fp64 ? "" : to_string(o.precision),
+              o.math == GemmCompute::tf32 ? " with TF32-rounded GEMM inputs" : "",
+              human_bytes(verify_replay_bytes(o)).c_str());
   std::fflush(stdout);
   const Verification& v = record.verification =
       compare_with_serial(o, dataset, schedule, batch_starts, record.loss, parameters);

@@ -90,7 +90,36 @@ void check_memory_fits(MPI_Comm comm, double need, const std::string& what,
   MPI_Bcast(&length, 1, MPI_INT, worst.rank, comm);
   message.resize(static_cast<size_t>(length));
   MPI_Bcast(message.data(), length, MPI_CHAR, worst.rank, comm);
-  throw InputError(message);
+  throw AgreedError(message);
+}
+
+void check_verify_memory_fits(MPI_Comm comm, double rank_need, DeviceKind device,
+                              double replay_bytes) {
+  // The ranks sharing rank 0's memory: on CPUs their whole need sits beside the replay.
+  MPI_Comm node;
+  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  double held = device == DeviceKind::cpu ? rank_need : 0.0, node_held = 0;
+  MPI_Allreduce(&held, &node_held, 1, MPI_DOUBLE, MPI_SUM, node);
+  MPI_Comm_free(&node);
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  std::string message;
+  if (rank == 0) {
+    const double available = available_host_bytes();
+    if (available > 0 && replay_bytes + node_held > available)
+      message = "--verify: rank 0's serial replay needs about " + human_bytes(replay_bytes) +
+                " of host memory" +
+                (node_held > 0 ? " beside the " + human_bytes(node_held) + " its node's ranks hold"
+                               : std::string()) +
+                ", and " + human_bytes(available) + " is available there: verify at a smaller "
+                "--hidden, --layers or --batch (the check is of the scheme, not of the size), or "
+                "leave out --verify";
+  }
+  int length = static_cast<int>(message.size());
+  MPI_Bcast(&length, 1, MPI_INT, 0, comm);
+  message.resize(static_cast<size_t>(length));
+  MPI_Bcast(message.data(), length, MPI_CHAR, 0, comm);
+  if (!message.empty()) throw AgreedError(message);
 }
 
 }  // namespace mlps

@@ -25,4 +25,10 @@ AvailableMemory available_memory_per_rank(DeviceKind device, const RankPlacement
 void check_memory_fits(MPI_Comm comm, double need, const std::string& what,
                        const AvailableMemory& available);
 
+// Collective over comm: --verify's serial replay (`replay_bytes`, scheme_memory.h) runs on rank
+// 0's host beside what the ranks sharing that memory hold (`rank_need` each, counted on CPUs
+// only). Every rank throws the same AgreedError when the host does not have it available.
+void check_verify_memory_fits(MPI_Comm comm, double rank_need, DeviceKind device,
+                              double replay_bytes);
+
 }  // namespace mlps

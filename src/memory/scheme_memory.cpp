@@ -79,6 +79,22 @@ MemoryNeed serial_memory(const Options& o, bool fuse_update) {
   return need;
 }
 
+double verify_replay_bytes(const Options& o) {
+  Options replay = o;
+  replay.device = "cpu";  // the replay runs on the host whatever the run's device
+  Options exact = replay;
+  exact.precision = Precision::fp64;
+  const double fp64_model = serial_memory(exact, false).total();
+  const double run_model = o.precision == Precision::fp64 ? 0.0 : serial_memory(replay, false).total();
+  if (o.inference) return std::max(fp64_model, run_model);  // forward passes: no copies gathered
+  // A gathered copy of every parameter in fp64 (NamedTensor): the scheme's, held throughout; the
+  // fp64 replay's, gathered while its model lives and kept while the run's precision replays.
+  const double copy = 8.0 * as_double(parameter_count(o.model));
+  double peak = fp64_model + copy;
+  if (o.precision != Precision::fp64) peak = std::max(peak, copy + run_model + copy);
+  return copy + peak;
+}
+
 MemoryNeed data_memory(const Options& o, int ranks, const DataParallelConfig& config) {
   MemoryNeed need;
   const double e = as_double(static_cast<int64_t>(element_bytes(o.precision)));

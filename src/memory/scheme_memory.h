@@ -19,6 +19,10 @@ namespace mlps {
 
 // fuse_update: as asked of SerialTrainer (its dW block where the fused update applies).
 MemoryNeed serial_memory(const Options& o, bool fuse_update);
+// What --verify adds on rank 0, in host memory whatever the run's device: the serial replay in
+// fp64 (and, unless fp64, in the run's precision after it) on the CPU, and the fp64 copies of the
+// parameters it compares (src/driver/verification.cpp), at the largest moment.
+double verify_replay_bytes(const Options& o);
 MemoryNeed data_memory(const Options& o, int ranks, const DataParallelConfig& config);
 MemoryNeed pipeline_memory(const Options& o, const PipelineLayout& layout, int stage);
 // The rows and widths of a tensor-parallel rank's activations (its memory counts them; the
