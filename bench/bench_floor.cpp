@@ -53,6 +53,13 @@ int run(const MpiSession& mpi, int argc, char** argv) {
   }
   const Options& o = parser.options();
   if (mpi.size() != 1) throw InputError("bin/bench_floor runs on one rank");
+  // Its floor comes from --kernels; a machine description would be silently unused.
+  if (!o.machine.empty() && o.machine != "none")
+    throw InputError("--machine " + o.machine + ": bin/bench_floor predicts nothing (its floor "
+                     "comes from --kernels); leave --machine out");
+  // Two files are written, the second named after the first: an unnamed first is no name.
+  if (o.out.empty())
+    throw InputError("--out '': name the result file (default results/bench/floor-serial.h5)");
   const KernelRates rates(kernels_json);
   const DeviceKind device = resolve_device(o.device);
   const std::string backend = to_string(device);

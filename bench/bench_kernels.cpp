@@ -17,6 +17,7 @@
 #include "bench/support/elementwise_benchmarks.h"
 #include "bench/support/fma_peak.h"
 #include "bench/support/gemm_benchmarks.h"
+#include "src/errors.h"
 #include "bench/support/sample_load_benchmark.h"
 #include "bench/support/weight_restream_benchmarks.h"
 #include "bench/support/weight_update_benchmarks.h"
@@ -150,8 +151,14 @@ int main(int argc, char** argv) {
   mlps::cpu::choose_blas_core(argv);  // before the first GEMM: the processor's own kernels
   try {
     return mlps::kernel_bench::run(argc, argv);
+  } catch (const mlps::InputError& e) {
+    std::cerr << "bench_kernels: error: " << e.what() << "\n";
+    return 2;
+  } catch (const mlps::OutputError& e) {
+    std::cerr << "bench_kernels: error: " << e.what() << "\n";
+    return 1;
   } catch (const std::exception& e) {
-    std::cerr << "bench_kernels: " << e.what() << "\n";
+    std::cerr << "bench_kernels: fatal: " << e.what() << "\n";
     return 1;
   }
 }

@@ -53,7 +53,8 @@ int main(int argc, char** argv) {
                    "for 4 blocks on 3 stages: stage 0 also holds the embedding and the last "
                    "stage the classifier; every stage at least one block, the sum = --layers "
                    "(default: the contiguous split minimising the largest stage's parameter "
-                   "count)");
+                   "count)")
+        ->check(non_empty());
   };
   scheme.check_options = [&](const Options&) { check_pipeline_flags(p); };
   scheme.check_grid = [&](const Options& o, int ranks) {

@@ -47,14 +47,16 @@ int write_calibration(const std::string& path, const std::string& kernels_path,
   if (!core_path.empty()) core.emplace(core_path);
   std::optional<CommBenchRecord> cold;
   if (!cold_comm_path.empty()) cold.emplace(read_comm_bench_hdf5(cold_comm_path));
-  const std::string text =
+  const nlohmann::json description =
       calibrated_machine({kernels, comm, comm_path, ranks_per_node, memory.bytes,
                           "measured when calibrating: " + memory.where, by_rows,
                           optimizer ? &*optimizer : nullptr, restream,
-                          core ? &*core : nullptr, cold ? &*cold : nullptr, cold_comm_path})
-          .dump(2) + "\n";
+                          core ? &*core : nullptr, cold ? &*cold : nullptr, cold_comm_path});
+  // Checked as plans will read it before it is written: a refused one never reaches the file.
+  const MachineDescription m =
+      check_machine_description(description, path + " (as calibrated, not written)");
+  const std::string text = description.dump(2) + "\n";
   publish_file(path, std::span<const char>(text.data(), text.size()));
-  const MachineDescription m = load_machine_description(path);  // what plans will read
   std::printf("wrote %s: %s, %d ranks per node, GEMM %.3g / %.3g TFLOP/s (fp32 / fp64), "
               "%.3g GB/s (optimizer %.3g GB/s), link %.3g us per step and %.3g GB/s\n",
               path.c_str(), m.name.c_str(), m.ranks_per_node, m.gemm_fp32_flops / 1e12,
@@ -202,10 +204,13 @@ int main(int argc, char** argv) {
     }
     return 0;
   } catch (const InputError& e) {
-    std::fprintf(stderr, "plan: %s\n", e.what());
+    std::fprintf(stderr, "plan: error: %s\n", e.what());
     return 2;
+  } catch (const OutputError& e) {
+    std::fprintf(stderr, "plan: error: %s\n", e.what());
+    return 1;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "plan: %s\n", e.what());
+    std::fprintf(stderr, "plan: fatal: %s\n", e.what());
     return 1;
   }
 }

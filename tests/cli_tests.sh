@@ -378,4 +378,15 @@ else
   skip "a full disk at the result write" "mounting a small tmpfs needs root"
 fi
 
+# Smaller refusals: each one line "<program>: error: ...", exit 2, nothing written.
+tiny_args
+expect_refusal "pipeline --partition ''" 1 "pipeline: error: --partition: must not be empty" \
+  bin/pipeline "${args[@]}" --partition '' --out "$tmp/refused.h5"
+expect_refusal "bench_floor --out ''" 1 "bench_floor: error: --out '': name the result file" \
+  bin/bench_floor "${args[@]}" --out ''
+expect_refusal "bench_floor --machine (it predicts nothing)" 1 "bench_floor: error: --machine" \
+  bin/bench_floor "${args[@]}" --machine "$tmp/absent.json" --out "$tmp/refused.h5"
+expect_refusal "bench_kernels with an unknown option" 1 "bench_kernels: error: unknown option" \
+  bin/bench_kernels --no-such-option
+
 finish

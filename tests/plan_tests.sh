@@ -176,13 +176,15 @@ echo '{"name": "m", "ranks_per_node": 8}' >"$tmp/partial.json"
 expect_refusal "a run given a malformed machine" 2 "ranks_share_node" bin/data "${run_model[@]}" \
   --machine "$tmp/partial.json" --out "$tmp/refused.h5"
 
-# refuse NAME PATTERN ARGS...: exit 2, one line on stderr naming PATTERN, no --json file.
+# refuse NAME PATTERN ARGS...: exit 2, one line on stderr, "plan: error: ..." naming PATTERN, no
+# --json (or --calibrate) file $tmp/refused.json.
 refuse() {
   local name=$1 pattern=$2 status=0
   shift 2
   rm -f "$tmp/refused.json"
   bin/plan "${model[@]}" "$@" >/dev/null 2>"$tmp/err" || status=$?
-  if ((status != 2)) || [[ $(grep -c . "$tmp/err") != 1 ]] || ! grep -q -F -- "$pattern" "$tmp/err"
+  if ((status != 2)) || [[ $(grep -c . "$tmp/err") != 1 ]] || ! grep -q -F -- "$pattern" "$tmp/err" ||
+     ! grep -q '^plan: error: ' "$tmp/err"
   then not_ok "$name" "exit $status: $(head -c 300 "$tmp/err")"
   elif [[ -e $tmp/refused.json ]]; then not_ok "$name" "left a --json file"
   else ok "$name is refused in one line"; fi
@@ -199,6 +201,20 @@ refuse "--calibrate from a file that is not bench_comm's" "not an HDF5 file" \
   --calibrate "$tmp/c.json" --kernels "$tmp/kernels.json" --comm-bench "$tmp/kernels.json"
 refuse "--calibrate from a bench_comm --evict-bytes sweep" "calibrate from a sweep without it" \
   --calibrate "$tmp/c.json" --kernels "$tmp/kernels.json" --comm-bench "$tmp/comm-cold.h5"
+# Kernel rates of zero give a description plans would refuse: refused before it is written.
+if [[ -s $tmp/kernels.json ]]; then
+  "$python" - "$tmp/kernels.json" "$tmp/zero-kernels.json" <<'PY'
+import json, sys
+data = json.load(open(sys.argv[1]))
+for b in data["benchmarks"]:
+    for key in ("TFLOP/s", "GB/s"):
+        if key in b:
+            b[key] = 0.0
+json.dump(data, open(sys.argv[2], "w"))
+PY
+  refuse "--calibrate from kernel rates of zero" "must be positive" \
+    --calibrate "$tmp/refused.json" --kernels "$tmp/zero-kernels.json" --comm-bench "$tmp/comm.h5"
+fi
 refuse "--comm-bench-cold without --evict-bytes" "not a bench_comm --evict-bytes sweep" \
   --calibrate "$tmp/c.json" --kernels "$tmp/kernels.json" --comm-bench "$tmp/comm.h5" \
   --comm-bench-cold "$tmp/comm.h5"

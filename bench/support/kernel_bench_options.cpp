@@ -89,24 +89,24 @@ std::variant<std::vector<std::string>, int> parse_kernel_bench_options(int argc,
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help
-    std::cerr << "bench_kernels: " << e.what() << " (see --help)\n";
+    std::cerr << "bench_kernels: error: " << e.what() << " (see --help)\n";
     return 2;
   }
   options.backends_given = backends->count() > 0;
   try {
     check_sizes_countable(options.model, options.batch);
   } catch (const InputError& e) {
-    std::cerr << "bench_kernels: " << e.what() << "\n";
+    std::cerr << "bench_kernels: error: " << e.what() << "\n";
     return 2;
   }
   std::vector<std::string> rest;
   for (const auto& arg : app.remaining()) {
     if (arg.rfind("--benchmark_", 0) != 0 && arg.rfind("--v=", 0) != 0) {
-      std::cerr << "bench_kernels: unknown option '" << arg << "' (see --help)\n";
+      std::cerr << "bench_kernels: error: unknown option '" << arg << "' (see --help)\n";
       return 2;
     }
     if (const std::string why = pass_through_problem(arg); !why.empty()) {
-      std::cerr << "bench_kernels: " << why << "\n";
+      std::cerr << "bench_kernels: error: " << why << "\n";
       return 2;
     }
     rest.push_back(arg);

@@ -39,6 +39,9 @@ class DescriptionReader {
       throw InputError("--machine " + path + ": not JSON (" + e.what() + ")");
     }
   }
+  // A description not yet in a file; `label` names it in messages.
+  DescriptionReader(nlohmann::json json, std::string label)
+      : path_(std::move(label)), json_(std::move(json)) {}
   // A positive figure: {"value": x, "source": "..."} at key path a.b.
   double figure(const std::string& a, const std::string& b = "") const {
     const std::string name = b.empty() ? a : a + "." + b;
@@ -204,8 +207,9 @@ double MachineDescription::data_loading_seconds(double rows, int ranks_on_node,
   return ranks * rows * sample_load_seconds / cores;
 }
 
-MachineDescription load_machine_description(const std::string& path) {
-  const DescriptionReader in(path);
+namespace {
+
+MachineDescription read_description(const DescriptionReader& in) {
   MachineDescription m;
   m.name = in.value<std::string>("name");
   m.ranks_per_node = in.value<int>("ranks_per_node");
@@ -249,6 +253,17 @@ MachineDescription load_machine_description(const std::string& path) {
   if (!m.weight_restream_rows_fraction.empty() && m.weight_restream_bandwidth <= 0)
     in.fail("weight_restream_rows_fraction needs weight_restream_bandwidth");
   return m;
+}
+
+}  // namespace
+
+MachineDescription load_machine_description(const std::string& path) {
+  return read_description(DescriptionReader(path));
+}
+
+MachineDescription check_machine_description(const nlohmann::json& description,
+                                             const std::string& label) {
+  return read_description(DescriptionReader(description, label));
 }
 
 }  // namespace mlps

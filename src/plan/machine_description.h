@@ -4,6 +4,7 @@
 // link (within a node, between nodes), the time of a collective as alpha-beta: one latency per
 // ring step plus the bytes nccl-tests' bus-bandwidth counts at the link's bus bandwidth. Every
 // figure in the file carries its source ({"value": 4.5e11, "source": "..."}).
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -114,5 +115,9 @@ struct MachineDescription {
 
 // Reads and checks a description: InputError naming the file and the missing or bad key.
 MachineDescription load_machine_description(const std::string& path);
+// The same checks on a description not yet written (bin/plan --calibrate checks before it
+// publishes, so a refused description never reaches its file); `label` names it in messages.
+MachineDescription check_machine_description(const nlohmann::json& description,
+                                             const std::string& label);
 
 }  // namespace mlps
