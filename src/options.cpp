@@ -117,7 +117,7 @@ OptionParser::OptionParser(const std::string& program, const std::string& descri
   }
   app.add_option("--timeout", o.timeout, "seconds without a completed step or evaluation batch "
                  "after which a rank prints its last communication calls and ends the job "
-                 "(0: never; default $MLPSCALE_TIMEOUT or 0)")->check(non_negative_real());
+                 "(0: never; default $MLPSCALE_TIMEOUT, else 1800)")->check(non_negative_real());
   app.add_option("--check-grid", o.check_grid, "check these options and the grid for N ranks "
                  "on one process, print the grid and exit: status 0 if it fits, 3 with the reason "
                  "if the grid does not fit N ranks, this batch or this model, 2 for a bad option "

@@ -50,8 +50,10 @@ struct Options {
   int64_t eval_samples = 0;  // 0: the whole test split
   bool verify = false;
   // --timeout: seconds without a completed step or evaluation batch before a rank reports its
-  // last communication calls and ends the job (0: never); default MLPSCALE_TIMEOUT.
-  double timeout = 0;
+  // last communication calls and ends the job (0: never); default MLPSCALE_TIMEOUT, else half
+  // an hour: far beyond any step that fits in memory here, and a stopped or lost rank no longer
+  // holds the others (and the job's allocation) until its time limit.
+  double timeout = 1800;
   // Train even when the memory accounting says the run does not fit (available_memory.h).
   bool skip_memory_check = false;
   // --check-grid N: check the grid rules for N ranks, print the grid and exit (0: never).

@@ -1,6 +1,7 @@
 // OptionParser: the tutorial's defaults, command-line parsing, JSON configs (and the command line
 // overriding them), the inputs/tutorial.json preset, one-line InputErrors naming the bad option,
 // key or file, the resolved JSON recorded in result files, and --help.
+#include <cstdlib>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -78,6 +79,18 @@ TEST(OptionDefaults, MatchTheTutorial) {
   EXPECT_EQ(o.comm, "auto");
   EXPECT_TRUE(o.out.empty());
   EXPECT_FALSE(o.verify);
+}
+
+// The watchdog is armed unless turned off: a stopped rank must not hold a job to its time limit.
+TEST(OptionDefaults, TimeoutIsHalfAnHourUnlessTheEnvironmentSetsIt) {
+  const char* saved = std::getenv("MLPSCALE_TIMEOUT");
+  const std::string kept = saved ? saved : "";
+  unsetenv("MLPSCALE_TIMEOUT");
+  EXPECT_EQ(parsed({}).timeout, 1800);
+  setenv("MLPSCALE_TIMEOUT", "0", 1);
+  EXPECT_EQ(parsed({}).timeout, 0);
+  EXPECT_EQ(parsed({"--timeout", "7"}).timeout, 7);
+  if (saved) setenv("MLPSCALE_TIMEOUT", kept.c_str(), 1); else unsetenv("MLPSCALE_TIMEOUT");
 }
 
 TEST(OptionParsing, EveryOptionSetsItsField) {
