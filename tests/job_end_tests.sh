@@ -40,7 +40,9 @@ fi
 
 # --- Three runs writing one --out at once --------------------------------------------------------
 # Each holds its finished file for a moment before putting it in place, so the three overlap.
-# Before: unlink-then-link let a writer find the name taken ("cannot link ... File exists").
+# Before, unlink-then-link left a window of microseconds in which a writer found the name taken
+# ("cannot link ... File exists"), too short to hit on demand; now a rename replaces the file,
+# so this checks the outcome: every writer succeeds and the last to finish wins.
 mkdir -p "$tmp/race"
 pids=()
 for i in 1 2 3; do
