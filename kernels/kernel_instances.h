@@ -11,6 +11,21 @@
   template void gemm<T>(bool, bool, int64_t, int64_t, int64_t, T, const T*, int64_t, const T*, \
                         int64_t, T, T*, int64_t, GemmCompute);
 
+// The 16-bit storage types with each output type of their GEMM (itself, or float).
+#define MLPS_INSTANTIATE_16BIT_GEMM()                                                          \
+  MLPS_GEMM_16BIT_INSTANCE(bf16, bf16) MLPS_GEMM_16BIT_INSTANCE(bf16, float)                    \
+  MLPS_GEMM_16BIT_INSTANCE(fp16, fp16) MLPS_GEMM_16BIT_INSTANCE(fp16, float)
+#define MLPS_GEMM_16BIT_INSTANCE(S, C)                                                          \
+  template void gemm_16bit<S, C>(bool, bool, int64_t, int64_t, int64_t, float, const S*, int64_t, \
+                                 const S*, int64_t, float, C*, int64_t, float*);
+
+#define MLPS_INSTANTIATE_16BIT_UPDATES()                                                     \
+  MLPS_UPDATE_16BIT_INSTANCE(bf16) MLPS_UPDATE_16BIT_INSTANCE(fp16)
+#define MLPS_UPDATE_16BIT_INSTANCE(S)                                                         \
+  template void adam_update_16bit<S>(float*, S*, float*, float*, float*, int64_t,             \
+                                     const AdamStep&, GradAfterUpdate);                       \
+  template void sgd_update_16bit<S>(float*, S*, float*, int64_t, double, GradAfterUpdate);
+
 #define MLPS_ELEMENTWISE_INSTANCES(T)                                           \
   template void bias_add<T>(T*, const T*, int64_t, int64_t);                    \
   template void bias_grad<T>(T*, const T*, int64_t, int64_t, bool);             \

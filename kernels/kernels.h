@@ -50,6 +50,10 @@ constexpr size_t wire_bytes(StorageFormat wire, size_t full_bytes) {
   return wire == StorageFormat::full ? full_bytes : 2;
 }
 
+// The 16-bit storage types (kernels/half_types.h); the kernel interface only passes pointers.
+struct bf16;
+struct fp16;
+
 namespace cpu {
 #include "kernel_api.inc"
 // Threads per rank: OpenBLAS's, which the kernels' loops share (kernels/cpu/parallel_loops.h).

@@ -8,6 +8,7 @@
 #include "kernels/cpu/blas_dims.h"
 #include "kernels/cpu/float16_bits.h"
 #include "kernels/cpu/parallel_loops.h"
+#include "kernels/half_types.h"
 #include "kernels/kernel_instances.h"
 #include "kernels/kernels.h"
 
@@ -49,6 +50,27 @@ std::vector<float> tf32_copy(const float* x, int64_t rows, int64_t cols, int64_t
 // Below this C is cheap to zero either way, and OpenBLAS's own pass saves a call.
 constexpr int64_t kZeroItselfFrom = int64_t{1} << 16;
 
+// A 16-bit value's bits: the types are standard-layout structs of one uint16_t.
+template <typename S>
+const uint16_t* bits_of(const S* x) { return reinterpret_cast<const uint16_t*>(x); }
+
+// x [rows × cols] (row stride ld) widened into the compact dst [rows × cols], exactly.
+template <typename S>
+void widen_matrix(float* dst, const S* x, int64_t rows, int64_t cols, int64_t ld) {
+  if (ld == cols) return unpack_16bit(dst, bits_of(x), rows * cols, format_of<S>());
+  for (int64_t r = 0; r < rows; ++r)
+    unpack_16bit(dst + r * cols, bits_of(x) + r * ld, cols, format_of<S>());
+}
+
+// The compact src [rows × cols] rounded into x (row stride ld).
+template <typename S>
+void narrow_matrix(S* x, int64_t ld, const float* src, int64_t rows, int64_t cols) {
+  auto* bits = reinterpret_cast<uint16_t*>(x);
+  if (ld == cols) return pack_16bit(bits, src, rows * cols, format_of<S>());
+  for (int64_t r = 0; r < rows; ++r)
+    pack_16bit(bits + r * ld, src + r * cols, cols, format_of<S>());
+}
+
 }  // namespace
 
 template <typename T>
@@ -74,11 +96,44 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, 
             d.k, alpha, a, d.lda, b, d.ldb, beta, c, d.ldc);
 }
 
+int64_t gemm_16bit_scratch(int64_t m, int64_t n, int64_t k, bool c_is_16bit) {
+  return m * k + k * n + (c_is_16bit ? m * n : 0);
+}
+
+template <typename S, typename C>
+void gemm_16bit(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                const S* a, int64_t lda, const S* b, int64_t ldb, float beta, C* c, int64_t ldc,
+                float* scratch) {
+  if (m == 0 || n == 0) return;
+  mlps::detail::gemm_dims(trans_a, trans_b, m, n, k, lda, ldb, ldc);  // the shapes' checks
+  // The operands as stored (op(A) is m × k), widened into compact copies.
+  const int64_t a_rows = trans_a ? k : m, a_cols = trans_a ? m : k;
+  const int64_t b_rows = trans_b ? n : k, b_cols = trans_b ? k : n;
+  float* a32 = scratch;
+  float* b32 = a32 + m * k;
+  widen_matrix(a32, a, a_rows, a_cols, lda);
+  widen_matrix(b32, b, b_rows, b_cols, ldb);
+  if constexpr (std::is_same_v<C, float>) {
+    gemm<float>(trans_a, trans_b, m, n, k, alpha, a32, a_cols, b32, b_cols, beta, c, ldc);
+  } else {
+    float* c32 = b32 + k * n;
+    if (beta != 0.0f) widen_matrix(c32, c, m, n, ldc);
+    gemm<float>(trans_a, trans_b, m, n, k, alpha, a32, a_cols, b32, b_cols, beta, c32, n);
+    narrow_matrix(c, ldc, c32, m, n);
+  }
+}
+
+const char* gemm_16bit_call(StorageFormat format) {
+  return format == StorageFormat::fp16 ? "cblas_sgemm of fp16 widened to fp32"
+                                       : "cblas_sgemm of bf16 widened to fp32";
+}
+
 const char* gemm_call(GemmCompute compute, bool fp64) {
   if (fp64) return "cblas_dgemm";
   return compute == GemmCompute::tf32 ? "cblas_sgemm of TF32-rounded copies" : "cblas_sgemm";
 }
 
 MLPS_INSTANTIATE_KERNELS(MLPS_GEMM_INSTANCES)
+MLPS_INSTANTIATE_16BIT_GEMM()
 
 }  // namespace mlps::cpu
