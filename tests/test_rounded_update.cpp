@@ -10,6 +10,7 @@
 
 #include "kernels/kernels.h"
 #include "tests/cuda_test_support.h"
+#include "tests/half_values.h"
 #include "tests/reference_kernels.h"
 
 namespace mlps {
@@ -82,6 +83,59 @@ TEST(RoundedUpdate, CpuSgdEqualsUpdateThenCopyThenRoundBitForBit) {
     EXPECT_TRUE(same_bits(fused.value, apart.value));
     EXPECT_TRUE(same_bits(fused.grad, apart.grad));
   }
+}
+
+// Typed storage's copy (adam_update_16bit, sgd_update_16bit): the 16-bit values themselves,
+// whose bits are the emulated update's float copy's, with the same master, moments and gradient.
+using test::widened;
+
+template <typename S>
+void typed_update_equals_rounded(bool adam, const char* what) {
+  State typed = random_state(110), emulated = random_state(110);
+  const int64_t n = static_cast<int64_t>(typed.master.size());
+  std::vector<S> value(static_cast<size_t>(n));
+  if (adam) {
+    cpu::adam_update_16bit<S>(typed.master.data(), value.data(), typed.grad.data(),
+                              typed.m.data(), typed.v.data(), n, adam_step(1.0 / 64),
+                              GradAfterUpdate::zeroed);
+    cpu::adam_update_rounded(emulated.master.data(), emulated.value.data(),
+                             emulated.grad.data(), emulated.m.data(), emulated.v.data(), n,
+                             adam_step(1.0 / 64), GradAfterUpdate::zeroed, format_of<S>());
+  } else {
+    cpu::sgd_update_16bit<S>(typed.master.data(), value.data(), typed.grad.data(), n, 0.01,
+                             GradAfterUpdate::kept);
+    cpu::sgd_update_rounded(emulated.master.data(), emulated.value.data(), emulated.grad.data(),
+                            n, 0.01, GradAfterUpdate::kept, format_of<S>());
+  }
+  EXPECT_TRUE(same_bits(widened(value), emulated.value)) << what;
+  EXPECT_TRUE(same_bits(typed.master, emulated.master)) << what;
+  EXPECT_TRUE(same_bits(typed.m, emulated.m)) << what;
+  EXPECT_TRUE(same_bits(typed.v, emulated.v)) << what;
+  EXPECT_TRUE(same_bits(typed.grad, emulated.grad)) << what;
+#ifdef MLPSCALE_WITH_CUDA
+  if (!cuda::gpu_available()) return;
+  using cuda_test::GpuArray;
+  const State start = random_state(110);
+  GpuArray<float> master(start.master), grad(start.grad), m(start.m), v(start.v);
+  GpuArray<S> gpu_value(std::vector<S>(static_cast<size_t>(n)));
+  if (adam)
+    cuda::adam_update_16bit<S>(master.get(), gpu_value.get(), grad.get(), m.get(), v.get(), n,
+                               adam_step(1.0 / 64), GradAfterUpdate::zeroed);
+  else
+    cuda::sgd_update_16bit<S>(master.get(), gpu_value.get(), grad.get(), n, 0.01,
+                              GradAfterUpdate::kept);
+  // The GPU's copy is its own master rounded (its master may differ in the last bit).
+  std::vector<float> rounded = master.host();
+  cpu::round_to_storage(rounded.data(), 1, n, n, format_of<S>());
+  EXPECT_TRUE(same_bits(widened(gpu_value.host()), rounded)) << what << " on the GPU";
+#endif
+}
+
+TEST(RoundedUpdate, TypedCopyHasTheEmulatedCopysBits) {
+  typed_update_equals_rounded<bf16>(true, "adam bf16");
+  typed_update_equals_rounded<fp16>(true, "adam fp16");
+  typed_update_equals_rounded<bf16>(false, "sgd bf16");
+  typed_update_equals_rounded<fp16>(false, "sgd fp16");
 }
 
 TEST(RoundedUpdate, FullStorageHasNoRoundedUpdate) {

@@ -8,6 +8,7 @@
 #include "kernels/cuda/cuda_context.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/storage_formats.cuh"
+#include "kernels/half_types.h"
 #include "kernels/kernel_instances.h"
 #include "kernels/kernels.h"
 
@@ -23,18 +24,26 @@ struct AdamScalars {
   T beta1, beta2, one_minus_beta1, one_minus_beta2, step_size, inv_sqrt_bc2, eps, grad_scale;
   bool scaled;  // grad_scale != 1: an unscaled step does exactly the operations it always did
   bool zero_grad;  // GradAfterUpdate::zeroed
-  // Mixed precision: the updated fp32 master also goes to `rounded` in this 16-bit format, in the
-  // same pass (full: not written; every thread takes the same branch).
+  // Mixed precision: the updated fp32 master also goes, in the same pass, to `rounded` (an fp32
+  // copy holding 16-bit values, the emulation) or to `bits` (typed storage: the 16-bit values
+  // themselves) in this 16-bit format (full: neither is written; every thread takes the same
+  // branch).
   T* rounded;
+  unsigned short* bits;
   StorageFormat format;
 };
 
-// The new value rounded to a 16-bit storage format (full: not written); float only.
+// The new value rounded to a 16-bit storage format, as an fp32 value or as its bits (full: not
+// written); float only.
 template <typename T>
-__device__ void write_rounded(T* rounded, int64_t i, T p, StorageFormat format) {
+__device__ void write_rounded(T* rounded, unsigned short* bits, int64_t i, T p,
+                              StorageFormat format) {
   if constexpr (std::is_same_v<T, float>) {
-    if (format == StorageFormat::bf16) rounded[i] = Bf16::from_bits(Bf16::to_bits(p));
-    else if (format == StorageFormat::fp16) rounded[i] = Fp16::from_bits(Fp16::to_bits(p));
+    if (format == StorageFormat::full) return;
+    const unsigned short b =
+        format == StorageFormat::bf16 ? Bf16::to_bits(p) : Fp16::to_bits(p);
+    if (bits) bits[i] = b;
+    else rounded[i] = format == StorageFormat::bf16 ? Bf16::from_bits(b) : Fp16::from_bits(b);
   }
 }
 
@@ -50,25 +59,26 @@ __global__ void adam_kernel(T* param, T* grad, T* m, T* v, int64_t n, AdamScalar
     const T p = param[i] - s.step_size * mi / (sqrt(vi) * s.inv_sqrt_bc2 + s.eps);
     param[i] = p;
     if (s.zero_grad) grad[i] = T(0);
-    write_rounded(s.rounded, i, p, s.format);
+    write_rounded(s.rounded, s.bits, i, p, s.format);
   }
 }
 
 template <typename T>
 __global__ void sgd_kernel(T* param, T* grad, int64_t n, T rate, bool zero_grad, T* rounded,
-                           StorageFormat format) {
+                           unsigned short* bits, StorageFormat format) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
     const T p = param[i] - rate * grad[i];
     param[i] = p;
     if (zero_grad) grad[i] = T(0);
-    write_rounded(rounded, i, p, format);
+    write_rounded(rounded, bits, i, p, format);
   }
 }
 
 template <typename T>
 AdamScalars<T> adam_scalars(const AdamStep& step, GradAfterUpdate after, T* rounded = nullptr,
-                            StorageFormat format = StorageFormat::full) {
+                            StorageFormat format = StorageFormat::full,
+                            unsigned short* bits = nullptr) {
   return {static_cast<T>(step.beta1),
           static_cast<T>(step.beta2),
           static_cast<T>(1.0 - step.beta1),
@@ -80,6 +90,7 @@ AdamScalars<T> adam_scalars(const AdamStep& step, GradAfterUpdate after, T* roun
           step.grad_scale != 1.0,
           after == GradAfterUpdate::zeroed,
           rounded,
+          bits,
           format};
 }
 
@@ -103,7 +114,7 @@ template <typename T>
 void sgd_update(T* param, T* grad, int64_t n, double lr, GradAfterUpdate after) {
   if (n == 0) return;
   MLPS_LAUNCH(sgd_kernel<T>, detail::grid_blocks(n, kThreads), kThreads, 0, detail::stream(),
-      param, grad, n, static_cast<T>(lr), after == GradAfterUpdate::zeroed, nullptr,
+      param, grad, n, static_cast<T>(lr), after == GradAfterUpdate::zeroed, nullptr, nullptr,
       StorageFormat::full);
   MLPS_CUDA_CHECK_LAUNCH();
 }
@@ -124,12 +135,39 @@ void sgd_update_rounded(float* master, float* value, float* grad, int64_t n, dou
   check_rounded_format(format);
   if (n == 0) return;
   const auto blocks = detail::grid_blocks(n, kThreads);
-  const bool zero = after == GradAfterUpdate::zeroed;
   MLPS_LAUNCH(sgd_kernel<float>, blocks, kThreads, 0, detail::stream(), master, grad, n,
-              static_cast<float>(lr), zero, value, format);
+              static_cast<float>(lr), after == GradAfterUpdate::zeroed, value, nullptr, format);
+  MLPS_CUDA_CHECK_LAUNCH();
+}
+
+// A 16-bit type's buffer as the bits the kernels write (a standard-layout struct of one uint16_t).
+template <typename S>
+unsigned short* bits_of(S* value) {
+  return reinterpret_cast<unsigned short*>(value);
+}
+
+template <typename S>
+void adam_update_16bit(float* master, S* value, float* grad, float* m, float* v, int64_t n,
+                       const AdamStep& step, GradAfterUpdate after) {
+  if (n == 0) return;
+  const AdamScalars<float> s =
+      adam_scalars<float>(step, after, nullptr, format_of<S>(), bits_of(value));
+  MLPS_LAUNCH(adam_kernel<float>, detail::grid_blocks(n, kThreads), kThreads, 0,
+              detail::stream(), master, grad, m, v, n, s);
+  MLPS_CUDA_CHECK_LAUNCH();
+}
+
+template <typename S>
+void sgd_update_16bit(float* master, S* value, float* grad, int64_t n, double lr,
+                      GradAfterUpdate after) {
+  if (n == 0) return;
+  MLPS_LAUNCH(sgd_kernel<float>, detail::grid_blocks(n, kThreads), kThreads, 0,
+              detail::stream(), master, grad, n, static_cast<float>(lr),
+              after == GradAfterUpdate::zeroed, nullptr, bits_of(value), format_of<S>());
   MLPS_CUDA_CHECK_LAUNCH();
 }
 
 MLPS_INSTANTIATE_KERNELS(MLPS_OPTIMIZER_INSTANCES)
+MLPS_INSTANTIATE_16BIT_UPDATES()
 
 }  // namespace mlps::cuda
