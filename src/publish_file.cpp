@@ -105,6 +105,7 @@ void publish_file(const std::string& path, std::span<const char> bytes) {
   // and of several runs writing one path the last to finish wins.
   const std::string named = path + ".tmp." + std::to_string(getpid());
   const std::string self = "/proc/self/fd/" + std::to_string(fd.get());
+  ::unlink(named.c_str());  // a SIGKILLed run's leftover of this name (its pid reused)
   if (::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, named.c_str(), AT_SYMLINK_FOLLOW) != 0) {
     // No /proc (some containers) or no permission to link: the bytes are still here.
     if (errno == ENOENT || errno == EPERM || errno == EACCES)
