@@ -76,7 +76,7 @@ MPI_TEST_SRCS := $(wildcard tests/mpi/*.cpp)
 MPI_TEST_OBJS := $(MPI_TEST_SRCS:%.cpp=$(BUILD)/%.o)
 MPI_TESTS := $(BIN)/mpi_tests
 
-.PHONY: all deps test bench plots calibrate run-tests run-bench clean help
+.PHONY: all deps test bench plots calibrate gpu-check run-tests run-bench clean help
 all: $(PROGRAMS) $(UNIT_TESTS) $(MPI_TESTS)
 
 help:
@@ -86,6 +86,7 @@ help:
 	@echo "make test       deps, build, run the unit and command-line tests (and the emulated GPU's, with HIP_CPU_HOME)"
 	@echo "make bench      deps, build, run the kernel, floor, collective and data-parallel benchmarks, then plots"
 	@echo "make calibrate  measure this machine into inputs/machines/local.json (bin/plan's and every run's prediction)"
+	@echo "make gpu-check  on a machine with NVIDIA GPUs: build for it, check and time it (results/gpu-check)"
 	@echo "make plots      render the result and --trace files under results/ (or RESULTS=DIR) into plots/ there"
 	@echo "make clean      remove build/ and bin/"
 
@@ -116,6 +117,11 @@ run-bench: all
 
 calibrate: all
 	@bash bench/calibrate.sh
+
+# The prepared GPU check (tests/gpu_check.sh): builds for this machine's GPU and runs its
+# checks and measurements into results/gpu-check, with a one-screen summary.
+gpu-check: deps
+	@bash tests/gpu_check.sh
 
 $(LIB): $(LIB_OBJS)
 	@mkdir -p $(@D)

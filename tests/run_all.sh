@@ -124,6 +124,14 @@ if [[ -n ${HIP_CPU_HOME:-} && -f $HIP_CPU_HOME/include/hip/hip_runtime.h ]]; the
   rc=$?
   counts=$(plain | sed -nE 's/.*\b([0-9]+) passed, ([0-9]+) failed.*/\1 \2/p' | tail -n1)
   add_suite "tests/emulated_gpu_tests.sh" "$rc" "${counts% *}" "${counts#* }"
+  # The prepared GPU check's own logic, at tiny sizes on the emulated GPU (make gpu-check).
+  echo "=== tests/gpu_check.sh --dry-run bin/emulate"
+  gpu_check_out=$(mktemp -d)
+  bash tests/gpu_check.sh --dry-run bin/emulate --out "$gpu_check_out" 2>&1 | tee "$log"
+  rc=$?
+  rm -rf "$gpu_check_out"
+  counts=$(plain | sed -nE 's/.*\b([0-9]+) passed, ([0-9]+) failed.*/\1 \2/p' | tail -n1)
+  add_suite "tests/gpu_check.sh --dry-run" "$rc" "${counts% *}" "${counts#* }"
 else
   echo "=== emulated GPU: HIP-CPU not found (HIP_CPU_HOME=${HIP_CPU_HOME:-unset}): the CUDA backend is not run; CUDA tests above are skipped without a GPU"
 fi
