@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "src/broadcast_refusal.h"
 #include "src/errors.h"
 
 namespace mlps {
@@ -27,14 +28,6 @@ std::vector<Setting> settings_of(const std::string& program, const std::string& 
       if (!rank_local(name))
         out.emplace_back(name, value.is_string() ? value.get<std::string>() : value.dump());
   return out;
-}
-
-std::string broadcast_string(MPI_Comm comm, std::string text, int root) {
-  long long length = static_cast<long long>(text.size());
-  MPI_Bcast(&length, 1, MPI_LONG_LONG, root, comm);
-  text.resize(static_cast<size_t>(length));
-  MPI_Bcast(text.data(), static_cast<int>(length), MPI_CHAR, root, comm);
-  return text;
 }
 
 // How a setting reads in the message: the program, or the option as typed.

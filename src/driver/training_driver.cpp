@@ -19,7 +19,7 @@
 #include "src/driver/iteration_recorder.h"
 #include "src/driver/run_timeline.h"
 #include "src/driver/verification.h"
-#include "src/errors.h"
+#include "src/broadcast_refusal.h"
 #include "src/publish_file.h"
 #include "src/results/run_info.h"
 
@@ -47,11 +47,7 @@ void check_output_path(const RunContext& context, const std::string& path,
     }
     fs::remove(probe, error);
   }
-  int length = static_cast<int>(problem.size());
-  MPI_Bcast(&length, 1, MPI_INT, 0, context.comm);
-  problem.resize(static_cast<size_t>(length));
-  MPI_Bcast(problem.data(), length, MPI_CHAR, 0, context.comm);
-  if (!problem.empty()) throw AgreedError(problem);
+  refuse_together(context.comm, problem, 0);
 }
 
 namespace {

@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "kernels/cuda/device_select.h"
-#include "src/errors.h"
+#include "src/broadcast_refusal.h"
 #include "src/human_bytes.h"
 
 namespace mlps {
@@ -86,11 +86,7 @@ void check_memory_fits(MPI_Comm comm, double need, const std::string& what,
   if (rank == worst.rank)
     message = "rank " + std::to_string(rank) + " needs about " + human_bytes(need) + " (" + what +
               ") but has " + human_bytes(available.bytes) + " " + available.where;
-  int length = static_cast<int>(message.size());
-  MPI_Bcast(&length, 1, MPI_INT, worst.rank, comm);
-  message.resize(static_cast<size_t>(length));
-  MPI_Bcast(message.data(), length, MPI_CHAR, worst.rank, comm);
-  throw AgreedError(message);
+  refuse_together(comm, message, worst.rank);  // not empty: worst.rank does not fit
 }
 
 void check_verify_memory_fits(MPI_Comm comm, double rank_need, DeviceKind device,
@@ -115,11 +111,7 @@ void check_verify_memory_fits(MPI_Comm comm, double rank_need, DeviceKind device
                 "--hidden, --layers or --batch (the check is of the scheme, not of the size), or "
                 "leave out --verify";
   }
-  int length = static_cast<int>(message.size());
-  MPI_Bcast(&length, 1, MPI_INT, 0, comm);
-  message.resize(static_cast<size_t>(length));
-  MPI_Bcast(message.data(), length, MPI_CHAR, 0, comm);
-  if (!message.empty()) throw AgreedError(message);
+  refuse_together(comm, message, 0);
 }
 
 }  // namespace mlps
