@@ -6,6 +6,9 @@
 
 // The element types of kernel_api.inc and sliced_rows_api.inc.
 #define MLPS_INSTANTIATE_KERNELS(INSTANCES) INSTANCES(float) INSTANCES(double)
+// The 16-bit storage types, for the kernels that read and write typed mixed precision's tensors
+// (element-wise, LayerNorm, softmax; their TUs include kernels/half_types.h).
+#define MLPS_INSTANTIATE_16BIT_KERNELS(INSTANCES) INSTANCES(bf16) INSTANCES(fp16)
 
 #define MLPS_GEMM_INSTANCES(T)                                                                \
   template void gemm<T>(bool, bool, int64_t, int64_t, int64_t, T, const T*, int64_t, const T*, \
@@ -26,22 +29,24 @@
                                      const AdamStep&, GradAfterUpdate);                       \
   template void sgd_update_16bit<S>(float*, S*, float*, int64_t, double, GradAfterUpdate);
 
-#define MLPS_ELEMENTWISE_INSTANCES(T)                                           \
-  template void bias_add<T>(T*, const T*, int64_t, int64_t);                    \
-  template void bias_grad<T>(T*, const T*, int64_t, int64_t, bool);             \
-  template void relu_forward<T>(T*, const T*, int64_t);                         \
-  template void relu_backward<T>(T*, const T*, const T*, int64_t);              \
+#define MLPS_ELEMENTWISE_INSTANCES(T)                                                         \
+  template void bias_add<T>(T*, const T*, int64_t, int64_t);                                  \
+  template void bias_grad<T>(Acc<T>*, const T*, int64_t, int64_t, bool);                      \
+  template void relu_forward<T>(T*, const T*, int64_t);                                       \
+  template void relu_backward<T>(T*, const T*, const T*, int64_t);                            \
   template void residual_add<T>(T*, const T*, const T*, int64_t);
 
-#define MLPS_LAYERNORM_INSTANCES(T)                                                         \
-  template void layernorm_forward<T>(T*, T*, T*, const T*, const T*, const T*, int64_t,     \
-                                     int64_t, double);                                      \
-  template void layernorm_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*,   \
-                                      const T*, int64_t, int64_t, bool);
+#define MLPS_LAYERNORM_INSTANCES(T)                                                           \
+  template void layernorm_forward<T>(T*, Acc<T>*, Acc<T>*, const T*, const T*, const T*,      \
+                                     int64_t, int64_t, double);                               \
+  template void layernorm_backward<T>(T*, Acc<T>*, Acc<T>*, const T*, const T*,               \
+                                      const Acc<T>*, const Acc<T>*, const T*, int64_t,        \
+                                      int64_t, bool);
 
 #define MLPS_SOFTMAX_XENT_INSTANCES(T)                                                        \
-  template void softmax_xent_forward<T>(T*, T*, const T*, const int32_t*, int64_t, int64_t);  \
-  template void softmax_xent_backward<T>(T*, const T*, const int32_t*, int64_t, int64_t,      \
+  template void softmax_xent_forward<T>(Acc<T>*, Acc<T>*, const T*, const int32_t*, int64_t,  \
+                                        int64_t);                                             \
+  template void softmax_xent_backward<T>(T*, const Acc<T>*, const int32_t*, int64_t, int64_t, \
                                          double);
 
 #define MLPS_OPTIMIZER_INSTANCES(T)                                                  \

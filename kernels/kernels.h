@@ -6,6 +6,28 @@
 
 namespace mlps {
 
+// The 16-bit storage types (kernels/half_types.h); the kernel interface only passes pointers.
+struct bf16;
+struct fp16;
+
+// What a kernel keeps beside tensors stored as T: LayerNorm's row statistics, the softmax's
+// probabilities and losses, and the gradients of biases and LayerNorm's γ and β. fp32 for the
+// 16-bit storage types (mixed precision accumulates and keeps these in fp32), else T itself.
+template <typename T>
+struct accumulator {
+  using type = T;
+};
+template <>
+struct accumulator<bf16> {
+  using type = float;
+};
+template <>
+struct accumulator<fp16> {
+  using type = float;
+};
+template <typename T>
+using Acc = typename accumulator<T>::type;
+
 // One Adam step's scalars, shared by every parameter tensor of the step.
 struct AdamStep {
   double lr = 1e-3;
@@ -49,10 +71,6 @@ constexpr GemmCompute gemm_compute(StorageFormat storage, GemmCompute math) {
 constexpr size_t wire_bytes(StorageFormat wire, size_t full_bytes) {
   return wire == StorageFormat::full ? full_bytes : 2;
 }
-
-// The 16-bit storage types (kernels/half_types.h); the kernel interface only passes pointers.
-struct bf16;
-struct fp16;
 
 namespace cpu {
 #include "kernel_api.inc"

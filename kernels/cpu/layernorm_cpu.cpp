@@ -1,6 +1,6 @@
 // LayerNorm on the CPU. Statistics and reductions are accumulated in double; each row is
 // walked a few times while it sits in cache; rows (and dgamma/dbeta's columns) are split across
-// the rank's threads.
+// the rank's threads. 16-bit rows keep their statistics and γ/β gradients in fp32 (Acc<T>).
 #include <cmath>
 
 #include "kernels/cpu/layernorm_rows.h"
@@ -12,8 +12,8 @@
 namespace mlps::cpu {
 
 template <typename T>
-void layernorm_forward(T* y, T* mean, T* rstd, const T* x, const T* gamma, const T* beta,
-                       int64_t rows, int64_t cols, double eps) {
+void layernorm_forward(T* y, Acc<T>* mean, Acc<T>* rstd, const T* x, const T* gamma,
+                       const T* beta, int64_t rows, int64_t cols, double eps) {
   if (cols == 0) return;
   detail::parallel_rows(rows, cols, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
@@ -23,16 +23,16 @@ void layernorm_forward(T* y, T* mean, T* rstd, const T* x, const T* gamma, const
       const double var = moments.m2 / static_cast<double>(cols);
       const double rs = 1.0 / std::sqrt(var + eps);
       detail::normalize_row(y + r * cols, xr, gamma, beta, mu, rs, cols);
-      mean[r] = static_cast<T>(mu);
-      rstd[r] = static_cast<T>(rs);
+      mean[r] = static_cast<Acc<T>>(mu);
+      rstd[r] = static_cast<Acc<T>>(rs);
     }
   });
 }
 
 template <typename T>
-void layernorm_backward(T* dx, T* dgamma, T* dbeta, const T* dy, const T* x, const T* mean,
-                        const T* rstd, const T* gamma, int64_t rows, int64_t cols,
-                        bool accumulate) {
+void layernorm_backward(T* dx, Acc<T>* dgamma, Acc<T>* dbeta, const T* dy, const T* x,
+                        const Acc<T>* mean, const Acc<T>* rstd, const T* gamma, int64_t rows,
+                        int64_t cols, bool accumulate) {
   if (cols == 0) return;
   mlps::detail::require_layernorm_backward_disjoint(dx, dy, x, rows, cols);
   // dgamma and dbeta first: dx may not alias dy or x, but the sums read both.
@@ -53,5 +53,6 @@ void layernorm_backward(T* dx, T* dgamma, T* dbeta, const T* dy, const T* x, con
 }
 
 MLPS_INSTANTIATE_KERNELS(MLPS_LAYERNORM_INSTANCES)
+MLPS_INSTANTIATE_16BIT_KERNELS(MLPS_LAYERNORM_INSTANCES)
 
 }  // namespace mlps::cpu

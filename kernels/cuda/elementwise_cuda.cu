@@ -1,10 +1,12 @@
 // Bias, ReLU and residual kernels on the GPU: grid-stride loops, bias_grad as a column
-// reduction accumulated in double (no atomics, so results are reproducible).
+// reduction accumulated in double (no atomics, so results are reproducible). 16-bit tensors are
+// read and written through widen/narrow (kernels/stored_values.h), with fp32 arithmetic.
 #include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/cuda_context.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/kernel_instances.h"
 #include "kernels/kernels.h"
+#include "kernels/stored_values.h"
 
 namespace mlps::cuda {
 namespace {
@@ -15,24 +17,24 @@ template <typename T>
 __global__ void bias_add_kernel(T* y, const T* bias, int64_t n, int64_t cols) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x)
-    y[i] += bias[i % cols];
+    y[i] = narrow<T>(widen(y[i]) + widen(bias[i % cols]));
 }
 
-template <typename T>
-__global__ void bias_grad_kernel(T* dbias, const T* dy, int64_t rows, int64_t cols,
+template <typename T, typename A>
+__global__ void bias_grad_kernel(A* dbias, const T* dy, int64_t rows, int64_t cols,
                                  bool accumulate) {
   __shared__ double partial[detail::kRowLanes][detail::kColumnTile + 1];
   const int64_t c = blockIdx.x * int64_t{detail::kColumnTile} + threadIdx.x;
   double sum = 0.0;
   if (c < cols)
     for (int64_t r = threadIdx.y; r < rows; r += detail::kRowLanes)
-      sum += static_cast<double>(dy[r * cols + c]);
+      sum += static_cast<double>(widen(dy[r * cols + c]));
   partial[threadIdx.y][threadIdx.x] = sum;
   __syncthreads();
   if (threadIdx.y == 0 && c < cols) {
     double total = 0.0;
     for (int lane = 0; lane < detail::kRowLanes; ++lane) total += partial[lane][threadIdx.x];
-    dbias[c] = static_cast<T>(accumulate ? static_cast<double>(dbias[c]) + total : total);
+    dbias[c] = static_cast<A>(accumulate ? static_cast<double>(dbias[c]) + total : total);
   }
 }
 
@@ -40,21 +42,21 @@ template <typename T>
 __global__ void relu_forward_kernel(T* y, const T* x, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x)
-    y[i] = x[i] > T(0) ? x[i] : T(0);
+    y[i] = widen(x[i]) > 0 ? x[i] : T{};
 }
 
 template <typename T>
 __global__ void relu_backward_kernel(T* dx, const T* dy, const T* y, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x)
-    dx[i] = y[i] > T(0) ? dy[i] : T(0);
+    dx[i] = widen(y[i]) > 0 ? dy[i] : T{};
 }
 
 template <typename T>
 __global__ void residual_add_kernel(T* y, const T* a, const T* b, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x)
-    y[i] = a[i] + b[i];
+    y[i] = narrow<T>(widen(a[i]) + widen(b[i]));
 }
 
 }  // namespace
@@ -69,7 +71,7 @@ void bias_add(T* y, const T* bias, int64_t rows, int64_t cols) {
 }
 
 template <typename T>
-void bias_grad(T* dbias, const T* dy, int64_t rows, int64_t cols, bool accumulate) {
+void bias_grad(Acc<T>* dbias, const T* dy, int64_t rows, int64_t cols, bool accumulate) {
   if (cols == 0) return;
   const dim3 block(detail::kColumnTile, detail::kRowLanes);
   const auto blocks =
@@ -104,5 +106,6 @@ void residual_add(T* y, const T* a, const T* b, int64_t n) {
 }
 
 MLPS_INSTANTIATE_KERNELS(MLPS_ELEMENTWISE_INSTANCES)
+MLPS_INSTANTIATE_16BIT_KERNELS(MLPS_ELEMENTWISE_INSTANCES)
 
 }  // namespace mlps::cuda

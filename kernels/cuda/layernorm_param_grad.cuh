@@ -5,12 +5,14 @@
 #include "kernels/cuda/block_reduce.cuh"
 #include "kernels/cuda/cuda_context.h"
 #include "kernels/cuda/launch.h"
+#include "kernels/stored_values.h"
 
 namespace mlps::cuda::detail {
 
-template <typename T>
-__global__ void layernorm_param_grad_kernel(T* dgamma, T* dbeta, const T* dy, const T* x,
-                                            const T* mean, const T* rstd, int64_t rows,
+// A: the type of the statistics and the sums (Acc<T>).
+template <typename T, typename A>
+__global__ void layernorm_param_grad_kernel(A* dgamma, A* dbeta, const T* dy, const T* x,
+                                            const A* mean, const A* rstd, int64_t rows,
                                             int64_t cols, bool accumulate) {
   __shared__ double partial_gamma[kRowLanes][kColumnTile + 1];
   __shared__ double partial_beta[kRowLanes][kColumnTile + 1];
@@ -19,9 +21,10 @@ __global__ void layernorm_param_grad_kernel(T* dgamma, T* dbeta, const T* dy, co
   double sum_beta = 0.0;
   if (c < cols) {
     for (int64_t r = threadIdx.y; r < rows; r += kRowLanes) {
-      const double g = static_cast<double>(dy[r * cols + c]);
-      const double xhat = (static_cast<double>(x[r * cols + c]) - static_cast<double>(mean[r])) *
-                          static_cast<double>(rstd[r]);
+      const double g = static_cast<double>(widen(dy[r * cols + c]));
+      const double xhat =
+          (static_cast<double>(widen(x[r * cols + c])) - static_cast<double>(mean[r])) *
+          static_cast<double>(rstd[r]);
       sum_gamma += g * xhat;
       sum_beta += g;
     }
@@ -36,17 +39,17 @@ __global__ void layernorm_param_grad_kernel(T* dgamma, T* dbeta, const T* dy, co
       total_gamma += partial_gamma[lane][threadIdx.x];
       total_beta += partial_beta[lane][threadIdx.x];
     }
-    dgamma[c] = static_cast<T>(accumulate ? static_cast<double>(dgamma[c]) + total_gamma
+    dgamma[c] = static_cast<A>(accumulate ? static_cast<double>(dgamma[c]) + total_gamma
                                           : total_gamma);
     dbeta[c] =
-        static_cast<T>(accumulate ? static_cast<double>(dbeta[c]) + total_beta : total_beta);
+        static_cast<A>(accumulate ? static_cast<double>(dbeta[c]) + total_beta : total_beta);
   }
 }
 
 // dγ[c] (+)= Σ_r dy·x̂, dβ[c] (+)= Σ_r dy over `rows` rows of `cols` columns.
-template <typename T>
-void launch_layernorm_param_grad(T* dgamma, T* dbeta, const T* dy, const T* x, const T* mean,
-                                 const T* rstd, int64_t rows, int64_t cols, bool accumulate) {
+template <typename T, typename A>
+void launch_layernorm_param_grad(A* dgamma, A* dbeta, const T* dy, const T* x, const A* mean,
+                                 const A* rstd, int64_t rows, int64_t cols, bool accumulate) {
   const dim3 block(kColumnTile, kRowLanes);
   const auto blocks = static_cast<unsigned int>((cols + kColumnTile - 1) / kColumnTile);
   MLPS_LAUNCH(layernorm_param_grad_kernel, blocks, block, 0, stream(),

@@ -1,5 +1,6 @@
 // Softmax cross-entropy on the GPU: one block per row, row max and normaliser reduced in
-// double (numerically stable, as the CPU twin).
+// double (numerically stable, as the CPU twin). 16-bit logits give fp32 probabilities and
+// losses (Acc<T>) and a 16-bit gradient.
 #include <cmath>
 
 #include "kernels/cuda/block_reduce.cuh"
@@ -7,52 +8,53 @@
 #include "kernels/cuda/launch.h"
 #include "kernels/kernel_instances.h"
 #include "kernels/kernels.h"
+#include "kernels/stored_values.h"
 
 namespace mlps::cuda {
 namespace {
 
-template <typename T>
-__global__ void softmax_xent_forward_kernel(T* probs, T* row_loss, const T* logits,
+template <typename T, typename A>
+__global__ void softmax_xent_forward_kernel(A* probs, A* row_loss, const T* logits,
                                             const int32_t* labels, int64_t rows,
                                             int64_t classes) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const T* z = logits + r * classes;
-    T* p = probs + r * classes;
+    A* p = probs + r * classes;
     double max_z = -INFINITY;
     for (int64_t c = threadIdx.x; c < classes; c += blockDim.x)
-      max_z = fmax(max_z, static_cast<double>(z[c]));
+      max_z = fmax(max_z, static_cast<double>(widen(z[c])));
     max_z = detail::block_reduce(max_z, detail::MaxOp{}, -INFINITY);
     double sum = 0.0;
     for (int64_t c = threadIdx.x; c < classes; c += blockDim.x)
-      sum += exp(static_cast<double>(z[c]) - max_z);
+      sum += exp(static_cast<double>(widen(z[c])) - max_z);
     const double log_sum = log(detail::block_sum(sum));
     for (int64_t c = threadIdx.x; c < classes; c += blockDim.x)
-      p[c] = static_cast<T>(exp(static_cast<double>(z[c]) - max_z - log_sum));
+      p[c] = static_cast<A>(exp(static_cast<double>(widen(z[c])) - max_z - log_sum));
     if (threadIdx.x == 0) {
       // A label outside [0, classes) gives NaN instead of reading out of bounds.
       const int32_t label = labels[r];
-      row_loss[r] = static_cast<T>(label >= 0 && label < classes
-                                       ? log_sum - (static_cast<double>(z[label]) - max_z)
+      row_loss[r] = static_cast<A>(label >= 0 && label < classes
+                                       ? log_sum - (static_cast<double>(widen(z[label])) - max_z)
                                        : NAN);
     }
   }
 }
 
-template <typename T>
-__global__ void softmax_xent_backward_kernel(T* dlogits, const T* probs, const int32_t* labels,
+template <typename T, typename A>
+__global__ void softmax_xent_backward_kernel(T* dlogits, const A* probs, const int32_t* labels,
                                              int64_t n, int64_t classes, double scale) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
     const bool is_label = i % classes == labels[i / classes];
-    dlogits[i] = static_cast<T>((static_cast<double>(probs[i]) - (is_label ? 1.0 : 0.0)) * scale);
+    dlogits[i] = narrow<T>((static_cast<double>(probs[i]) - (is_label ? 1.0 : 0.0)) * scale);
   }
 }
 
 }  // namespace
 
 template <typename T>
-void softmax_xent_forward(T* probs, T* row_loss, const T* logits, const int32_t* labels,
-                          int64_t rows, int64_t classes) {
+void softmax_xent_forward(Acc<T>* probs, Acc<T>* row_loss, const T* logits,
+                          const int32_t* labels, int64_t rows, int64_t classes) {
   if (rows == 0 || classes == 0) return;
   const int threads = detail::row_block_threads(classes);
   MLPS_LAUNCH(softmax_xent_forward_kernel,
@@ -62,7 +64,7 @@ void softmax_xent_forward(T* probs, T* row_loss, const T* logits, const int32_t*
 }
 
 template <typename T>
-void softmax_xent_backward(T* dlogits, const T* probs, const int32_t* labels, int64_t rows,
+void softmax_xent_backward(T* dlogits, const Acc<T>* probs, const int32_t* labels, int64_t rows,
                            int64_t classes, double scale) {
   const int64_t n = rows * classes;
   if (n == 0) return;
@@ -74,5 +76,6 @@ void softmax_xent_backward(T* dlogits, const T* probs, const int32_t* labels, in
 }
 
 MLPS_INSTANTIATE_KERNELS(MLPS_SOFTMAX_XENT_INSTANCES)
+MLPS_INSTANTIATE_16BIT_KERNELS(MLPS_SOFTMAX_XENT_INSTANCES)
 
 }  // namespace mlps::cuda
