@@ -32,7 +32,8 @@ int main(int argc, char** argv) {
   };
   scheme.memory = [&](const Options& o, int, int) { return serial_memory(o, fused_update); };
   scheme.train = [&](SchemeStart& s) {
-    return train_in_precision(s, [&](auto zero) {
+    // bf16 and fp16 in 16-bit buffers (typed storage).
+    return train_in_precision<true>(s, [&](auto zero) {
       const Options& o = s.options;
       auto trainer = std::make_unique<SerialTrainer<decltype(zero)>>(
           s.device, o.model, o.optimizer, o.seed, o.batch, fused_update);

@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "kernels/kernels.h"
+#include "kernels/stored_values.h"
 
 #ifdef MLPSCALE_WITH_CUDA
 #define MLPS_ON_BACKEND(fn, ...) \
@@ -44,9 +45,14 @@ struct DeviceConfig {
   GemmCompute math;  // fp32 or tf32; mixed precision's GEMMs multiply in its 16-bit format
 };
 
-// Mixed precision (bf16/fp16 storage with T = float): every wrapper below whose kernel produces
-// activations or gradients rounds its output to 16 bits; fp32 accumulation inside each kernel,
-// the loss (softmax forward) in fp32, optimizer and master weights untouched (see Optimizer).
+// Mixed precision comes two ways. Emulated (bf16/fp16 storage with T = float): every wrapper
+// below whose kernel produces activations or their gradients rounds its output to 16 bits
+// (parameters' gradients stay fp32, as typed storage keeps them); fp32
+// accumulation inside each kernel, the loss (softmax forward) in fp32, optimizer and master
+// weights untouched (see Optimizer). Typed (T = bf16 or fp16, kernels/half_types.h): the kernels
+// read and write 16-bit tensors themselves and keep what Acc<T> names in fp32, so nothing is
+// rounded afterwards; the GEMMs go through gemm_16bit (cublasGemmEx on the GPU), and the CPU's
+// widening scratch is the Device's own, allocated and counted here.
 class Device {
  public:
   explicit Device(const DeviceConfig& config)
@@ -55,6 +61,7 @@ class Device {
         gemm_compute_(mlps::gemm_compute(config.storage, config.math)) {}
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
+  ~Device() { release(gemm_scratch_, gemm_scratch_bytes_); }
 
   DeviceKind kind() const { return kind_; }
   StorageFormat storage_format() const { return storage_; }
@@ -64,6 +71,8 @@ class Device {
   const char* gemm_call(bool fp64) const {
     return MLPS_ON_BACKEND(gemm_call, gemm_compute_, fp64);
   }
+  // The library call of typed mixed precision's GEMMs (gemm_16bit) on this device.
+  const char* gemm_16bit_call() const { return MLPS_ON_BACKEND(gemm_16bit_call, storage_); }
   // The format a communicator of this role carries float payloads in.
   StorageFormat wire_format(CommRole role) const {
     return role == CommRole::weight_gradients && fp32_gradient_wire_ ? StorageFormat::full
@@ -90,17 +99,8 @@ class Device {
     MLPS_ON_BACKEND(add_nonfinite_count, total, x, n);
   }
 
-  void* allocate(size_t bytes) {
-    void* p = MLPS_ON_BACKEND(device_alloc, bytes);
-    current_bytes_ += bytes;
-    if (current_bytes_ > peak_bytes_) peak_bytes_ = current_bytes_;
-    return p;
-  }
-  void release(void* p, size_t bytes) {
-    if (!p) return;
-    MLPS_ON_BACKEND(device_free, p);
-    current_bytes_ -= bytes;
-  }
+  void* allocate(size_t bytes) { return allocate_counted(bytes); }
+  void release(void* p, size_t bytes) { release_counted(p, bytes); }
   size_t current_bytes() const { return current_bytes_; }
   size_t peak_bytes() const { return peak_bytes_; }
 
@@ -116,22 +116,33 @@ class Device {
   void zero(void* p, size_t bytes) const { MLPS_ON_BACKEND(fill_zero, p, bytes); }
   void synchronize() const { MLPS_ON_BACKEND(synchronize); }
 
+  // C = alpha·op(A)·op(B) + beta·C on tensors stored as T, C an activation or its gradient.
+  // float or double: gemm<T>, C rounded afterwards when emulating. bf16 or fp16: gemm_16bit.
   template <typename T>
-  void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a,
-            int64_t lda, const T* b, int64_t ldb, T beta, T* c, int64_t ldc) const {
-    MLPS_ON_BACKEND(gemm, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
-                    gemm_compute_);
-    round_to_storage(c, m, n, ldc);
+  void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, Acc<T> alpha,
+            const T* a, int64_t lda, const T* b, int64_t ldb, Acc<T> beta, T* c,
+            int64_t ldc) const {
+    gemm_into(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, false);
   }
+  // The same GEMM into a parameter's gradient, which mixed precision keeps in fp32: typed
+  // storage's C is float; the emulation leaves it unrounded, to match.
+  template <typename T>
+  void gemm_gradient(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, Acc<T> alpha,
+                     const T* a, int64_t lda, const T* b, int64_t ldb, Acc<T> beta, Acc<T>* c,
+                     int64_t ldc) const {
+    gemm_into(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, true);
+  }
+  // Bytes of the typed GEMMs' widening scratch (the CPU's; none on the GPU): the largest any
+  // GEMM so far has needed, held from its first use to the Device's end.
+  size_t gemm_scratch_bytes() const { return gemm_scratch_bytes_; }
   template <typename T>
   void bias_add(T* y, const T* bias, int64_t rows, int64_t cols) const {
     MLPS_ON_BACKEND(bias_add, y, bias, rows, cols);
     round_to_storage(y, rows * cols);
   }
   template <typename T>
-  void bias_grad(T* dbias, const T* dy, int64_t rows, int64_t cols, bool accumulate) const {
-    MLPS_ON_BACKEND(bias_grad, dbias, dy, rows, cols, accumulate);
-    round_to_storage(dbias, cols);
+  void bias_grad(Acc<T>* dbias, const T* dy, int64_t rows, int64_t cols, bool accumulate) const {
+    MLPS_ON_BACKEND(bias_grad, dbias, dy, rows, cols, accumulate);  // a parameter's: fp32
   }
   template <typename T>
   void relu_forward(T* y, const T* x, int64_t n) const {
@@ -147,29 +158,27 @@ class Device {
     round_to_storage(y, n);
   }
   template <typename T>
-  void layernorm_forward(T* y, T* mean, T* rstd, const T* x, const T* gamma, const T* beta,
-                         int64_t rows, int64_t cols, double eps) const {
+  void layernorm_forward(T* y, Acc<T>* mean, Acc<T>* rstd, const T* x, const T* gamma,
+                         const T* beta, int64_t rows, int64_t cols, double eps) const {
     MLPS_ON_BACKEND(layernorm_forward, y, mean, rstd, x, gamma, beta, rows, cols, eps);
     round_to_storage(y, rows * cols);  // mean and rstd stay fp32, as the backward reads them
   }
   template <typename T>
-  void layernorm_backward(T* dx, T* dgamma, T* dbeta, const T* dy, const T* x, const T* mean,
-                          const T* rstd, const T* gamma, int64_t rows, int64_t cols,
-                          bool accumulate) const {
+  void layernorm_backward(T* dx, Acc<T>* dgamma, Acc<T>* dbeta, const T* dy, const T* x,
+                          const Acc<T>* mean, const Acc<T>* rstd, const T* gamma, int64_t rows,
+                          int64_t cols, bool accumulate) const {
     MLPS_ON_BACKEND(layernorm_backward, dx, dgamma, dbeta, dy, x, mean, rstd, gamma, rows, cols,
                     accumulate);
-    round_to_storage(dx, rows * cols);
-    round_to_storage(dgamma, cols);
-    round_to_storage(dbeta, cols);
+    round_to_storage(dx, rows * cols);  // dgamma and dbeta are a parameter's: kept in fp32
   }
   template <typename T>
-  void softmax_xent_forward(T* probs, T* row_loss, const T* logits, const int32_t* labels,
-                            int64_t rows, int64_t classes) const {
+  void softmax_xent_forward(Acc<T>* probs, Acc<T>* row_loss, const T* logits,
+                            const int32_t* labels, int64_t rows, int64_t classes) const {
     MLPS_ON_BACKEND(softmax_xent_forward, probs, row_loss, logits, labels, rows, classes);
   }
   template <typename T>
-  void softmax_xent_backward(T* dlogits, const T* probs, const int32_t* labels, int64_t rows,
-                             int64_t classes, double scale) const {
+  void softmax_xent_backward(T* dlogits, const Acc<T>* probs, const int32_t* labels,
+                             int64_t rows, int64_t classes, double scale) const {
     MLPS_ON_BACKEND(softmax_xent_backward, dlogits, probs, labels, rows, classes,
                     scale * loss_scale_);
     round_to_storage(dlogits, rows * classes);
@@ -193,15 +202,70 @@ class Device {
                           GradAfterUpdate after) const {
     MLPS_ON_BACKEND(sgd_update_rounded, master, value, grad, n, lr, after, storage_);
   }
+  // Typed mixed precision: the fp32 master updated and the 16-bit tensor written from it.
+  template <typename S>
+  void adam_update_16bit(float* master, S* value, float* grad, float* m, float* v, int64_t n,
+                         const AdamStep& step, GradAfterUpdate after) const {
+    MLPS_ON_BACKEND(adam_update_16bit, master, value, grad, m, v, n, step, after);
+  }
+  template <typename S>
+  void sgd_update_16bit(float* master, S* value, float* grad, int64_t n, double lr,
+                        GradAfterUpdate after) const {
+    MLPS_ON_BACKEND(sgd_update_16bit, master, value, grad, n, lr, after);
+  }
 
  private:
+  // gemm (C of T) and gemm_gradient (C of Acc<T>): the same for float and double but for the
+  // emulation's rounding of an activation's C.
+  template <typename T, typename C>
+  void gemm_into(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, Acc<T> alpha,
+                 const T* a, int64_t lda, const T* b, int64_t ldb, Acc<T> beta, C* c, int64_t ldc,
+                 bool gradient) const {
+    if constexpr (is_16bit_v<T>) {
+      float* scratch = gemm_scratch(MLPS_ON_BACKEND(gemm_16bit_scratch, m, n, k, is_16bit_v<C>));
+      MLPS_ON_BACKEND(gemm_16bit, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
+                      scratch);
+    } else {
+      MLPS_ON_BACKEND(gemm, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
+                      gemm_compute_);
+      if (!gradient) round_to_storage(c, m, n, ldc);
+    }
+  }
+  // The byte counts are mutable for the GEMM scratch, a working buffer a GEMM on a const Device
+  // (the benchmarks', a layer's) may have to grow.
+  void* allocate_counted(size_t bytes) const {
+    void* p = MLPS_ON_BACKEND(device_alloc, bytes);
+    current_bytes_ += bytes;
+    if (current_bytes_ > peak_bytes_) peak_bytes_ = current_bytes_;
+    return p;
+  }
+  void release_counted(void* p, size_t bytes) const {
+    if (!p) return;
+    MLPS_ON_BACKEND(device_free, p);
+    current_bytes_ -= bytes;
+  }
+  // At least `floats` floats of scratch, grown (and counted) when a GEMM needs more.
+  float* gemm_scratch(int64_t floats) const {
+    const size_t bytes = static_cast<size_t>(floats) * sizeof(float);
+    if (bytes > gemm_scratch_bytes_) {
+      release_counted(gemm_scratch_, gemm_scratch_bytes_);
+      gemm_scratch_ = nullptr;  // should allocating throw, the destructor frees nothing twice
+      gemm_scratch_bytes_ = 0;
+      gemm_scratch_ = allocate_counted(bytes);
+      gemm_scratch_bytes_ = bytes;
+    }
+    return static_cast<float*>(gemm_scratch_);
+  }
+
   DeviceKind kind_;
   StorageFormat storage_;
   bool fp32_gradient_wire_ = false;
   GemmCompute gemm_compute_;
   double loss_scale_ = 1.0;
-  size_t current_bytes_ = 0;
-  size_t peak_bytes_ = 0;
+  mutable size_t current_bytes_ = 0;
+  mutable size_t peak_bytes_ = 0;
+  mutable void* gemm_scratch_ = nullptr;
+  mutable size_t gemm_scratch_bytes_ = 0;
 };
 
 }  // namespace mlps

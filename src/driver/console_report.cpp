@@ -31,13 +31,15 @@ void print_settings_header(const RunContext& context, const Options& o,
               " per rank)";
   }
   const bool mixed = storage_format(o.precision) != StorageFormat::full;
-  std::printf("  device      %s, precision %s%s%s\n", device.c_str(), to_string(o.precision),
+  const std::string storage = mixed ? " in " + trainer.storage() + " 16-bit storage" : "";
+  std::printf("  device      %s, precision %s%s%s%s\n", device.c_str(), to_string(o.precision),
+              storage.c_str(),
               mixed ? (o.fp32_grad_comm ? " (weight gradients on the wire in fp32)"
                                         : " (16-bit values on the wire)")
                     : "",
               o.model.checkpoint_activations ? ", activation checkpointing" : "");
   if (trainer.device().kind() == DeviceKind::cuda)
-    std::printf("  gemm        %s\n", trainer.device().gemm_call(o.precision == Precision::fp64));
+    std::printf("  gemm        %s\n", trainer.gemm_call().c_str());
   print_blas_lines();
   std::printf("  model       FC_Net: image %lldx%lld, hidden %lld, %lld %s blocks (ffn %lld), "
               "%lld parameters\n",

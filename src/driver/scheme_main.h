@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "kernels/half_types.h"
 #include "src/comm/make_communicator.h"
 #include "src/comm/process_placement.h"
 #include "src/data/dataset.h"
@@ -39,8 +40,10 @@ struct SchemeStart {
 };
 
 // Trains the trainer that make(T{}) builds (a unique_ptr) in the run's precision (T = double
-// for fp64, else float), then calls report(trainer) on every rank; returns the exit code.
-template <typename Make, typename Report = void (*)(const Trainer&)>
+// for fp64, else float: bf16 and fp16 emulated), then calls report(trainer) on every rank;
+// returns the exit code. With Typed16bit, bf16 and fp16 runs build T = bf16 or fp16: typed
+// storage (kernels/half_types.h), for the schemes that have it.
+template <bool Typed16bit = false, typename Make, typename Report = void (*)(const Trainer&)>
 int train_in_precision(SchemeStart& s, Make make, Report report = [](const Trainer&) {}) {
   const auto run = [&](auto zero) {
     const auto trainer = make(zero);
@@ -48,6 +51,10 @@ int train_in_precision(SchemeStart& s, Make make, Report report = [](const Train
     report(*trainer);
     return status;
   };
+  if constexpr (Typed16bit) {
+    if (s.options.precision == Precision::bf16) return run(bf16{});
+    if (s.options.precision == Precision::fp16) return run(fp16{});
+  }
   return s.options.precision == Precision::fp64 ? run(0.0) : run(0.0f);
 }
 

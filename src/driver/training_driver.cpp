@@ -100,7 +100,11 @@ void gather_and_summarise(const RunContext& context, const Options& o, const Tra
                        : to_string(o.precision);
   const bool fp64 = o.precision == Precision::fp64;
   s["gemm_math"] = fp64 ? "fp64" : to_string(trainer.device().gemm_compute());
-  s["gemm_call"] = trainer.device().gemm_call(fp64);
+  s["gemm_call"] = trainer.gemm_call();
+  // Mixed precision: 16-bit tensors in 16-bit buffers ("typed") or rounded values in fp32 ones
+  // ("emulated"); parameters' gradients are fp32 either way.
+  s["storage"] = trainer.storage();
+  s["weight_gradients"] = fp64 ? "fp64" : "fp32";
   s["mode"] = o.inference ? "inference" : "train";
   s["data"] = dataset.describe();
   s["config_json"] = o.resolved_json;

@@ -22,8 +22,8 @@ struct MemoryNeed {
   std::string breakdown() const;
 };
 
-// Bytes per stored element: 8 for fp64, else 4 (bf16/fp16 values are kept in fp32 storage
-// rounded to 16 bits: see Device).
+// Bytes per stored element: 8 for fp64, else 4 (bf16/fp16 emulated: fp32 storage holding values
+// rounded to 16 bits, see Device; bin/serial's typed storage is counted in scheme_memory).
 size_t element_bytes(Precision precision);
 // Bytes per element on the wire: 2 for the 16-bit precisions' payloads, 4 for their weight
 // gradients under --fp32-grad-comm (fp32_gradients), else element_bytes.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "src/device.h"
 #include "src/model/fused_weight_update.h"
 #include "src/schemes/pipeline_partition.h"
 #include "src/schemes/pipeline_schedule.h"
@@ -16,17 +17,31 @@ namespace {
 
 double as_double(int64_t n) { return static_cast<double>(n); }
 
+// Bytes per element of what a rank stores: `stored`, activations, their gradients and parameter
+// values; `kept`, what Acc<T> keeps beside them (LayerNorm statistics, probabilities, losses,
+// parameters' gradients, the optimizer's master and moments). Typed mixed precision stores 2
+// and keeps 4; the emulation, fp32 and fp64 store and keep element_bytes.
+struct ElementSizes {
+  double stored, kept;
+};
+ElementSizes element_sizes(Precision precision, bool typed) {
+  if (typed && storage_format(precision) != StorageFormat::full) return {2, 4};
+  const auto e = static_cast<double>(element_bytes(precision));
+  return {e, e};
+}
+
 // Parameter values, gradients and optimizer state for `held` parameter elements of which
-// `optimized` are updated on this rank (fewer under ZeRO), in elements of element_bytes.
+// `optimized` are updated on this rank (fewer under ZeRO).
 void add_parameter_state(MemoryNeed& need, double held, double optimized,
-                         const OptimizerConfig& optimizer, Precision precision) {
-  const double e = static_cast<double>(element_bytes(precision));
+                         const OptimizerConfig& optimizer, Precision precision,
+                         bool typed = false) {
+  const ElementSizes e = element_sizes(precision, typed);
   const bool mixed = storage_format(precision) != StorageFormat::full;
   const double state_per_element =
       (optimizer.kind == OptimizerKind::adam ? 2.0 : 0.0) + (mixed ? 1.0 : 0.0);
-  need.parameters += held * e;
-  need.gradients += held * e;
-  need.optimizer += optimized * state_per_element * e;
+  need.parameters += held * e.stored;
+  need.gradients += held * e.kept;
+  need.optimizer += optimized * state_per_element * e.kept;
 }
 
 // FcNet's activations and backward scratch for `rows` rows (see FcNet and MlpBlock): inputs
@@ -35,19 +50,21 @@ void add_parameter_state(MemoryNeed& need, double held, double optimized,
 // logits, probabilities and their gradient (and the split logits' blocks), and the two
 // ping-pong activation gradients.
 double replica_activation_bytes(const ModelConfig& model, int64_t rows,
-                                const ActivationWidths& w, size_t element_bytes) {
+                                const ActivationWidths& w, ElementSizes e) {
   const auto r = static_cast<double>(rows);
   const auto layers = static_cast<double>(model.layers);
   const auto classes = static_cast<double>(model.classes);
   double elements = r * static_cast<double>(w.inputs)                   // inputs
                     + (layers + 1) * r * static_cast<double>(w.hidden)  // block outputs
-                    + 3 * r * classes + r  // logits, probabilities, their gradient; loss
+                    + 2 * r * classes  // logits and their gradient
                     + 2 * r * static_cast<double>(w.hidden);  // ping-pong activation gradients
+  double kept = r * classes + r;  // probabilities; loss
   if (model.block == BlockKind::residual_mlp) {
     // Saved per block: LayerNorm output, mean, rstd and ReLU output; one scratch: ∂normed, ∂inner.
-    const double saved = r * static_cast<double>(w.hidden + w.ffn) + 2 * r;
     const double sets = model.checkpoint_activations ? (model.layers > 0 ? 1 : 0) : layers;
-    elements += sets * saved + (model.layers > 0 ? r * static_cast<double>(w.hidden + w.ffn) : 0);
+    elements += sets * r * static_cast<double>(w.hidden + w.ffn) +
+                (model.layers > 0 ? r * static_cast<double>(w.hidden + w.ffn) : 0);
+    kept += sets * 2 * r;
     // A sliced LayerNorm's own scratch, per block: its slice's moments, the gathered moments
     // (when sliced over more than one rank) and the backward's row sums.
     if (w.norm_ranks > 0)
@@ -57,26 +74,70 @@ double replica_activation_bytes(const ModelConfig& model, int64_t rows,
   }
   if (w.logit_parts > 0)  // split logits: this rank's block, the gathered blocks, its gradient
     elements += (2 + w.logit_parts) * r * static_cast<double>(w.logit_block);
-  return elements * static_cast<double>(element_bytes) + r * 4;  // + int32 labels
+  return elements * e.stored + kept * e.kept + r * 4;  // + int32 labels
+}
+double replica_activation_bytes(const ModelConfig& model, int64_t rows,
+                                const ActivationWidths& w, size_t element_bytes) {
+  const auto bytes = static_cast<double>(element_bytes);
+  return replica_activation_bytes(model, rows, w, ElementSizes{bytes, bytes});
+}
+
+// Typed storage's GEMM scratch (Device::gemm on 16-bit tensors): what the largest of the
+// serial model's GEMMs at `rows` rows needs, as the backend's gemm_16bit_scratch says (the
+// CPU widens its operands into it; the GPU needs none).
+double typed_gemm_scratch_bytes(const ModelConfig& m, int64_t rows, DeviceKind device) {
+  const auto scratch = [&](int64_t mm, int64_t n, int64_t k, bool c16) {
+#ifdef MLPSCALE_WITH_CUDA
+    if (device == DeviceKind::cuda) return cuda::gemm_16bit_scratch(mm, n, k, c16);
+#endif
+    (void)device;
+    return cpu::gemm_16bit_scratch(mm, n, k, c16);
+  };
+  std::vector<std::pair<int64_t, int64_t>> linears{{m.input_features(), m.hidden},
+                                                   {m.hidden, m.classes}};
+  if (m.layers > 0) {
+    if (m.block == BlockKind::plain) {
+      linears.push_back({m.hidden, m.hidden});
+    } else {
+      linears.push_back({m.hidden, m.ffn_hidden()});
+      linears.push_back({m.ffn_hidden(), m.hidden});
+    }
+  }
+  int64_t most = 0;
+  for (const auto& [in, out] : linears)  // forward, backward's dx (not the embed's), dW
+    most = std::max({most, scratch(rows, out, in, true),
+                     in == m.input_features() ? 0 : scratch(rows, in, out, true),
+                     scratch(out, in, rows, false)});
+  return 4.0 * as_double(most);
 }
 
 // A rank that updates all `held` parameters it holds, with activations of `rows` at `widths`.
-MemoryNeed rank_need(const Options& o, double held, int64_t rows, const ActivationWidths& widths) {
+MemoryNeed rank_need(const Options& o, double held, int64_t rows, const ActivationWidths& widths,
+                     bool typed = false) {
   MemoryNeed need;
-  add_parameter_state(need, held, held, o.optimizer, o.precision);
-  need.activations = replica_activation_bytes(o.model, rows, widths, element_bytes(o.precision));
+  add_parameter_state(need, held, held, o.optimizer, o.precision, typed);
+  need.activations =
+      replica_activation_bytes(o.model, rows, widths, element_sizes(o.precision, typed));
+  return need;
+}
+
+// Serial training; `typed`: bf16 and fp16 in 16-bit buffers (bin/serial), else emulated (the
+// --verify replay).
+MemoryNeed serial_need(const Options& o, bool fuse_update, bool typed) {
+  MemoryNeed need =
+      rank_need(o, as_double(parameter_count(o.model)), o.batch, full_widths(o.model), typed);
+  const auto bytes = static_cast<int64_t>(element_bytes(o.precision));
+  if (fuse_update && fused_update_applies(resolve_device(o.device), storage_format(o.precision)))
+    need.optimizer += as_double(fused_block_elements(o.model, bytes) * bytes);
+  if (typed && storage_format(o.precision) != StorageFormat::full)
+    need.buffers += typed_gemm_scratch_bytes(o.model, o.batch, resolve_device(o.device));
   return need;
 }
 
 }  // namespace
 
 MemoryNeed serial_memory(const Options& o, bool fuse_update) {
-  MemoryNeed need =
-      rank_need(o, as_double(parameter_count(o.model)), o.batch, full_widths(o.model));
-  const auto bytes = static_cast<int64_t>(element_bytes(o.precision));
-  if (fuse_update && fused_update_applies(resolve_device(o.device), storage_format(o.precision)))
-    need.optimizer += as_double(fused_block_elements(o.model, bytes) * bytes);
-  return need;
+  return serial_need(o, fuse_update, true);
 }
 
 double verify_replay_bytes(const Options& o) {
@@ -84,8 +145,10 @@ double verify_replay_bytes(const Options& o) {
   replay.device = "cpu";  // the replay runs on the host whatever the run's device
   Options exact = replay;
   exact.precision = Precision::fp64;
-  const double fp64_model = serial_memory(exact, false).total();
-  const double run_model = o.precision == Precision::fp64 ? 0.0 : serial_memory(replay, false).total();
+  // The replay in the run's precision emulates bf16 and fp16 (SerialTrainer<float>).
+  const double fp64_model = serial_need(exact, false, false).total();
+  const double run_model =
+      o.precision == Precision::fp64 ? 0.0 : serial_need(replay, false, false).total();
   if (o.inference) return std::max(fp64_model, run_model);  // forward passes: no copies gathered
   // A gathered copy of every parameter in fp64 (NamedTensor): the scheme's, held throughout; the
   // fp64 replay's, gathered while its model lives and kept while the run's precision replays.

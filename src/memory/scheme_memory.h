@@ -17,7 +17,9 @@
 
 namespace mlps {
 
-// fuse_update: as asked of SerialTrainer (its dW block where the fused update applies).
+// fuse_update: as asked of SerialTrainer (its dW block where the fused update applies). bf16
+// and fp16 are typed storage: 2-byte values and activations, fp32 gradients, statistics and
+// optimizer state, and on the CPU the GEMMs' widening scratch (as buffers).
 MemoryNeed serial_memory(const Options& o, bool fuse_update);
 // What --verify adds on rank 0, in host memory whatever the run's device: the serial replay in
 // fp64 (and, unless fp64, in the run's precision after it) on the CPU, and the fp64 copies of the

@@ -29,7 +29,7 @@ struct NetActivations {
   std::vector<Buffer<T>> outputs;
   std::vector<BlockActivations<T>> saved;  // per unit: a block's internals (not checkpointed)
   Buffer<int32_t> labels;  // with the classifier: [rows]
-  Buffer<T> probs;         // with the classifier: softmax [rows × 10]
+  Buffer<Acc<T>> probs;    // with the classifier: softmax [rows × 10] (fp32 for 16-bit T)
   Buffer<T> output_grad;   // without it: ∂L/∂output, from the next stage
   size_t bytes() const;
 };
@@ -79,7 +79,7 @@ class FcNet {
   NetActivations<T> make_activations(int64_t rows) const;
   // Runs the units on a.input (with the classifier: softmax cross-entropy against a.labels,
   // each row's loss to row_loss[rows]). The output is output(a).
-  void forward(NetActivations<T>& a, int64_t rows, T* row_loss);
+  void forward(NetActivations<T>& a, int64_t rows, Acc<T>* row_loss);
   const T* output(const NetActivations<T>& a) const { return a.outputs.back().data(); }
   // Backward of one pass: from the loss (a mean over global_batch samples) with the classifier,
   // else from a.output_grad; ∂L/∂input to input_grad (null: not wanted). With checkpointing it
@@ -147,7 +147,7 @@ class FcNet {
   PhaseTimer* timer_ = nullptr;
   std::vector<T> staged_inputs_;
   NetActivations<T> own_;    // whole net only
-  Buffer<T> row_loss_;       // whole net only: [rows]
+  Buffer<Acc<T>> row_loss_;  // whole net only: [rows]
   BlockScratch<T> scratch_;
   Buffer<T> grad_a_, grad_b_;  // ping-pong ∂L/∂activation, the widest unit's rows
   Buffer<T> grad_logits_;      // with the classifier: [rows × C], whole on every rank

@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "kernels/kernels.h"
+
 namespace mlps {
 
 template <typename T>
@@ -41,10 +43,10 @@ class LayerNorm {
   // Per row of its input (the width of its output unless it gathers rows, as under sequence
   // parallelism).
   virtual int64_t in_width() const { return width(); }
-  // y = LayerNorm(x); the row statistics go to mean and rstd [rows].
-  virtual void forward(const T* x, T* y, T* mean, T* rstd, int64_t rows) = 0;
+  // y = LayerNorm(x); the row statistics go to mean and rstd [rows] (fp32 for 16-bit T).
+  virtual void forward(const T* x, T* y, Acc<T>* mean, Acc<T>* rstd, int64_t rows) = 0;
   // dx from dy and the forward's x and statistics; dγ, dβ.
-  virtual void backward(const T* x, const T* dy, T* dx, const T* mean, const T* rstd,
+  virtual void backward(const T* x, const T* dy, T* dx, const Acc<T>* mean, const Acc<T>* rstd,
                         int64_t rows, bool accumulate) = 0;
 };
 

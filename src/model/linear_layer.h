@@ -23,8 +23,8 @@ class LinearLayer : public Linear<T> {
   int64_t out_width() const override { return out_; }
   // y[rows × out] = x[rows × in]·Wᵀ + b
   void forward(const T* x, T* y, int64_t rows, bool /*backward_next*/ = false) override {
-    device_.gemm<T>(false, true, rows, out_, in_, T(1), x, in_, weight_.value.data(), in_, T(0),
-                    y, out_);
+    device_.gemm<T>(false, true, rows, out_, in_, Acc<T>(1), x, in_, weight_.value.data(), in_,
+                    Acc<T>(0), y, out_);
     device_.bias_add<T>(y, bias_.value.data(), rows, out_);
   }
   // dW (+)= dyᵀ·x, db (+)= Σ_rows dy, and dx = dy·W unless dx is null (the first layer).
@@ -38,12 +38,12 @@ class LinearLayer : public Linear<T> {
   }
   void backward_input(const T* dy, T* dx, int64_t rows) override {
     if (dx)
-      device_.gemm<T>(false, false, rows, in_, out_, T(1), dy, out_, weight_.value.data(), in_,
-                      T(0), dx, in_);
+      device_.gemm<T>(false, false, rows, in_, out_, Acc<T>(1), dy, out_, weight_.value.data(),
+                      in_, Acc<T>(0), dx, in_);
   }
   void backward_weight(const T* x, const T* dy, int64_t rows, bool accumulate) override {
-    device_.gemm<T>(true, false, out_, in_, rows, T(1), dy, out_, x, in_,
-                    accumulate ? T(1) : T(0), weight_.grad.data(), in_);
+    device_.gemm_gradient<T>(true, false, out_, in_, rows, Acc<T>(1), dy, out_, x, in_,
+                             Acc<T>(accumulate ? 1 : 0), weight_.grad.data(), in_);
     device_.bias_grad<T>(bias_.grad.data(), dy, rows, out_, accumulate);
   }
 
@@ -53,7 +53,7 @@ class LinearLayer : public Linear<T> {
     const int64_t block = fused_->block_rows(in_);
     for (int64_t first = 0; first < out_; first += block) {
       const int64_t n = std::min(block, out_ - first);
-      device_.gemm<T>(true, false, n, in_, rows, T(1), dy + first, out_, x, in_, T(0),
+      device_.gemm<T>(true, false, n, in_, rows, Acc<T>(1), dy + first, out_, x, in_, Acc<T>(0),
                       fused_->block(), in_);
       fused_->apply_block(weight_.value.data(), first * in_, n * in_);
     }

@@ -1,5 +1,7 @@
 #include "src/model/mlp_block.h"
 
+#include "kernels/half_types.h"
+
 #include <algorithm>
 
 namespace mlps {
@@ -23,8 +25,8 @@ BlockActivations<T> MlpBlock<T>::make_activations(int64_t rows) const {
   BlockActivations<T> a;
   if (!norm_) return a;  // backward needs only x and y
   a.normed = Buffer<T>(device_, rows * norm_->width());
-  a.mean = Buffer<T>(device_, rows);
-  a.rstd = Buffer<T>(device_, rows);
+  a.mean = Buffer<Acc<T>>(device_, rows);
+  a.rstd = Buffer<Acc<T>>(device_, rows);
   a.inner = Buffer<T>(device_, rows * fc1_->out_width());
   return a;
 }
@@ -86,5 +88,11 @@ template BlockScratch<float> make_block_scratch(Device&, const std::vector<MlpBl
                                                 int64_t);
 template BlockScratch<double> make_block_scratch(Device&, const std::vector<MlpBlock<double>*>&,
                                                  int64_t);
+template class MlpBlock<bf16>;
+template class MlpBlock<fp16>;
+template BlockScratch<bf16> make_block_scratch(Device&, const std::vector<MlpBlock<bf16>*>&,
+                                               int64_t);
+template BlockScratch<fp16> make_block_scratch(Device&, const std::vector<MlpBlock<fp16>*>&,
+                                               int64_t);
 
 }  // namespace mlps

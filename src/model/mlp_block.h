@@ -19,7 +19,7 @@ namespace mlps {
 template <typename T>
 struct BlockActivations {
   Buffer<T> normed;      // LayerNorm output [rows × norm width]
-  Buffer<T> mean, rstd;  // LayerNorm statistics [rows]
+  Buffer<Acc<T>> mean, rstd;  // LayerNorm statistics [rows]
   Buffer<T> inner;       // ReLU output [rows × fc1 width]
   size_t bytes() const { return normed.bytes() + mean.bytes() + rstd.bytes() + inner.bytes(); }
 };

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "kernels/stored_values.h"
 #include "src/counter_hash.h"
 
 namespace mlps {
@@ -27,24 +28,30 @@ void fill_initial_shard(T* host, int64_t ld, uint64_t seed, int64_t tensor_id, I
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c)
       host[r * ld + c] =
-          static_cast<T>(initial_value(seed, tensor_id, init, fan_in, row0 + r, col0 + c));
+          narrow<T>(initial_value(seed, tensor_id, init, fan_in, row0 + r, col0 + c));
 }
 
-template <typename T>
-void fill_initial_range(T* host, uint64_t seed, const Parameter<T>& p, int64_t first,
+template <typename V, typename T>
+void fill_initial_range(V* host, uint64_t seed, const Parameter<T>& p, int64_t first,
                         int64_t count) {
   for (int64_t i = 0; i < count; ++i) {
     const int64_t flat = first + i;
-    host[i] = static_cast<T>(
+    host[i] = narrow<V>(
         initial_value(seed, p.tensor_id, p.init, p.fan_in, flat / p.cols, flat % p.cols));
   }
 }
 
 template void fill_initial_range(float*, uint64_t, const Parameter<float>&, int64_t, int64_t);
 template void fill_initial_range(double*, uint64_t, const Parameter<double>&, int64_t, int64_t);
+template void fill_initial_range(float*, uint64_t, const Parameter<bf16>&, int64_t, int64_t);
+template void fill_initial_range(float*, uint64_t, const Parameter<fp16>&, int64_t, int64_t);
 template void fill_initial_shard<float>(float*, int64_t, uint64_t, int64_t, InitKind, int64_t,
                                         int64_t, int64_t, int64_t, int64_t);
 template void fill_initial_shard<double>(double*, int64_t, uint64_t, int64_t, InitKind, int64_t,
                                          int64_t, int64_t, int64_t, int64_t);
+template void fill_initial_shard<bf16>(bf16*, int64_t, uint64_t, int64_t, InitKind, int64_t,
+                                       int64_t, int64_t, int64_t, int64_t);
+template void fill_initial_shard<fp16>(fp16*, int64_t, uint64_t, int64_t, InitKind, int64_t,
+                                       int64_t, int64_t, int64_t, int64_t);
 
 }  // namespace mlps

@@ -1,6 +1,8 @@
 #pragma once
 // A trainable tensor of the model: its value and gradient on the device, and the identity
 // (name, tensor id, global shape) that the counter-based initialiser and the optimizer key on.
+// Typed mixed precision (T = bf16 or fp16) keeps the gradient in fp32 (Acc<T>), as Megatron's
+// --bf16 accumulates it; the fp32 master copy is the optimizer's.
 #include <cstdint>
 #include <string>
 
@@ -27,7 +29,7 @@ struct Parameter {
   InitKind init = InitKind::zeros;
   int64_t fan_in = 1;
   Buffer<T> value;
-  Buffer<T> grad;
+  Buffer<Acc<T>> grad;
 
   Parameter(Device& device, std::string name_, int64_t id, int64_t rows_, int64_t cols_,
             InitKind init_, int64_t fan_in_, ParameterStorage storage)
@@ -35,7 +37,7 @@ struct Parameter {
         fan_in(fan_in_) {
     if (storage == ParameterStorage::owned) {
       value = Buffer<T>(device, rows_ * cols_);
-      grad = Buffer<T>(device, rows_ * cols_);
+      grad = Buffer<Acc<T>>(device, rows_ * cols_);
     }
   }
   int64_t size() const { return rows * cols; }
@@ -46,9 +48,10 @@ struct Parameter {
 double initial_value(uint64_t seed, int64_t tensor_id, InitKind init, int64_t fan_in,
                      int64_t row, int64_t col);
 
-// The initial values of elements [first, first + count) of a tensor flattened row-major.
-template <typename T>
-void fill_initial_range(T* host, uint64_t seed, const Parameter<T>& param, int64_t first,
+// The initial values of elements [first, first + count) of a tensor flattened row-major, as V
+// (T, or the float master of a 16-bit T). 16-bit values are the fp32 ones rounded.
+template <typename V, typename T>
+void fill_initial_range(V* host, uint64_t seed, const Parameter<T>& param, int64_t first,
                         int64_t count);
 
 // Fills host memory with rows [row0, row0+rows) × cols [col0, col0+cols) of a tensor,

@@ -1,5 +1,7 @@
 #include "src/model/serial_net.h"
 
+#include "kernels/half_types.h"
+
 #include "src/model/linear_layer.h"
 #include "src/model/replicated_layernorm.h"
 
@@ -29,5 +31,7 @@ void SerialLayers<T>::unit_made(int /*unit*/) {
 
 template class SerialLayers<float>;
 template class SerialLayers<double>;
+template class SerialLayers<bf16>;
+template class SerialLayers<fp16>;
 
 }  // namespace mlps

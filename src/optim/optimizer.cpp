@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "kernels/half_types.h"
 #include "kernels/kernel_traffic.h"
 
 namespace mlps {
@@ -12,7 +13,10 @@ namespace mlps {
 template <typename T>
 Optimizer<T>::Optimizer(Device& device, const OptimizerConfig& config, MPI_Comm consensus)
     : device_(device), config_(config), consensus_(consensus),
-      mixed_(std::is_same_v<T, float> && device.storage_format() != StorageFormat::full) {
+      mixed_(is_16bit_v<T> ||
+             (std::is_same_v<T, float> && device.storage_format() != StorageFormat::full)) {
+  if (is_16bit_v<T> && device.storage_format() == StorageFormat::full)
+    throw std::logic_error("16-bit tensors on a Device of full storage");
   if (mixed_ && device.storage_format() == StorageFormat::fp16) {
     scaler_.emplace();
     device_.set_loss_scale(scaler_->scale());
@@ -21,16 +25,20 @@ Optimizer<T>::Optimizer(Device& device, const OptimizerConfig& config, MPI_Comm 
 }
 
 template <typename T>
-void Optimizer<T>::add(T* value, T* grad, int64_t count) {
+void Optimizer<T>::add(T* value, Acc<T>* grad, int64_t count, const Acc<T>* initial_master) {
   Slot slot{value, grad, count, {}, {}, {}, 0};
-  if (mixed_) {
+  if constexpr (is_16bit_v<T>) {
+    if (!initial_master) throw std::logic_error("typed storage's master needs its fp32 start");
+    slot.master = Buffer<Acc<T>>(device_, count);
+    device_.to_device(slot.master.data(), initial_master, slot.master.bytes());
+  } else if (mixed_) {
     slot.master = Buffer<T>(device_, count);
     device_.copy(slot.master.data(), value, sizeof(T) * static_cast<size_t>(count));
     device_.round_to_storage(value, count);
   }
   if (config_.kind == OptimizerKind::adam) {
-    slot.m = Buffer<T>(device_, count);
-    slot.v = Buffer<T>(device_, count);
+    slot.m = Buffer<Acc<T>>(device_, count);
+    slot.v = Buffer<Acc<T>>(device_, count);
     slot.m.zero();
     slot.v.zero();
   }
@@ -91,9 +99,16 @@ void Optimizer<T>::begin_step(double grad_scale) {
 }
 
 template <typename T>
-void Optimizer<T>::update(Slot& s, int64_t first, T* grad, int64_t count,
+void Optimizer<T>::update(Slot& s, int64_t first, Acc<T>* grad, int64_t count,
                           GradAfterUpdate after) {
-  if constexpr (std::is_same_v<T, float>) {
+  if constexpr (is_16bit_v<T>) {  // the master updated, writing the 16-bit tensor as it goes
+    float* master = s.master.data() + first;
+    if (config_.kind == OptimizerKind::sgd)
+      return device_.sgd_update_16bit(master, s.value + first, grad, count,
+                                      step_.lr * step_.grad_scale, after);
+    return device_.adam_update_16bit(master, s.value + first, grad, s.m.data() + first,
+                                     s.v.data() + first, count, step_, after);
+  } else if constexpr (std::is_same_v<T, float>) {
     if (mixed_) {  // the master updated, the value the model computes with rewritten from it
       T* master = s.master.data() + first;
       if (config_.kind == OptimizerKind::sgd)
@@ -103,11 +118,13 @@ void Optimizer<T>::update(Slot& s, int64_t first, T* grad, int64_t count,
                                          s.v.data() + first, count, step_, after);
     }
   }
+  if constexpr (!is_16bit_v<T>) {
   T* value = s.value + first;
   if (config_.kind == OptimizerKind::sgd)
     return device_.sgd_update<T>(value, grad, count, step_.lr * step_.grad_scale, after);
   device_.adam_update<T>(value, grad, s.m.data() + first, s.v.data() + first, count, step_,
                          after);
+  }
 }
 
 template <typename T>
@@ -129,22 +146,27 @@ void Optimizer<T>::apply_block(const T* value, int64_t first, int64_t count) {
   if (!open_ || it == slot_of_.end() || count > block_.size())
     throw std::logic_error("apply_block outside an open step, or on an unregistered tensor");
   Slot& s = slots_[it->second];
-  update(s, first, block_.data(), count, GradAfterUpdate::kept);
+  if constexpr (is_16bit_v<T>) throw std::logic_error("the update of 16-bit storage cannot be fused");
+  else update(s, first, block_.data(), count, GradAfterUpdate::kept);
   s.fused += count;
 }
 
 template <typename T>
 double Optimizer<T>::bytes_per_step() const {
-  // Mixed precision adds writing the rounded value (in the update's own pass).
-  double elements = 0;
+  // Mixed precision adds writing the 16-bit copy (in the update's own pass): a float holding it
+  // when emulated, 2 bytes when typed; the rest moves in fp32.
+  double bytes = 0;
   for (const auto& s : slots_)
-    elements += (config_.kind == OptimizerKind::adam ? traffic::adam_update(s.count, after_)
-                                                     : traffic::sgd_update(s.count, after_)) +
-                (mixed_ ? static_cast<double>(s.count) : 0.0);
-  return elements * sizeof(T);
+    bytes += (config_.kind == OptimizerKind::adam ? traffic::adam_update(s.count, after_)
+                                                  : traffic::sgd_update(s.count, after_)) *
+                 sizeof(Acc<T>) +
+             (mixed_ ? static_cast<double>(s.count) * sizeof(T) : 0.0);
+  return bytes;
 }
 
 template class Optimizer<float>;
 template class Optimizer<double>;
+template class Optimizer<bf16>;
+template class Optimizer<fp16>;
 
 }  // namespace mlps

@@ -2,11 +2,13 @@
 // Adam or SGD over a set of tensors (whole parameters for serial training; shards of them for
 // sharded schemes). Each tensor registered once; step() updates every one from its gradient.
 //
-// Mixed precision (the Device stores bf16/fp16, T = float): the optimizer keeps an fp32 master
-// copy of every registered tensor, updates it, and writes the rounded copy back to the
-// tensor the model computes with, in the update's own pass (adam_update_rounded). With fp16 it also runs dynamic loss scaling: the Device
-// scales the loss gradient, and step() unscales it, or skips the whole update (on every rank
-// of `consensus`) when any rank's gradients hold an inf or NaN.
+// Mixed precision: the optimizer keeps an fp32 master copy of every registered tensor, updates
+// it, and writes the 16-bit copy the model computes with in the update's own pass. Emulated
+// (the Device stores bf16/fp16, T = float): the copy is a float holding the rounded value
+// (adam_update_rounded). Typed (T = bf16 or fp16): the copy is the tensor itself, the gradient,
+// master and moments fp32 (adam_update_16bit). With fp16 it also runs dynamic loss scaling: the
+// Device scales the loss gradient, and step() unscales it, or skips the whole update (on every
+// rank of `consensus`) when any rank's gradients hold an inf or NaN.
 //
 // Fused (enable_fused_update): open_step() before the backward pass, whose Linears update their
 // weights a block at a time through apply_block(); step() then updates the tensors that were not.
@@ -35,9 +37,10 @@ class Optimizer : public FusedWeightUpdate<T> {
   Optimizer(Device& device, const OptimizerConfig& config, MPI_Comm consensus = MPI_COMM_WORLD);
 
   // Registers `count` elements at value/grad (device memory that outlives the optimizer). With
-  // mixed precision, value must hold the initial weights: they become the fp32 master copy and
-  // value is rounded to the storage format.
-  void add(T* value, T* grad, int64_t count);
+  // emulated mixed precision, value must hold the initial weights: they become the fp32 master
+  // copy and value is rounded to the storage format. With typed storage, value holds them
+  // rounded and `initial_master` (host memory, `count` floats) the master's fp32 start.
+  void add(T* value, Acc<T>* grad, int64_t count, const Acc<T>* initial_master = nullptr);
   // Returns false when fp16 loss scaling skipped the update (the same on every rank).
   bool step();
 
@@ -63,17 +66,17 @@ class Optimizer : public FusedWeightUpdate<T> {
  private:
   struct Slot {
     T* value;
-    T* grad;
+    Acc<T>* grad;
     int64_t count;
-    Buffer<T> m, v;  // Adam moments (empty for SGD)
-    Buffer<T> master;  // mixed precision: the fp32 weights value is rounded from
+    Buffer<Acc<T>> m, v;    // Adam moments (empty for SGD)
+    Buffer<Acc<T>> master;  // mixed precision: the fp32 weights value is rounded from
     int64_t fused = 0;  // elements apply_block() updated in the open step
   };
   bool gradients_finite_everywhere();
   // Counts the step and settles its scalars (bias corrections, gradient scale).
   void begin_step(double grad_scale);
   // Elements [first, first + count) of the slot from grad, with the open step's settings.
-  void update(Slot& s, int64_t first, T* grad, int64_t count, GradAfterUpdate after);
+  void update(Slot& s, int64_t first, Acc<T>* grad, int64_t count, GradAfterUpdate after);
   Device& device_;
   OptimizerConfig config_;
   MPI_Comm consensus_;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/stored_values.h"
 #include "src/model/parameter.h"
 #include "src/schemes/trainer.h"
 
@@ -17,7 +18,9 @@ void append_named_tensors(const Params& params, std::vector<NamedTensor>& out) {
   for (const auto& p : params) {
     const Parameter<T>& param = *p;
     const auto values = param.value.download();
-    out.push_back({param.name, std::vector<double>(values.begin(), values.end())});
+    std::vector<double> wide(values.size());
+    for (size_t i = 0; i < values.size(); ++i) wide[i] = static_cast<double>(widen(values[i]));
+    out.push_back({param.name, std::move(wide)});
   }
 }
 

@@ -36,6 +36,14 @@ class SchemeTrainer : public Trainer {
   int64_t parameter_count() const override { return parameter_count_; }
   double optimizer_bytes_per_step() const override { return optimizer_.bytes_per_step(); }
   const Device& device() const override { return device_; }
+  std::string gemm_call() const override {
+    if constexpr (is_16bit_v<T>) return device_.gemm_16bit_call();
+    else return device_.gemm_call(std::is_same_v<T, double>);
+  }
+  std::string storage() const override {
+    if (device_.storage_format() == StorageFormat::full) return "full";
+    return is_16bit_v<T> ? "typed" : "emulated";
+  }
   std::map<std::string, CommTotals> take_comm_totals() override {
     auto totals = log_->take_totals();
     for (const auto& [kind, t] : totals) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "kernels/half_types.h"
 #include "src/schemes/named_tensors.h"
 
 namespace mlps {
@@ -15,7 +16,15 @@ SerialTrainer<T>::SerialTrainer(const DeviceConfig& device, const ModelConfig& m
       fused_(fuse_update && fused_update_applies(device_.kind(), device_.storage_format())),
       model_(device_, model, max_rows, ParameterStorage::owned, fused_update_for(fused_, model)) {
   model_.parameters().initialise(seed);
-  for (auto& p : model_.parameters()) optimizer_.add(p->value.data(), p->grad.data(), p->size());
+  for (auto& p : model_.parameters()) {
+    if constexpr (is_16bit_v<T>) {  // the master starts from the fp32 values, as emulated
+      std::vector<float> initial(static_cast<size_t>(p->size()));
+      fill_initial_range(initial.data(), seed, *p, 0, p->size());
+      optimizer_.add(p->value.data(), p->grad.data(), p->size(), initial.data());
+    } else {
+      optimizer_.add(p->value.data(), p->grad.data(), p->size());
+    }
+  }
   // Every gradient is the optimizer's: zeroed by its update, added into by the next backward.
   if (!fused_) optimizer_.zero_gradients_after_step();
 }
@@ -44,5 +53,7 @@ std::vector<NamedTensor> SerialTrainer<T>::gather_parameters() {
 
 template class SerialTrainer<float>;
 template class SerialTrainer<double>;
+template class SerialTrainer<bf16>;
+template class SerialTrainer<fp16>;
 
 }  // namespace mlps

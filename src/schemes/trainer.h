@@ -59,6 +59,11 @@ class Trainer {
   virtual double optimizer_bytes_per_step() const = 0;
   // The device this rank computes on (timers use its events; its peak bytes are reported).
   virtual const Device& device() const = 0;
+  // The library call of the step's GEMMs, e.g. "cblas_sgemm" (for result files).
+  virtual std::string gemm_call() const = 0;
+  // How mixed precision's 16-bit tensors are held: "typed" (in 16-bit buffers), "emulated" (fp32
+  // buffers holding rounded values), or "full" for fp32 and fp64 runs.
+  virtual std::string storage() const = 0;
   // This iteration's communication per collective kind, and the time this rank was blocked
   // waiting for communication (the exposed part); both restart for the next iteration.
   virtual std::map<std::string, CommTotals> take_comm_totals() { return {}; }

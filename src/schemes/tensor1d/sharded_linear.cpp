@@ -30,8 +30,8 @@ void ShardedLinear<T>::add_bias(T* y, int64_t rows) const {
 template <typename T>
 void ShardedLinear<T>::weight_grad(const T* x, int64_t ldx, const T* dy, int64_t ldy,
                                    int64_t rows, bool accumulate) {
-  device_.gemm<T>(true, false, local_out_, local_in_, rows, T(1), dy, ldy, x, ldx,
-                  accumulate ? T(1) : T(0), weight_grad_, local_in_);
+  device_.gemm_gradient<T>(true, false, local_out_, local_in_, rows, T(1), dy, ldy, x, ldx,
+                           accumulate ? T(1) : T(0), weight_grad_, local_in_);
 }
 
 template <typename T>

@@ -152,8 +152,8 @@ void SummaLinear<T>::backward(const T* x, const T* dy, T* dx, int64_t rows,
       BlockStream<T>{&row_, x, workspace_.activation_blocks, rows, &in_parts_}};
   summa_steps<T>(row_.size(), inputs, [&](int l, const std::array<const T*, 1>& blocks) {
     const int64_t k = in_parts_[static_cast<size_t>(l)];
-    device_.gemm<T>(true, false, n_, k, rows, T(1), dy, n_, blocks[0], k, T(0),
-                    partials + l * n_ * k_max_, k);
+    device_.gemm_gradient<T>(true, false, n_, k, rows, T(1), dy, n_, blocks[0], k, T(0),
+                             partials + l * n_ * k_max_, k);
   });
   if (!alone) {
     workspace_.pending_weight_gradient = col_.reduce_scatter_async(

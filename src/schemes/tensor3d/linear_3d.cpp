@@ -61,8 +61,8 @@ void Linear3d<T>::backward(const T* x, const T* dy, T* dx, int64_t rows, bool ac
   finish_weight_gradient();  // the previous step's (or a deferred) reduce-scatter
   const bool by_depth = depth_.size() > 1;
   T* dw = by_depth ? full_dweight_ : dweight_;
-  device_.gemm<T>(true, false, out_local_, in_local_, rows, T(1), dy, out_local_, x, in_local_,
-                  accumulate && !by_depth ? T(1) : T(0), dw, in_local_);
+  device_.gemm_gradient<T>(true, false, out_local_, in_local_, rows, T(1), dy, out_local_, x,
+                           in_local_, accumulate && !by_depth ? T(1) : T(0), dw, in_local_);
   device_.bias_grad<T>(dbias_, dy, rows, out_local_, accumulate);
   if (by_depth) {
     reduce_ = depth_.reduce_scatter_async(dw, dweight_, shard_, data_type_of<T>());
