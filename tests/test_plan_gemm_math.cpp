@@ -122,7 +122,8 @@ TEST(PlanGemmMath, TensorCoreStepsAreRooflinesOverTheRanksGemms) {
   EXPECT_TRUE(small.gemm.tensor_cores);
   double flops = 0, bytes = 0;
   for (const LinearShape& l : linear_shapes(o.model)) {
-    const LinearGemmCosts g = linear_gemm_costs(l, 32, 4, false);
+    // bin/serial's bf16 is typed storage: 16-bit operands, fp32 weight gradients.
+    const LinearGemmCosts g = linear_gemm_costs(l, 32, 2, false, 4);
     flops += g.forward.flops + g.grad_input.flops + g.grad_weight.flops;
     bytes += g.forward.bytes + g.grad_input.bytes + g.grad_weight.bytes;
   }

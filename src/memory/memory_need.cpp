@@ -13,6 +13,12 @@ std::string MemoryNeed::breakdown() const {
 
 size_t element_bytes(Precision precision) { return precision == Precision::fp64 ? 8 : 4; }
 
+ElementSizes element_sizes(Precision precision, bool typed) {
+  if (typed && storage_format(precision) != StorageFormat::full) return {2, 4};
+  const auto e = static_cast<double>(element_bytes(precision));
+  return {e, e};
+}
+
 size_t wire_element_bytes(Precision precision, bool fp32_gradients) {
   const StorageFormat wire = storage_format(precision);
   if (fp32_gradients && wire != StorageFormat::full) return 4;

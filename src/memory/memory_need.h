@@ -25,6 +25,14 @@ struct MemoryNeed {
 // Bytes per stored element: 8 for fp64, else 4 (bf16/fp16 emulated: fp32 storage holding values
 // rounded to 16 bits, see Device; bin/serial's typed storage is counted in scheme_memory).
 size_t element_bytes(Precision precision);
+// Bytes per element of what a rank stores: `stored`, activations, their gradients and parameter
+// values; `kept`, what beside them stays wide (LayerNorm statistics, probabilities, losses,
+// parameters' gradients, the optimizer's master and moments). Typed 16-bit storage (`typed`,
+// bin/serial's bf16 and fp16) stores 2 and keeps 4; otherwise both are element_bytes.
+struct ElementSizes {
+  double stored, kept;
+};
+ElementSizes element_sizes(Precision precision, bool typed);
 // Bytes per element on the wire: 2 for the 16-bit precisions' payloads, 4 for their weight
 // gradients under --fp32-grad-comm (fp32_gradients), else element_bytes.
 size_t wire_element_bytes(Precision precision, bool fp32_gradients = false);

@@ -17,19 +17,6 @@ namespace {
 
 double as_double(int64_t n) { return static_cast<double>(n); }
 
-// Bytes per element of what a rank stores: `stored`, activations, their gradients and parameter
-// values; `kept`, what Acc<T> keeps beside them (LayerNorm statistics, probabilities, losses,
-// parameters' gradients, the optimizer's master and moments). Typed mixed precision stores 2
-// and keeps 4; the emulation, fp32 and fp64 store and keep element_bytes.
-struct ElementSizes {
-  double stored, kept;
-};
-ElementSizes element_sizes(Precision precision, bool typed) {
-  if (typed && storage_format(precision) != StorageFormat::full) return {2, 4};
-  const auto e = static_cast<double>(element_bytes(precision));
-  return {e, e};
-}
-
 // Parameter values, gradients and optimizer state for `held` parameter elements of which
 // `optimized` are updated on this rank (fewer under ZeRO).
 void add_parameter_state(MemoryNeed& need, double held, double optimized,
@@ -87,10 +74,13 @@ double replica_activation_bytes(const ModelConfig& model, int64_t rows,
 // CPU widens its operands into it; the GPU needs none).
 double typed_gemm_scratch_bytes(const ModelConfig& m, int64_t rows, DeviceKind device) {
   const auto scratch = [&](int64_t mm, int64_t n, int64_t k, bool c16) {
+    if (device == DeviceKind::cuda) {
 #ifdef MLPSCALE_WITH_CUDA
-    if (device == DeviceKind::cuda) return cuda::gemm_16bit_scratch(mm, n, k, c16);
+      return cuda::gemm_16bit_scratch(mm, n, k, c16);
+#else
+      return int64_t{0};  // what cuda::gemm_16bit_scratch says, for a plan of a GPU machine
 #endif
-    (void)device;
+    }
     return cpu::gemm_16bit_scratch(mm, n, k, c16);
   };
   std::vector<std::pair<int64_t, int64_t>> linears{{m.input_features(), m.hidden},
@@ -129,8 +119,9 @@ MemoryNeed serial_need(const Options& o, bool fuse_update, bool typed) {
   const auto bytes = static_cast<int64_t>(element_bytes(o.precision));
   if (fuse_update && fused_update_applies(resolve_device(o.device), storage_format(o.precision)))
     need.optimizer += as_double(fused_block_elements(o.model, bytes) * bytes);
-  if (typed && storage_format(o.precision) != StorageFormat::full)
-    need.buffers += typed_gemm_scratch_bytes(o.model, o.batch, resolve_device(o.device));
+  if (typed && storage_format(o.precision) != StorageFormat::full)  // (a plan may count for a
+    need.buffers += typed_gemm_scratch_bytes(  // GPU this build cannot see)
+        o.model, o.batch, o.device == "cuda" ? DeviceKind::cuda : resolve_device(o.device));
   return need;
 }
 

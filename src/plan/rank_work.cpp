@@ -24,7 +24,7 @@ size_t grad_wire_bytes(const Options& o) {
 // slice widths its memory counts: whole where it replicates them, as tensor1d's LayerNorm and
 // residual without sequence parallelism), else `share` of the replica's.
 RankWork replica_share(const Options& o, double rows, double share,
-                       const ActivationSlice* own = nullptr) {
+                       const ActivationSlice* own = nullptr, bool typed = false) {
   RankWork w;
   ModelConfig plain = o.model;
   plain.checkpoint_activations = false;
@@ -34,7 +34,8 @@ RankWork replica_share(const Options& o, double rows, double share,
   w.gemm_linears = linear_shapes(o.model);
   w.loaded_rows = rows;
   w.recompute_flops = all - model_flops_per_sample(plain, false) * rows * share;
-  const double element = static_cast<double>(element_bytes(o.precision));
+  w.typed_16bit = typed && storage_format(o.precision) != StorageFormat::full;
+  const double element = element_sizes(o.precision, w.typed_16bit).stored;
   const ActivationSlice whole{static_cast<int64_t>(std::ceil(rows)), full_widths(o.model)};
   w.elementwise = training_step_elementwise_bytes(o.model, own ? *own : whole, element);
   if (!own) w.elementwise = {w.elementwise.forward * share, w.elementwise.backward * share};
@@ -198,7 +199,8 @@ std::vector<RankWork> rank_work(const PlanCandidate& c, SchemeShape& shape) {
   if (c.scheme == "tensor1d") return tensor1d_work(c, shape);
   if (c.scheme == "tensor2d") return tensor2d_work(c, shape);
   if (c.scheme == "tensor3d") return tensor3d_work(c, shape);
-  RankWork w = replica_share(c.options, static_cast<double>(c.options.batch), 1.0);
+  RankWork w = replica_share(c.options, static_cast<double>(c.options.batch), 1.0, nullptr,
+                             true);  // serial: typed 16-bit storage, as bin/serial trains
   w.optimized_parameters = static_cast<double>(parameter_count(c.options.model));
   w.gemm_parameters = w.optimized_parameters;
   w.memory = serial_memory(c.options, false);

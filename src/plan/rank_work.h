@@ -28,6 +28,9 @@ struct RankWork {
   bool weights_gathered = false;  // gathered right before its GEMMs, which then read them in cache
   StepElementwiseBytes elementwise;
   double optimized_parameters = 0;
+  // bf16/fp16 in 16-bit buffers (bin/serial): values and activations at 2 bytes, weight
+  // gradients and optimizer state at 4 (memory_need.h's element_sizes); else emulated.
+  bool typed_16bit = false;
   std::map<std::string, double> bytes;  // the scheme's analytic volumes
   std::map<std::string, double> calls;  // collectives per key (latency terms)
   // Where a key's calls differ in size, each call's share of its bytes (DDP's and ZeRO-1/2's

@@ -83,11 +83,12 @@ struct PassSeconds {
   double forward = 0, grad_input = 0, grad_weight = 0, recompute = 0;
   double total() const { return forward + grad_input + grad_weight + recompute; }
 };
-PassSeconds roofline_pass_seconds(const RankWork& w, double element, double rate,
+PassSeconds roofline_pass_seconds(const RankWork& w, ElementSizes element, double rate,
                                   double bandwidth) {
   double forward = 0, grad_input = 0, grad_weight = 0, forward_flops = 0, flops = 0;
   for (const LinearShape& linear : w.gemm_linears) {
-    const LinearGemmCosts g = linear_gemm_costs(linear, w.gemm_rows, element, w.weights_gathered);
+    const LinearGemmCosts g = linear_gemm_costs(linear, w.gemm_rows, element.stored,
+                                                w.weights_gathered, element.kept);
     forward += roofline_seconds(g.forward, rate, bandwidth);
     grad_input += roofline_seconds(g.grad_input, rate, bandwidth);
     grad_weight += roofline_seconds(g.grad_weight, rate, bandwidth);
@@ -108,7 +109,10 @@ StepPrediction predict_rank(const PlanCandidate& c, const MachineDescription& m,
   const GemmRate gemm = m.gemm_rate(o.precision, o.math, on_node, c.threads_per_rank);
   const double rate = gemm.flops * m.gemm_efficiency(w.gemm_rows);
   const double bandwidth = m.bandwidth(on_node, c.threads_per_rank);
-  const double element = static_cast<double>(element_bytes(o.precision));
+  // Values, activations and their gradients at `element`; typed storage keeps weight gradients
+  // and the optimizer's state at sizes.kept.
+  const ElementSizes sizes = element_sizes(o.precision, w.typed_16bit);
+  const double element = sizes.stored;
   // A run with more ranks on its node than the machine's (time-sharing cores) is one node still.
   const int ranks_per_node = std::max(m.ranks_per_node, on_node);
   StepPrediction p;
@@ -120,7 +124,7 @@ StepPrediction predict_rank(const PlanCandidate& c, const MachineDescription& m,
     // Tensor cores leave small GEMMs bound by their bytes: each call's operands, its weights
     // (re-read by every micro-batch and SUMMA step) and its gradient included, at the
     // bandwidth. The weights' reads are in that roofline, so no pass of them is added.
-    const PassSeconds t = roofline_pass_seconds(w, element, rate, bandwidth);
+    const PassSeconds t = roofline_pass_seconds(w, sizes, rate, bandwidth);
     p.gemm_memory_bound = std::max(0.0, t.total() - p.compute);
     p.compute = t.total();
     forward_gemm = t.forward;
@@ -148,7 +152,7 @@ StepPrediction predict_rank(const PlanCandidate& c, const MachineDescription& m,
   const double update = o.optimizer.kind == OptimizerKind::adam
                             ? traffic::adam_update(static_cast<int64_t>(w.optimized_parameters))
                             : traffic::sgd_update(static_cast<int64_t>(w.optimized_parameters));
-  p.optimizer = update * element / m.update_bandwidth(on_node, c.threads_per_rank);
+  p.optimizer = update * sizes.kept / m.update_bandwidth(on_node, c.threads_per_rank);
   // ZeRO-3's overlapped units are started before compute and waited for after it: with no
   // progress meanwhile, their buffers have left the caches (DDP's buckets all move at the end).
   const bool cold =
@@ -216,13 +220,14 @@ StepPrediction predict_rank(const PlanCandidate& c, const MachineDescription& m,
 }  // namespace
 
 LinearGemmCosts linear_gemm_costs(const LinearShape& linear, double rows, double element,
-                                  bool weight_in_cache) {
+                                  bool weight_in_cache, double gradient_element) {
   const double in = static_cast<double>(linear.in), out = static_cast<double>(linear.out);
+  const double dw = gradient_element > 0 ? gradient_element : element;
   const double flops = 2 * rows * in * out, weight = weight_in_cache ? 0 : in * out;
   LinearGemmCosts g;
   g.forward = {flops, (rows * in + weight + rows * out) * element};
   if (linear.name != "embed") g.grad_input = {flops, (rows * out + weight + rows * in) * element};
-  g.grad_weight = {flops, (rows * out + rows * in + 2 * in * out) * element};
+  g.grad_weight = {flops, (rows * out + rows * in) * element + 2 * in * out * dw};
   return g;
 }
 
@@ -233,8 +238,14 @@ double roofline_seconds(const GemmCost& gemm, double flops_rate, double bandwidt
 StepPrediction predict_step(const PlanCandidate& candidate, const MachineDescription& machine) {
   SchemeShape shape;
   StepPrediction slowest;
-  for (const RankWork& w : rank_work(candidate, shape)) {
-    StepPrediction p = predict_rank(candidate, machine, shape, w);
+  // A machine whose 16-bit GEMMs run on tensor cores is a GPU: memory as the CUDA backend holds
+  // it (typed storage's GEMMs need no widening scratch there).
+  PlanCandidate c = candidate;
+  if (machine.gemm_rate(c.options.precision, c.options.math, 1, 1).tensor_cores &&
+      storage_format(c.options.precision) != StorageFormat::full)
+    c.options.device = "cuda";
+  for (const RankWork& w : rank_work(c, shape)) {
+    StepPrediction p = predict_rank(c, machine, shape, w);
     if (p.step > slowest.step) {
       const MemoryNeed most = slowest.memory.total() > p.memory.total() ? slowest.memory : p.memory;
       slowest = p;

@@ -60,8 +60,9 @@ struct GemmCost {
 struct LinearGemmCosts {
   GemmCost forward, grad_input, grad_weight;
 };
+// `gradient_element`: dW's bytes per element (fp32 beside typed 16-bit storage; 0: `element`).
 LinearGemmCosts linear_gemm_costs(const LinearShape& linear, double rows, double element,
-                                  bool weight_in_cache);
+                                  bool weight_in_cache, double gradient_element = 0);
 // A GEMM on tensor cores: the slower of its flops at `flops_rate` and its bytes at `bandwidth`.
 double roofline_seconds(const GemmCost& gemm, double flops_rate, double bandwidth);
 
