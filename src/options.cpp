@@ -81,8 +81,8 @@ OptionParser::OptionParser(const std::string& program, const std::string& descri
   app.add_option("--comm", o.comm, "collectives backend: auto, mpi or nccl")
       ->check(CLI::IsMember({"auto", "mpi", "nccl"}));
   app.add_option("--precision", precision_, "fp32, fp64, or mixed precision bf16 / fp16 (16-bit "
-                 "activations, weights and gradients, fp32 master weights and optimizer; fp16 "
-                 "with dynamic loss scaling)")
+                 "activations and weights; fp32 weight gradients, master weights and optimizer; "
+                 "fp16 with dynamic loss scaling)")
       ->check(CLI::IsMember({"fp32", "fp64", "bf16", "fp16"}));
   app.add_option("--math", math_, "fp32 GEMMs in true fp32, or on TF32 tensor cores (tf32: "
                  "GPUs only, inputs rounded to 10-bit mantissas, sums in fp32)")
