@@ -47,12 +47,13 @@ struct DeviceConfig {
 
 // Mixed precision comes two ways. Emulated (bf16/fp16 storage with T = float): every wrapper
 // below whose kernel produces activations or their gradients rounds its output to 16 bits
-// (parameters' gradients stay fp32, as typed storage keeps them); fp32
-// accumulation inside each kernel, the loss (softmax forward) in fp32, optimizer and master
-// weights untouched (see Optimizer). Typed (T = bf16 or fp16, kernels/half_types.h): the kernels
-// read and write 16-bit tensors themselves and keep what Acc<T> names in fp32, so nothing is
-// rounded afterwards; the GEMMs go through gemm_16bit (cublasGemmEx on the GPU), and the CPU's
-// widening scratch is the Device's own, allocated and counted here.
+// (parameters' gradients stay fp32, as typed storage keeps them); fp32 accumulation inside
+// each kernel, the loss (softmax forward) in fp32, optimizer and master weights untouched (see
+// Optimizer). Typed (T = bf16 or fp16, kernels/half_types.h): the kernels read and write 16-bit
+// tensors themselves and keep what Acc<T> names in fp32, so nothing is rounded afterwards; the
+// GEMMs go through gemm_16bit (cublasGemmEx on the GPU), whose CPU widening scratch is the
+// Device's own: allocated on the first GEMM that needs it (grown by a larger one), counted in
+// the peak, and freed with the Device.
 class Device {
  public:
   explicit Device(const DeviceConfig& config)
@@ -132,9 +133,6 @@ class Device {
                      int64_t ldc) const {
     gemm_into(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, true);
   }
-  // Bytes of the typed GEMMs' widening scratch (the CPU's; none on the GPU): the largest any
-  // GEMM so far has needed, held from its first use to the Device's end.
-  size_t gemm_scratch_bytes() const { return gemm_scratch_bytes_; }
   template <typename T>
   void bias_add(T* y, const T* bias, int64_t rows, int64_t cols) const {
     MLPS_ON_BACKEND(bias_add, y, bias, rows, cols);

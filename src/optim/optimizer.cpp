@@ -108,22 +108,22 @@ void Optimizer<T>::update(Slot& s, int64_t first, Acc<T>* grad, int64_t count,
                                       step_.lr * step_.grad_scale, after);
     return device_.adam_update_16bit(master, s.value + first, grad, s.m.data() + first,
                                      s.v.data() + first, count, step_, after);
-  } else if constexpr (std::is_same_v<T, float>) {
-    if (mixed_) {  // the master updated, the value the model computes with rewritten from it
-      T* master = s.master.data() + first;
-      if (config_.kind == OptimizerKind::sgd)
-        return device_.sgd_update_rounded(master, s.value + first, grad, count,
-                                          step_.lr * step_.grad_scale, after);
-      return device_.adam_update_rounded(master, s.value + first, grad, s.m.data() + first,
-                                         s.v.data() + first, count, step_, after);
+  } else {
+    if constexpr (std::is_same_v<T, float>) {
+      if (mixed_) {  // emulated: the master updated, the value rewritten from it, rounded
+        float* master = s.master.data() + first;
+        if (config_.kind == OptimizerKind::sgd)
+          return device_.sgd_update_rounded(master, s.value + first, grad, count,
+                                            step_.lr * step_.grad_scale, after);
+        return device_.adam_update_rounded(master, s.value + first, grad, s.m.data() + first,
+                                           s.v.data() + first, count, step_, after);
+      }
     }
-  }
-  if constexpr (!is_16bit_v<T>) {
-  T* value = s.value + first;
-  if (config_.kind == OptimizerKind::sgd)
-    return device_.sgd_update<T>(value, grad, count, step_.lr * step_.grad_scale, after);
-  device_.adam_update<T>(value, grad, s.m.data() + first, s.v.data() + first, count, step_,
-                         after);
+    T* value = s.value + first;
+    if (config_.kind == OptimizerKind::sgd)
+      return device_.sgd_update<T>(value, grad, count, step_.lr * step_.grad_scale, after);
+    device_.adam_update<T>(value, grad, s.m.data() + first, s.v.data() + first, count, step_,
+                           after);
   }
 }
 
