@@ -93,11 +93,10 @@ double typed_gemm_scratch_bytes(const ModelConfig& m, int64_t rows, DeviceKind d
       linears.push_back({m.ffn_hidden(), m.hidden});
     }
   }
+  // Per Linear its forward and its dW (dx widens the same three matrices as the forward).
   int64_t most = 0;
-  for (const auto& [in, out] : linears)  // forward, backward's dx (not the embed's), dW
-    most = std::max({most, scratch(rows, out, in, true),
-                     in == m.input_features() ? 0 : scratch(rows, in, out, true),
-                     scratch(out, in, rows, false)});
+  for (const auto& [in, out] : linears)
+    most = std::max({most, scratch(rows, out, in, true), scratch(out, in, rows, false)});
   return 4.0 * as_double(most);
 }
 
