@@ -1,8 +1,9 @@
 // Kernel micro-benchmarks (Google Benchmark): every distinct GEMM shape of one training step plus
 // one large square GEMM, the element-wise kernels at the model's sizes, and a device-to-device
-// copy as the memory-bandwidth ceiling; on each available backend, in f32 and f64; and the data
-// loader's samples on one host thread; and the CPU's one-core FMA peak, which every CPU GEMM is
-// also reported against ("% of peak": its rate over that peak times the threads it ran on).
+// copy as the memory-bandwidth ceiling; on each available backend, in f32 and f64 (the GEMMs also
+// in bf16, and in tf32 on the GPU); and the data loader's samples on one host thread; and the
+// CPU's one-core FMA peak, which every f32/f64 CPU GEMM is also reported against ("% of peak":
+// its rate over that peak times the threads it ran on).
 // No MPI here.
 // The pieces live in bench/support: the options, the GEMM and the element-wise registrations.
 #include <benchmark/benchmark.h>
@@ -34,7 +35,8 @@
 namespace mlps::kernel_bench {
 namespace {
 
-// Registration order is listing order: per backend, f32 then f64, GEMMs then element-wise.
+// Registration order is listing order: per backend, f32 then f64, GEMMs then element-wise, then
+// bf16 GEMMs and (GPU) tf32 GEMMs.
 template <typename T>
 void register_all(Backend backend, const KernelBenchOptions& options) {
   // The CPU's peak for the threads its GEMMs run on (every core is taken to reach one's peak).
@@ -135,6 +137,15 @@ int run(int argc, char** argv) {
     const Backend backend{*devices.back(), cache};
     register_all<float>(backend, options);
     register_all<double>(backend, options);
+    // The GEMMs of typed bf16 (cublasGemmEx on the GPU, widen-then-sgemm on the CPU) and, on
+    // the GPU, fp32 GEMMs on TF32 tensor cores (--math tf32): what the planner's bf16 and tf32
+    // rates stand for.
+    register_gemm_benchmarks<bf16>(backend, options, 0.0);
+    if (kind == DeviceKind::cuda) {
+      devices.push_back(std::make_unique<Device>(
+          DeviceConfig(kind, StorageFormat::full, false, GemmCompute::tf32)));
+      register_gemm_benchmarks<float>({*devices.back(), cache}, options, 0.0, "tf32");
+    }
   }
   if (!kinds.empty() && kinds.front() == DeviceKind::cpu) register_fma_peak_benchmarks();
   register_sample_load_benchmark(options);  // host work: once, whatever the backends

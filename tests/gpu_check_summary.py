@@ -1,13 +1,16 @@
-"""The GPU check's table (tests/gpu_check.sh): one line per result file with its precision, the
-GEMM call it made, the measured median step against the prediction in the file (its
-/prediction group, from --machine) and the peak memory against the estimate, and the --verify
-verdict where there is one. The measured figures come from analysis/run_stats.py, as every plot
-reads them.
+"""The GPU check's table (tests/gpu_check.sh): per bench_kernels JSON file, one line per GEMM
+type with the rate of a training step's GEMMs (each shape weighted by its uses per step) and the
+square GEMM's; then one line per result file with its precision, the GEMM call it made, the
+measured median step against the prediction in the file (its /prediction group, from --machine)
+and the peak memory against the estimate, and the --verify verdict where there is one. The
+measured figures come from analysis/run_stats.py, as every plot reads them.
 
-usage: python3 tests/gpu_check_summary.py FILE.h5 [FILE.h5 ...]
+usage: python3 tests/gpu_check_summary.py [KERNELS.json ...] FILE.h5 [FILE.h5 ...]
 Exit status 1 when a file cannot be read or a verification failed.
 """
+import json
 import os
+import re
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "analysis"))
@@ -19,6 +22,37 @@ from run_stats import summarise  # noqa: E402
 
 def ratio(measured, predicted):
     return f"{measured / predicted:6.2f}" if predicted > 0 else "     -"
+
+
+def gemm_lines(path):
+    """A bench_kernels file's lines: per type, a step's GEMMs and the square one."""
+    with open(path) as f:
+        runs = json.load(f)["benchmarks"]
+    types = {}
+    for b in runs:
+        parts = b.get("run_name", b["name"]).split("/")
+        if parts[0] != "gemm" or b.get("run_type", "iteration") != "iteration":
+            continue
+        t = types.setdefault(parts[2], {"square": 0.0, "flops": 0.0, "seconds": 0.0})
+        rate = float(b["TFLOP/s"]) * 1e12
+        label = b.get("label", "")
+        if label == "square":
+            t["square"] = rate
+            continue
+        m, n, k = (int(x) for x in re.findall(r"[mnk]:(\d+)", b["name"]))
+        uses = re.match(r"(\d+)x per step", label)
+        if uses and rate > 0:
+            flops = 2.0 * m * n * k * int(uses.group(1))
+            t["flops"] += flops
+            t["seconds"] += flops / rate
+    missing = [kind for kind in ("f32", "tf32", "bf16") if kind not in types]
+    if missing:
+        raise ValueError(f"no {' or '.join(missing)} GEMMs in it")
+    name = os.path.basename(path)[:-5]
+    return [f"{name:<22} {kind:<9} a step's GEMMs at "
+            f"{t['flops'] / t['seconds'] / 1e12 if t['seconds'] else 0:6.1f} TFLOP/s "
+            f"({t['seconds'] * 1e3:8.3f} ms), the square one at {t['square'] / 1e12:6.1f}"
+            for kind, t in types.items()]
 
 
 def line(path):
@@ -43,6 +77,14 @@ def main(paths):
     status = 0
     calls = []
     for path in paths:
+        if path.endswith(".json"):
+            try:
+                for text in gemm_lines(path):
+                    print(text)
+            except (OSError, KeyError, ValueError) as e:
+                print(f"{path}: cannot summarise ({e})")
+                status = 1
+            continue
         try:
             text, call, failed = line(path)
         except (ResultFileError, OSError, KeyError, ValueError) as e:

@@ -127,7 +127,8 @@ if [[ -n ${HIP_CPU_HOME:-} && -f $HIP_CPU_HOME/include/hip/hip_runtime.h ]]; the
   # The prepared GPU check's own logic, at tiny sizes on the emulated GPU (make gpu-check).
   echo "=== tests/gpu_check.sh --dry-run bin/emulate"
   gpu_check_out=$(mktemp -d)
-  bash tests/gpu_check.sh --dry-run bin/emulate --out "$gpu_check_out" 2>&1 | tee "$log"
+  bash tests/gpu_check.sh --dry-run bin/emulate --out "$gpu_check_out" --time-limit 600 2>&1 |
+    tee "$log"
   rc=$?
   rm -rf "$gpu_check_out"
   counts=$(plain | sed -nE 's/.*\b([0-9]+) passed, ([0-9]+) failed.*/\1 \2/p' | tail -n1)

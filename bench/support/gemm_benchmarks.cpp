@@ -12,10 +12,10 @@ namespace {
 
 template <typename T>
 void register_gemm(Backend backend, const GemmShape& s, const std::string& label,
-                   double peak_flops) {
+                   double peak_flops, const char* type) {
   const int64_t lda = s.trans_a ? s.m : s.k;  // A is stored k×m when transposed, else m×k
   const int64_t ldb = s.trans_b ? s.k : s.n;  // B is stored n×k when transposed, else k×n
-  std::string name = bench_prefix("gemm", backend.device, type_name<T>());
+  std::string name = bench_prefix("gemm", backend.device, type);
   name += s.trans_a ? 'T' : 'N';
   name += s.trans_b ? 'T' : 'N';
   name += "/m:" + std::to_string(s.m) + "/n:" + std::to_string(s.n) + "/k:" + std::to_string(s.k);
@@ -23,8 +23,8 @@ void register_gemm(Backend backend, const GemmShape& s, const std::string& label
   b.name = name;
   b.tensors = {{s.m * s.k}, {s.k * s.n}, {s.m * s.n}};
   b.call = [s, lda, ldb](const Device& d, Tensors<T>& t) {
-    d.gemm<T>(s.trans_a, s.trans_b, s.m, s.n, s.k, T(1), t[0], lda, t[1], ldb, T(s.beta), t[2],
-              s.n);
+    d.gemm<T>(s.trans_a, s.trans_b, s.m, s.n, s.k, Acc<T>(1), t[0], lda, t[1], ldb,
+              Acc<T>(s.beta), t[2], s.n);
   };
   b.counter = "TFLOP/s";
   b.counter_units = s.flops() / 1e12;
@@ -40,7 +40,7 @@ void register_gemm(Backend backend, const GemmShape& s, const std::string& label
 // the square one is the backend's compute ceiling.
 template <typename T>
 void register_gemm_benchmarks(Backend backend, const KernelBenchOptions& options,
-                              double peak_flops) {
+                              double peak_flops, const char* type) {
   using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t>;
   std::vector<std::pair<GemmShape, int>> distinct;
   for (const auto& s : training_step_gemms(options.model, options.batch)) {
@@ -59,13 +59,18 @@ void register_gemm_benchmarks(Backend backend, const KernelBenchOptions& options
   const GemmShape big{"square", false, false, square, square, square};
   bool big_is_model_shape = false;
   for (const auto& [s, uses] : distinct) {
-    register_gemm<T>(backend, s, std::to_string(uses) + "x per step, e.g. " + s.name, peak_flops);
+    register_gemm<T>(backend, s, std::to_string(uses) + "x per step, e.g. " + s.name, peak_flops,
+                     type);
     big_is_model_shape |= !s.trans_a && !s.trans_b && s.m == square && s.n == square && s.k == square;
   }
-  if (!big_is_model_shape) register_gemm<T>(backend, big, "square", peak_flops);
+  if (!big_is_model_shape) register_gemm<T>(backend, big, "square", peak_flops, type);
 }
 
-template void register_gemm_benchmarks<float>(Backend, const KernelBenchOptions&, double);
-template void register_gemm_benchmarks<double>(Backend, const KernelBenchOptions&, double);
+template void register_gemm_benchmarks<float>(Backend, const KernelBenchOptions&, double,
+                                              const char*);
+template void register_gemm_benchmarks<double>(Backend, const KernelBenchOptions&, double,
+                                               const char*);
+template void register_gemm_benchmarks<bf16>(Backend, const KernelBenchOptions&, double,
+                                             const char*);
 
 }  // namespace mlps::kernel_bench

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/half_types.h"
 #include "src/buffer.h"
 #include "src/device.h"
 
@@ -20,6 +21,8 @@ template <>
 inline const char* type_name<float>() { return "f32"; }
 template <>
 inline const char* type_name<double>() { return "f64"; }
+template <>
+inline const char* type_name<bf16>() { return "bf16"; }
 
 // Random values of magnitude in [0.1, 1] (never zero), of random sign unless `positive`.
 template <typename T>
@@ -29,7 +32,11 @@ std::vector<T> random_values(int64_t count, uint64_t seed, bool positive) {
   std::vector<T> values(static_cast<size_t>(count));
   for (auto& v : values) {
     const double x = magnitude(rng);
-    v = static_cast<T>(positive || (rng() & 1) ? x : -x);
+    const double signed_x = positive || (rng() & 1) ? x : -x;
+    if constexpr (is_16bit_v<T>)
+      v = from_float<T>(static_cast<float>(signed_x));
+    else
+      v = static_cast<T>(signed_x);
   }
   return values;
 }

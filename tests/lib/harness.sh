@@ -1,12 +1,14 @@
 # The shell test suites' shared harness (source it): one "ok - NAME" / "not ok - NAME: WHY" /
 # "skip - NAME: WHY" line per check and a closing "N passed, N failed" that tests/run_all.sh
-# parses. Sourcing sets: repo (the checkout), python (its .venv), have_h5py (1 when that python
+# parses. Sourcing sets: repo (the checkout), python (its .venv, else python3 on the PATH: a GPU
+# node running a build made elsewhere has no .venv), have_h5py (1 when that python
 # imports h5py, else 0), tmp (removed at exit), and OPENBLAS_NUM_THREADS=1 (ranks oversubscribe
 # the cores).
 set -u -o pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.." || exit 1
 repo=$PWD
 python=$repo/.venv/bin/python3
+[[ -x $python ]] || python=$(command -v python3 || echo python3)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export OPENBLAS_NUM_THREADS=1
