@@ -6,7 +6,10 @@
 
 namespace mlps {
 
-size_t size_of(DataType type) { return type == DataType::f64 ? sizeof(double) : sizeof(float); }
+size_t size_of(DataType type) {
+  if (format_of(type) != StorageFormat::full) return sizeof(uint16_t);
+  return type == DataType::f64 ? sizeof(double) : sizeof(float);
+}
 
 // CommOp is CommKind's order with send_recv split into send and recv: kind_of and to_string
 // rely on it.

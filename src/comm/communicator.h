@@ -6,7 +6,8 @@
 // A 16-bit wire format (mixed precision) sends f32 payloads as bf16 or fp16: reductions add in
 // float and round each partial sum back, every rank (a broadcast's root and an all-gather slot's
 // owner included) ends with the same rounded values, and the log counts the 2 bytes per element
-// actually sent. f64 payloads are never converted.
+// actually sent. f64 payloads are never converted. bf16 and fp16 payloads (typed 16-bit storage)
+// travel as they are: reductions add in float and round each partial sum back, as on the wire.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -14,12 +15,13 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/half_types.h"
 #include "kernels/kernels.h"
 #include "src/comm/comm_log.h"
 
 namespace mlps {
 
-enum class DataType { f32, f64 };
+enum class DataType { f32, f64, bf16, fp16 };
 
 template <typename T>
 constexpr DataType data_type_of();
@@ -27,7 +29,17 @@ template <>
 constexpr DataType data_type_of<float>() { return DataType::f32; }
 template <>
 constexpr DataType data_type_of<double>() { return DataType::f64; }
+template <>
+constexpr DataType data_type_of<bf16>() { return DataType::bf16; }
+template <>
+constexpr DataType data_type_of<fp16>() { return DataType::fp16; }
 size_t size_of(DataType type);
+// The format of a 16-bit payload; full for f32 and f64.
+constexpr StorageFormat format_of(DataType type) {
+  return type == DataType::bf16   ? StorageFormat::bf16
+         : type == DataType::fp16 ? StorageFormat::fp16
+                                  : StorageFormat::full;
+}
 
 // An operation in flight. wait() blocks until it is complete (on the GPU: until the compute
 // stream is ordered after it); the time spent blocked is the exposed communication.

@@ -16,7 +16,11 @@ namespace {
 // One fixed tag: MPI delivers the messages between a pair of ranks in posting order.
 constexpr int kTag = 7;
 
-MPI_Datatype mpi_type(DataType type) { return type == DataType::f64 ? MPI_DOUBLE : MPI_FLOAT; }
+// 16-bit payloads go as MPI_UINT16_T, summed by sum_op's user-defined MPI_Op.
+MPI_Datatype mpi_type(DataType type) {
+  if (format_of(type) != StorageFormat::full) return MPI_UINT16_T;
+  return type == DataType::f64 ? MPI_DOUBLE : MPI_FLOAT;
+}
 
 int mpi_count(int64_t count, const char* operation) {
   if (count < 0 || count > INT_MAX)
@@ -235,7 +239,8 @@ PendingComm MpiCommunicator::post(const CommOperation& c) {
   auto request = std::make_unique<Request>(*this, c, called);
   const bool wire = on_16bit_wire(c.type);
   const MPI_Datatype type = wire ? MPI_UINT16_T : mpi_type(c.type);
-  const MPI_Op sum = wire ? sum_op(wire_format()) : MPI_SUM;
+  const StorageFormat sixteen = wire ? wire_format() : format_of(c.type);
+  const MPI_Op sum = sixteen != StorageFormat::full ? sum_op(sixteen) : MPI_SUM;
   if (!through_host(c)) {
     start_mpi(c, c.send, c.recv, type, sum, request->handle());
     request->posted();

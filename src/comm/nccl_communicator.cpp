@@ -27,9 +27,12 @@ namespace {
   throw std::runtime_error(text);
 }
 
-ncclDataType_t nccl_type(DataType type) { return type == DataType::f64 ? ncclDouble : ncclFloat; }
 ncclDataType_t nccl_type(StorageFormat wire) {
   return wire == StorageFormat::bf16 ? ncclBfloat16 : ncclFloat16;
+}
+ncclDataType_t nccl_type(DataType type) {
+  if (format_of(type) != StorageFormat::full) return nccl_type(format_of(type));
+  return type == DataType::f64 ? ncclDouble : ncclFloat;
 }
 
 // One CUDA event, destroyed with its owner (never throwing: that runs from destructors).
