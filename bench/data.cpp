@@ -50,7 +50,8 @@ int main(int argc, char** argv) {
   };
   scheme.memory = [&](const Options& o, int, int ranks) { return data_memory(o, ranks, config); };
   scheme.train = [&](SchemeStart& s) {
-    return train_in_precision(
+    // bf16 and fp16 train in typed 16-bit storage.
+    return train_in_precision<true>(
         s,
         [&](auto zero) -> std::unique_ptr<DataParallelBase<decltype(zero)>> {
           using T = decltype(zero);

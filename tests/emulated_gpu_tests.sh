@@ -3,8 +3,9 @@
 # `make CUDA=emulate`): `--device cuda --verify` must print PASS against serial for serial,
 # data (ZeRO 0-3), pipeline (GPipe, 1F1B), tensor1d, tensor2d and tensor3d at 1-4 ranks, in
 # fp64 and fp32 over MPI (--comm mpi) and over the NCCL stand-in (--comm nccl), once each in
-# bf16 and fp16 with --checkpoint-activations, and in fp32 with --math tf32; pipeline's
-# interleaved, ZB-H1 and ZB-V over MPI (NCCL refuses them). Each run must also have used what it
+# bf16 and fp16 with --checkpoint-activations (and data's ZeRO-1 and 2 without it; data
+# trains them in typed 16-bit storage), and in fp32 with --math tf32; pipeline's interleaved, ZB-H1 and ZB-V over MPI (NCCL
+# refuses them). Each run must also have used what it
 # was asked for: the result file records device cuda, the communicator backend (none for
 # bin/serial) and the GEMMs' math (gemm_math). bin/bench_comm checks every collective on device
 # buffers over both backends.
@@ -87,6 +88,9 @@ for comm in mpi nccl; do
     check 4 "$comm" tensor2d --tp-dims 2,2 --precision "$precision"
     check 4 "$comm" tensor3d --tp-dims 2,1,2 --precision "$precision"
   done
+  # Typed 16-bit storage (data): 16-bit values gathered as they are.
+  check 2 "$comm" data --zero 1 --precision bf16
+  check 3 "$comm" data --zero 2 --precision fp16
   for precision in bf16 fp16; do
     check 2 "$comm" data --zero 3 --precision "$precision" --checkpoint-activations
     check 3 "$comm" pipeline --pp 3 --schedule 1f1b --micro-batches 3 --layers 3 \

@@ -48,11 +48,18 @@ for zero in 0 1 2 3; do
   estimate_matches "data, 2 ranks, zero $zero" "${exact[@]}" 2 data --batch 16 --zero "$zero"
 done
 estimate_matches "data, 2 ranks, zero 3 without overlap" "${exact[@]}" 2 data --batch 16 --zero 3 --no-overlap
+# Typed 16-bit storage: 2-byte values and activations, fp32 gradients and state.
+for zero in 0 1 2 3; do
+  estimate_matches "data, 2 ranks, zero $zero, bf16" "${exact[@]}" 2 data --batch 16 --zero "$zero" \
+    --precision bf16
+done
 # Hybrid sharding: shards of 1/G; G = 1 computes with its whole units in place, gathering nothing.
 for group in 1 2; do
   estimate_matches "data, 4 ranks, zero 3, shard group $group" "${exact[@]}" 4 data --batch 16 \
     --zero 3 --shard-group "$group"
 done
+estimate_matches "data, 4 ranks, zero 3, shard group 2, fp16" "${exact[@]}" 4 data --batch 16 \
+  --zero 3 --shard-group 2 --precision fp16
 # Buckets smaller than a unit: the gradient buckets alive at once are estimated, not counted.
 estimate_matches "data, 2 ranks, zero 2, 10 KiB buckets" 0.95 1.2 2 data --batch 16 --zero 2 --bucket-mb 0.01
 estimate_matches "pipeline, 2 stages, 1f1b" "${exact[@]}" 2 pipeline --batch 16 --micro-batches 4

@@ -23,7 +23,8 @@ struct MemoryNeed {
 };
 
 // Bytes per stored element: 8 for fp64, else 4 (bf16/fp16 emulated: fp32 storage holding values
-// rounded to 16 bits, see Device; bin/serial's typed storage is counted in scheme_memory).
+// rounded to 16 bits, see Device; typed storage (bin/serial, bin/data) is counted in
+// scheme_memory).
 size_t element_bytes(Precision precision);
 // Bytes per element of what a rank stores: `stored`, activations, their gradients and parameter
 // values; `kept`, what beside them stays wide (LayerNorm statistics, probabilities, losses,

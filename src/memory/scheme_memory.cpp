@@ -29,6 +29,8 @@ void add_parameter_state(MemoryNeed& need, double held, double optimized,
   need.parameters += held * e.stored;
   need.gradients += held * e.kept;
   need.optimizer += optimized * state_per_element * e.kept;
+  // fp16's loss scaling: the optimizer's device count of non-finite gradients.
+  if (precision == Precision::fp16) need.optimizer += sizeof(uint64_t);
 }
 
 // FcNet's activations and backward scratch for `rows` rows (see FcNet and MlpBlock): inputs
@@ -63,11 +65,6 @@ double replica_activation_bytes(const ModelConfig& model, int64_t rows,
     elements += (2 + w.logit_parts) * r * static_cast<double>(w.logit_block);
   return elements * e.stored + kept * e.kept + r * 4;  // + int32 labels
 }
-double replica_activation_bytes(const ModelConfig& model, int64_t rows,
-                                const ActivationWidths& w, size_t element_bytes) {
-  const auto bytes = static_cast<double>(element_bytes);
-  return replica_activation_bytes(model, rows, w, ElementSizes{bytes, bytes});
-}
 
 // Typed storage's GEMM scratch (Device::gemm on 16-bit tensors): what the largest of the
 // serial model's GEMMs at `rows` rows needs, as the backend's gemm_16bit_scratch says (the
@@ -83,21 +80,19 @@ double typed_gemm_scratch_bytes(const ModelConfig& m, int64_t rows, DeviceKind d
     }
     return cpu::gemm_16bit_scratch(mm, n, k, c16);
   };
-  std::vector<std::pair<int64_t, int64_t>> linears{{m.input_features(), m.hidden},
-                                                   {m.hidden, m.classes}};
-  if (m.layers > 0) {
-    if (m.block == BlockKind::plain) {
-      linears.push_back({m.hidden, m.hidden});
-    } else {
-      linears.push_back({m.hidden, m.ffn_hidden()});
-      linears.push_back({m.ffn_hidden(), m.hidden});
-    }
-  }
   // Per Linear its forward and its dW (dx widens the same three matrices as the forward).
   int64_t most = 0;
-  for (const auto& [in, out] : linears)
-    most = std::max({most, scratch(rows, out, in, true), scratch(out, in, rows, false)});
+  for (const LinearShape& s : linear_shapes(m))
+    most = std::max({most, scratch(rows, s.out, s.in, true), scratch(s.out, s.in, rows, false)});
   return 4.0 * as_double(most);
+}
+
+// A typed 16-bit run's GEMM scratch at `rows` rows; none for fp32, fp64 or the emulation.
+double typed_scratch_bytes(const Options& o, int64_t rows, bool typed) {
+  if (!typed || storage_format(o.precision) == StorageFormat::full) return 0;
+  // (A plan may count for a GPU this build cannot see.)
+  return typed_gemm_scratch_bytes(
+      o.model, rows, o.device == "cuda" ? DeviceKind::cuda : resolve_device(o.device));
 }
 
 // A rank that updates all `held` parameters it holds, with activations of `rows` at `widths`.
@@ -118,9 +113,7 @@ MemoryNeed serial_need(const Options& o, bool fuse_update, bool typed) {
   const auto bytes = static_cast<int64_t>(element_bytes(o.precision));
   if (fuse_update && fused_update_applies(resolve_device(o.device), storage_format(o.precision)))
     need.optimizer += as_double(fused_block_elements(o.model, bytes) * bytes);
-  if (typed && storage_format(o.precision) != StorageFormat::full)  // (a plan may count for a
-    need.buffers += typed_gemm_scratch_bytes(  // GPU this build cannot see)
-        o.model, o.batch, o.device == "cuda" ? DeviceKind::cuda : resolve_device(o.device));
+  need.buffers += typed_scratch_bytes(o, o.batch, typed);
   return need;
 }
 
@@ -150,41 +143,44 @@ double verify_replay_bytes(const Options& o) {
 
 MemoryNeed data_memory(const Options& o, int ranks, const DataParallelConfig& config) {
   MemoryNeed need;
-  const double e = as_double(static_cast<int64_t>(element_bytes(o.precision)));
   const double p = as_double(parameter_count(o.model));
   const double shard = p / ranks;
-  need.activations = replica_activation_bytes(o.model, largest_part(o.batch, ranks),
-                                              full_widths(o.model), element_bytes(o.precision));
+  const int64_t rows = largest_part(o.batch, ranks);
+  const ElementSizes sizes = element_sizes(o.precision, true);  // bf16, fp16: typed storage
+  need.activations = replica_activation_bytes(o.model, rows, full_widths(o.model), sizes);
+  need.buffers = typed_scratch_bytes(o, rows, true);
   if (config.zero == 3) {
     // The rank's 1/G shard of values and gradients, and per unit of the model the gathered
     // values and the gradients being reduce-scattered: the unit computing and its neighbour
     // (prefetch and the reduction still in flight with overlap). With G = 1 < N the shard is
     // the whole model, computed with in place: nothing more (one rank alone runs plain ZeRO-3).
     const int group = config.shard_group > 0 ? config.shard_group : ranks;
-    add_parameter_state(need, p / group, p / group, o.optimizer, o.precision);
+    add_parameter_state(need, p / group, p / group, o.optimizer, o.precision, true);
     if (group == 1 && ranks > 1) return need;
+    // In backward, unit u's values and gradients, with overlap also u - 1's values (prefetched)
+    // and u + 1's gradients (their reduce-scatter in flight); forward holds fewer.
     const std::vector<int64_t> units = unit_parameter_counts(o.model);
     double peak = 0;
     for (size_t u = 0; u < units.size(); ++u) {
       const double here = as_double(units[u]);
-      const double before = u > 0 ? as_double(units[u - 1]) : 0;
-      const double after = u + 1 < units.size() ? as_double(units[u + 1]) : 0;
-      peak = std::max(peak, config.overlap ? 2 * here + before + after : 2 * here);
+      const double before = u > 0 && config.overlap ? as_double(units[u - 1]) : 0;
+      const double after = u + 1 < units.size() && config.overlap ? as_double(units[u + 1]) : 0;
+      peak = std::max(peak, (here + before) * sizes.stored + (here + after) * sizes.kept);
     }
-    need.buffers = peak * e;
+    need.buffers += peak;
     return need;
   }
   // Flat values (and gradients, but for ZeRO 2) for the whole model; ZeRO 1 and 2 add this
   // rank's shard of values and gradients, which the optimizer updates.
-  add_parameter_state(need, p, config.zero == 0 ? p : shard, o.optimizer, o.precision);
-  if (config.zero >= 1) need.buffers = 2 * shard * e;
+  add_parameter_state(need, p, config.zero == 0 ? p : shard, o.optimizer, o.precision, true);
+  if (config.zero >= 1) need.buffers += shard * (sizes.stored + sizes.kept);
   if (config.zero == 2 && config.overlap) {
     // Gradients live per bucket while reduce-scattered: the buckets the unit in backward writes
     // (its bytes and about a bucket at its ends) and one still in flight; all without overlap.
     const double bucket = config.bucket_mb * 1024 * 1024;
     const std::vector<int64_t> units = unit_parameter_counts(o.model);
     const double largest_unit = as_double(*std::max_element(units.begin(), units.end()));
-    need.gradients = std::min(p * e, largest_unit * e + 2 * bucket);
+    need.gradients = std::min(p * sizes.kept, largest_unit * sizes.kept + 2 * bucket);
   }
   return need;
 }

@@ -66,7 +66,8 @@ std::vector<RankWork> data_work(const PlanCandidate& c, SchemeShape& shape) {
   shape.axis_of_group = g == n ? std::map<std::string, std::string>{{"world", "shard"}}
                                : std::map<std::string, std::string>{
                                      {"world", "data"}, {"shard", "shard"}, {"data", "data"}};
-  RankWork w = replica_share(o, max_rows(o.batch, n), 1.0);
+  // bf16 and fp16: typed 16-bit storage, as bin/data trains.
+  RankWork w = replica_share(o, max_rows(o.batch, n), 1.0, nullptr, true);
   const double params = static_cast<double>(parameter_count(o.model));
   w.gemm_parameters = params;  // ZeRO-3 gathers each unit whole before its GEMMs
   w.weights_gathered = c.data.zero == 3;
@@ -75,8 +76,9 @@ std::vector<RankWork> data_work(const PlanCandidate& c, SchemeShape& shape) {
   // whole gradient is written with zeros once a step (ZeRO-1's buffer, ZeRO-2's buckets, ZeRO-3's
   // units).
   if (c.data.zero >= 1) w.elementwise.backward += params * element_bytes(o.precision);
+  // Typed values are all-gathered as their 2 bytes, whatever the gradients' wire.
   w.bytes = data_comm_bytes(o.model, c.data, n, element_bytes(o.precision), wire_bytes(o), false,
-                            &w.calls);
+                            &w.calls, w.typed_16bit ? 2 : 0);
   const GradientBucketer bucketer =
       ddp_buckets(parameter_tensor_sizes(o.model), c.data.bucket_mb, element_bytes(o.precision),
                   c.data.zero >= 1 ? n : 1);

@@ -98,9 +98,11 @@ std::map<std::string, double> DataParallelBase<T>::analytic_bytes(bool inference
                                                                   CommCalls* calls) const {
   // Both communicators carry weight gradients: one wire format.
   const Communicator& any = comm_ ? *comm_ : *replica_comm_;
-  const size_t wire = wire_bytes(any.wire_format(), sizeof(T));
-  return data_comm_bytes(this->model_.config(), config_, world_size(grid_.world()), sizeof(T),
-                         wire, inference, calls);
+  const size_t wire = wire_bytes(any.wire_format(), sizeof(Acc<T>));
+  // Typed 16-bit values are all-gathered as they are; the emulation's go on the wire.
+  const size_t gathered = is_16bit_v<T> ? sizeof(T) : wire;
+  return data_comm_bytes(this->model_.config(), config_, world_size(grid_.world()),
+                         sizeof(Acc<T>), wire, inference, calls, gathered);
 }
 
 template <typename T>
@@ -120,5 +122,7 @@ void DataParallelBase<T>::backward(int64_t rows, int64_t global_batch, PhaseTime
 
 template class DataParallelBase<float>;
 template class DataParallelBase<double>;
+template class DataParallelBase<bf16>;
+template class DataParallelBase<fp16>;
 
 }  // namespace mlps

@@ -1,5 +1,8 @@
 #include "src/schemes/data_parallel_trainer.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "src/schemes/named_tensors.h"
 
 namespace mlps {
@@ -13,14 +16,15 @@ DataParallelTrainer<T>::DataParallelTrainer(const TrainerSetup& s, const DataPar
   // unit's at once, so reverse creation order is the order they are ready in.
   std::vector<int64_t> counts;
   for (size_t i = 0; i < params.size(); ++i) counts.push_back(params[i].size());
+  // Buckets of gradients, which stay fp32 beside typed 16-bit values.
   bucketer_ = std::make_unique<GradientBucketer>(
-      ddp_buckets(counts, config.bucket_mb, sizeof(T), config.zero >= 1 ? ranks : 1));
+      ddp_buckets(counts, config.bucket_mb, sizeof(Acc<T>), config.zero >= 1 ? ranks : 1));
 
   Device& dev = this->device_;
   values_ = Buffer<T>(dev, bucketer_->total_elements());
   values_.zero();  // padding stays zero
   if (!sharded_gradients()) {
-    grads_ = Buffer<T>(dev, bucketer_->total_elements());
+    grads_ = Buffer<Acc<T>>(dev, bucketer_->total_elements());
     grads_.zero();
   }
   bucket_grads_.resize(bucketer_->buckets().size());
@@ -28,48 +32,62 @@ DataParallelTrainer<T>::DataParallelTrainer(const TrainerSetup& s, const DataPar
     const BucketedTensor& t = bucketer_->tensor(static_cast<int>(i));
     params[i].value = Buffer<T>::view(dev, values_.data() + t.offset, t.count);
     if (!sharded_gradients())
-      params[i].grad = Buffer<T>::view(dev, grads_.data() + t.offset, t.count);
+      params[i].grad = Buffer<Acc<T>>::view(dev, grads_.data() + t.offset, t.count);
   }
   params.initialise(s.seed);
+  // Typed storage: the optimizer's fp32 master starts from the fp32 initial values (as the
+  // emulation's does), laid out as the flat buffer.
+  std::vector<Acc<T>> initial;
+  if constexpr (is_16bit_v<T>) {
+    initial.assign(static_cast<size_t>(bucketer_->total_elements()), 0.0f);
+    for (size_t i = 0; i < params.size(); ++i)
+      fill_initial_range(initial.data() + bucketer_->tensor(static_cast<int>(i)).offset, s.seed,
+                         params[i], 0, params[i].size());
+  }
 
   if (config.zero == 0) {
-    this->optimizer_.add(values_.data(), grads_.data(), bucketer_->total_elements());
+    this->optimizer_.add(values_.data(), grads_.data(), bucketer_->total_elements(),
+                         initial.empty() ? nullptr : initial.data());
     this->optimizer_.zero_gradients_after_step();  // it holds every gradient: all are zeroed
     return;
   }
   const int64_t shard = bucketer_->shard_elements();
   shard_values_ = Buffer<T>(dev, shard);
-  shard_grads_ = Buffer<T>(dev, shard);
+  shard_grads_ = Buffer<Acc<T>>(dev, shard);
   shard_grads_.zero();
+  std::vector<Acc<T>> shard_initial(initial.empty() ? 0 : static_cast<size_t>(shard));
   for (const auto& b : bucketer_->buckets()) {
-    const int64_t piece = b.count / ranks;
-    dev.copy(shard_values_.data() + b.shard_offset,
-             values_.data() + b.offset + this->comm_->rank() * piece, piece * sizeof(T));
+    const int64_t piece = b.count / ranks, from = b.offset + this->comm_->rank() * piece;
+    dev.copy(shard_values_.data() + b.shard_offset, values_.data() + from, piece * sizeof(T));
+    if (!initial.empty())
+      std::copy_n(initial.begin() + from, piece, shard_initial.begin() + b.shard_offset);
   }
-  // Mixed precision: the optimizer rounds its shard (keeping the fp32 master); the first
-  // forward pass computes with the whole model rounded the same way.
-  dev.round_to_storage(values_.data(), bucketer_->total_elements());
-  this->optimizer_.add(shard_values_.data(), shard_grads_.data(), shard);
+  // Emulated mixed precision: the optimizer rounds its shard (keeping the fp32 master); the
+  // first forward pass computes with the whole model rounded the same way.
+  if constexpr (!is_16bit_v<T>) dev.round_to_storage(values_.data(), bucketer_->total_elements());
+  this->optimizer_.add(shard_values_.data(), shard_grads_.data(), shard,
+                       shard_initial.empty() ? nullptr : shard_initial.data());
 }
 
 template <typename T>
 void DataParallelTrainer<T>::launch_bucket(int bucket) {
   const GradientBucket& b = bucketer_->buckets()[bucket];
-  T* grads = sharded_gradients() ? bucket_grads_[bucket].data() : grads_.data() + b.offset;
+  Acc<T>* grads =
+      sharded_gradients() ? bucket_grads_[bucket].data() : grads_.data() + b.offset;
   if (sharded_gradients()) in_flight_.push_back(bucket);
+  constexpr DataType type = data_type_of<Acc<T>>();
   if (this->config_.zero == 0)
-    pending_.push_back(this->comm_->all_reduce_async(grads, grads, b.count, data_type_of<T>()));
+    pending_.push_back(this->comm_->all_reduce_async(grads, grads, b.count, type));
   else
     pending_.push_back(this->comm_->reduce_scatter_async(
-        grads, shard_grads_.data() + b.shard_offset, b.count / this->comm_->size(),
-        data_type_of<T>()));
+        grads, shard_grads_.data() + b.shard_offset, b.count / this->comm_->size(), type));
 }
 
 template <typename T>
 void DataParallelTrainer<T>::wait_all() {
   for (auto& p : pending_) p->wait();
   pending_.clear();
-  for (int bucket : in_flight_) bucket_grads_[bucket] = Buffer<T>();
+  for (int bucket : in_flight_) bucket_grads_[bucket] = Buffer<Acc<T>>();
   in_flight_.clear();
 }
 
@@ -78,7 +96,7 @@ void DataParallelTrainer<T>::retire_buckets(size_t keep) {
   while (in_flight_.size() > keep) {
     pending_.front()->wait();
     pending_.erase(pending_.begin());
-    bucket_grads_[in_flight_.front()] = Buffer<T>();
+    bucket_grads_[in_flight_.front()] = Buffer<Acc<T>>();
     in_flight_.erase(in_flight_.begin());
   }
 }
@@ -90,12 +108,13 @@ void DataParallelTrainer<T>::before_backward(int unit) {
   for (Parameter<T>* p : this->unit_parameters(unit)) {
     const BucketedTensor& t = bucketer_->tensor(static_cast<int>(p->tensor_id));
     const GradientBucket& b = bucketer_->buckets()[t.bucket];
-    Buffer<T>& storage = bucket_grads_[t.bucket];
+    Buffer<Acc<T>>& storage = bucket_grads_[t.bucket];
     if (storage.size() == 0) {
-      storage = Buffer<T>(this->device_, b.count);
+      storage = Buffer<Acc<T>>(this->device_, b.count);
       storage.zero();  // the padding is reduced too
     }
-    p->grad = Buffer<T>::view(this->device_, storage.data() + (t.offset - b.offset), t.count);
+    p->grad =
+        Buffer<Acc<T>>::view(this->device_, storage.data() + (t.offset - b.offset), t.count);
   }
 }
 
@@ -105,7 +124,7 @@ void DataParallelTrainer<T>::after_backward(int unit) {
   for (Parameter<T>* p : this->unit_parameters(unit)) {
     for (int bucket : bucketer_->mark_ready(static_cast<int>(p->tensor_id)))
       if (overlap) launch_bucket(bucket);
-    if (sharded_gradients()) p->grad = Buffer<T>();
+    if (sharded_gradients()) p->grad = Buffer<Acc<T>>();
   }
   if (sharded_gradients() && overlap) retire_buckets(1);
 }
@@ -138,5 +157,7 @@ std::vector<NamedTensor> DataParallelTrainer<T>::gather_parameters() {
 
 template class DataParallelTrainer<float>;
 template class DataParallelTrainer<double>;
+template class DataParallelTrainer<bf16>;
+template class DataParallelTrainer<fp16>;
 
 }  // namespace mlps

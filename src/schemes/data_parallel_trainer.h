@@ -3,7 +3,9 @@
 // buckets as backward produces them (after it with --no-overlap); zero 1 reduce-scatters them
 // after backward, updates this rank's 1/N and all-gathers the parameters; zero 2 starts the
 // reduce-scatters during backward and keeps a bucket's full gradients only until its
-// reduce-scatter is done (at most two buckets in flight).
+// reduce-scatter is done (at most two buckets in flight). T = bf16 or fp16 is typed 16-bit
+// storage: 16-bit values (all-gathered as they are), fp32 gradients and fp32 buckets, so each
+// reduction sees what the emulation's fp32 buffers hold.
 #include "src/schemes/data_parallel_base.h"
 #include "src/schemes/gradient_bucketer.h"
 
@@ -36,10 +38,11 @@ class DataParallelTrainer : public DataParallelBase<T> {
   bool overlapped() const { return this->config_.overlap && this->config_.zero != 1; }
 
   std::unique_ptr<GradientBucketer> bucketer_;
-  Buffer<T> values_, grads_;              // flat, in gradient order, padded per bucket
-  Buffer<T> shard_values_, shard_grads_;  // zero >= 1: this rank's 1/N of every bucket
+  // Flat, in gradient order, padded per bucket; zero >= 1: this rank's 1/N of every bucket.
+  Buffer<T> values_, shard_values_;
+  Buffer<Acc<T>> grads_, shard_grads_;
   std::vector<PendingComm> pending_;
-  std::vector<Buffer<T>> bucket_grads_;  // zero 2: per bucket, allocated only while needed
+  std::vector<Buffer<Acc<T>>> bucket_grads_;  // zero 2: per bucket, allocated only while needed
   std::vector<int> in_flight_;           // zero 2: buckets whose reduce-scatter is pending
 };
 

@@ -8,8 +8,10 @@ namespace mlps {
 std::map<std::string, double> data_comm_bytes(const ModelConfig& model,
                                               const DataParallelConfig& config, int ranks,
                                               size_t storage_bytes, size_t wire_bytes,
-                                              bool inference, CommCalls* calls) {
+                                              bool inference, CommCalls* calls,
+                                              size_t gathered_bytes) {
   const auto b = static_cast<double>(wire_bytes);
+  const auto gathered = static_cast<double>(gathered_bytes > 0 ? gathered_bytes : wire_bytes);
   std::map<std::string, double> bytes;
   if (config.zero < 3) {
     if (inference) return bytes;  // every rank holds the whole model
@@ -24,7 +26,7 @@ std::map<std::string, double> data_comm_bytes(const ModelConfig& model,
       add_volume(bytes, calls, "allreduce", elements * b, count);
     } else {
       add_volume(bytes, calls, "reduce_scatter", elements * b, count);
-      add_volume(bytes, calls, "allgather", elements * b, count);
+      add_volume(bytes, calls, "allgather", elements * gathered, count);
     }
     return bytes;
   }

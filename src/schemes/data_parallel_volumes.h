@@ -13,11 +13,14 @@
 namespace mlps {
 
 // config.shard_group resolved (resolve_shard_group). storage_bytes: an element of the model's
-// buffers (it sizes the gradient buckets); wire_bytes: an element as the collectives send it.
+// gradients (it sizes the gradient buckets); wire_bytes: an element as the collectives send it.
 // `calls`: where given, each kind's calls are added (one per bucket; ZeRO-3: per unit).
+// `gathered_bytes`: an element of ZeRO-1/2's all-gathered values where it is not wire_bytes
+// (typed 16-bit values go as they are, whatever the gradients' wire); 0: wire_bytes.
 std::map<std::string, double> data_comm_bytes(const ModelConfig& model,
                                               const DataParallelConfig& config, int ranks,
                                               size_t storage_bytes, size_t wire_bytes,
-                                              bool inference = false, CommCalls* calls = nullptr);
+                                              bool inference = false, CommCalls* calls = nullptr,
+                                              size_t gathered_bytes = 0);
 
 }  // namespace mlps

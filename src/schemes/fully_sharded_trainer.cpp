@@ -22,8 +22,9 @@ FullyShardedTrainer<T>::FullyShardedTrainer(const TrainerSetup& s, const DataPar
     shard += layout.count / ranks;
     units_.push_back(std::move(layout));
   }
-  // Each rank generates only its own shard of the initial weights (padding stays zero).
-  std::vector<T> host(static_cast<size_t>(shard), T(0));
+  // Each rank generates only its own shard of the initial weights (padding stays zero), in
+  // fp32 for typed storage: the optimizer's master, of which the 16-bit values are the rounding.
+  std::vector<Acc<T>> host(static_cast<size_t>(shard), Acc<T>(0));
   for (int u = 0; u < this->model_.unit_count(); ++u) {
     const UnitLayout& layout = units_[u];
     const int64_t piece = layout.count / ranks;
@@ -38,10 +39,17 @@ FullyShardedTrainer<T>::FullyShardedTrainer(const TrainerSetup& s, const DataPar
     }
   }
   shard_values_ = Buffer<T>(this->device_, shard);
-  shard_grads_ = Buffer<T>(this->device_, shard);
-  shard_values_.upload(host);
+  shard_grads_ = Buffer<Acc<T>>(this->device_, shard);
   shard_grads_.zero();
-  this->optimizer_.add(shard_values_.data(), shard_grads_.data(), shard);
+  if constexpr (is_16bit_v<T>) {
+    std::vector<T> values(host.size());
+    for (size_t i = 0; i < host.size(); ++i) values[i] = from_float<T>(host[i]);
+    shard_values_.upload(values);
+    this->optimizer_.add(shard_values_.data(), shard_grads_.data(), shard, host.data());
+  } else {
+    shard_values_.upload(host);
+    this->optimizer_.add(shard_values_.data(), shard_grads_.data(), shard);
+  }
 }
 
 template <typename T>
@@ -89,29 +97,29 @@ void FullyShardedTrainer<T>::before_backward(int unit) {
   if (this->replica_comm_) this->replica_comm_->progress();
   use_gathered(unit);
   if (this->config_.overlap) start_gather(unit - 1);  // backward runs units in reverse
-  T* grads = unit_shard(shard_grads_, unit);  // G = 1: the whole unit, in place
+  Acc<T>* grads = unit_shard(shard_grads_, unit);  // G = 1: the whole unit, in place
   if (this->comm_) {
-    Reducing r{unit, Buffer<T>(this->device_, units_[unit].count), nullptr};
+    Reducing r{unit, Buffer<Acc<T>>(this->device_, units_[unit].count), nullptr};
     r.grads.zero();  // the padding is reduced too
     grads = r.grads.data();
     reducing_.push_back(std::move(r));
   }
   for (size_t i = 0; i < params.size(); ++i)
-    params[i]->grad = Buffer<T>::view(this->device_, grads + units_[unit].offsets[i],
-                                      params[i]->size());
+    params[i]->grad = Buffer<Acc<T>>::view(this->device_, grads + units_[unit].offsets[i],
+                                           params[i]->size());
 }
 
 template <typename T>
 void FullyShardedTrainer<T>::after_backward(int unit) {
   release(unit);
-  for (Parameter<T>* p : this->unit_parameters(unit)) p->grad = Buffer<T>();
+  for (Parameter<T>* p : this->unit_parameters(unit)) p->grad = Buffer<Acc<T>>();
   if (!this->comm_) {  // G = 1: nothing to reduce within the group
     replicate(unit);
     return;
   }
   Reducing& r = reducing_.back();
   r.pending = this->comm_->reduce_scatter_async(r.grads.data(), unit_shard(shard_grads_, unit),
-                                                shard_count(unit), data_type_of<T>());
+                                                shard_count(unit), data_type_of<Acc<T>>());
   // With overlap the previous unit's reduction had this unit's backward to finish; keeping at
   // most this one in flight bounds the gradient memory to two units.
   finish_reductions(this->config_.overlap ? 1 : 0);
@@ -129,9 +137,9 @@ void FullyShardedTrainer<T>::finish_reductions(size_t keep) {
 template <typename T>
 void FullyShardedTrainer<T>::replicate(int unit) {
   if (!this->replica_comm_) return;
-  T* shard = unit_shard(shard_grads_, unit);
+  Acc<T>* shard = unit_shard(shard_grads_, unit);
   replicating_.push_back(this->replica_comm_->all_reduce_async(shard, shard, shard_count(unit),
-                                                               data_type_of<T>()));
+                                                               data_type_of<Acc<T>>()));
   // The shard's storage is the optimizer's, so an all-reduce in flight holds no extra memory;
   // without overlap each one completes before backward goes on.
   if (this->config_.overlap) return;
@@ -161,5 +169,7 @@ std::vector<NamedTensor> FullyShardedTrainer<T>::gather_parameters() {
 
 template class FullyShardedTrainer<float>;
 template class FullyShardedTrainer<double>;
+template class FullyShardedTrainer<bf16>;
+template class FullyShardedTrainer<fp16>;
 
 }  // namespace mlps

@@ -6,6 +6,8 @@
 // the shard as soon as its backward is done. Hybrid sharding (G < N): each reduced shard is
 // then all-reduced across the N/G groups, which hold the same shard. With G = 1 a rank holds
 // whole units: they are used in place, and their gradients only all-reduced, as DDP's.
+// T = bf16 or fp16 is typed 16-bit storage: 16-bit values, gathered as they are, and fp32
+// gradients, reduced as the emulation's fp32 buffers are.
 #include <map>
 
 #include "src/schemes/data_parallel_base.h"
@@ -32,7 +34,7 @@ class FullyShardedTrainer : public DataParallelBase<T> {
   };
   struct Reducing {
     int unit = 0;
-    Buffer<T> grads;
+    Buffer<Acc<T>> grads;
     PendingComm pending;
   };
 
@@ -52,11 +54,15 @@ class FullyShardedTrainer : public DataParallelBase<T> {
   void finish_reductions(size_t keep);
   // Starts the all-reduce of the unit's reduced shard across the groups (none: nothing).
   void replicate(int unit);
-  T* unit_shard(Buffer<T>& shard, int unit) { return shard.data() + units_[unit].shard_offset; }
+  template <typename V>
+  V* unit_shard(Buffer<V>& shard, int unit) {
+    return shard.data() + units_[unit].shard_offset;
+  }
   int64_t shard_count(int unit) const { return units_[unit].count / this->shard_ranks(); }
 
   std::vector<UnitLayout> units_;
-  Buffer<T> shard_values_, shard_grads_;
+  Buffer<T> shard_values_;
+  Buffer<Acc<T>> shard_grads_;
   std::map<int, Gathered> gathered_;
   std::vector<Reducing> reducing_;
   std::vector<PendingComm> replicating_;  // the shards' all-reduces, waited after backward
