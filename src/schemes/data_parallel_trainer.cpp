@@ -36,18 +36,25 @@ DataParallelTrainer<T>::DataParallelTrainer(const TrainerSetup& s, const DataPar
   }
   params.initialise(s.seed);
   // Typed storage: the optimizer's fp32 master starts from the fp32 initial values (as the
-  // emulation's does), laid out as the flat buffer.
-  std::vector<Acc<T>> initial;
-  if constexpr (is_16bit_v<T>) {
-    initial.assign(static_cast<size_t>(bucketer_->total_elements()), 0.0f);
-    for (size_t i = 0; i < params.size(); ++i)
-      fill_initial_range(initial.data() + bucketer_->tensor(static_cast<int>(i)).offset, s.seed,
-                         params[i], 0, params[i].size());
-  }
-
+  // emulation's does), computed for the flat positions [first, first + count) the optimizer
+  // holds (zeros in the padding): the whole model under ZeRO-0, the rank's pieces under ZeRO-1/2.
+  const auto initial = [&](Acc<T>* out, int64_t first, int64_t count) {
+    std::fill_n(out, count, Acc<T>(0));
+    for (size_t i = 0; i < params.size(); ++i) {
+      const BucketedTensor& t = bucketer_->tensor(static_cast<int>(i));
+      const int64_t lo = std::max(first, t.offset);
+      const int64_t hi = std::min(first + count, t.offset + t.count);
+      if (lo < hi)
+        fill_initial_range(out + (lo - first), s.seed, params[i], lo - t.offset, hi - lo);
+    }
+  };
+  const int64_t held =
+      config.zero == 0 ? bucketer_->total_elements() : bucketer_->shard_elements();
+  std::vector<Acc<T>> master(is_16bit_v<T> ? static_cast<size_t>(held) : 0);
   if (config.zero == 0) {
+    if (!master.empty()) initial(master.data(), 0, bucketer_->total_elements());
     this->optimizer_.add(values_.data(), grads_.data(), bucketer_->total_elements(),
-                         initial.empty() ? nullptr : initial.data());
+                         master.empty() ? nullptr : master.data());
     this->optimizer_.zero_gradients_after_step();  // it holds every gradient: all are zeroed
     return;
   }
@@ -55,18 +62,16 @@ DataParallelTrainer<T>::DataParallelTrainer(const TrainerSetup& s, const DataPar
   shard_values_ = Buffer<T>(dev, shard);
   shard_grads_ = Buffer<Acc<T>>(dev, shard);
   shard_grads_.zero();
-  std::vector<Acc<T>> shard_initial(initial.empty() ? 0 : static_cast<size_t>(shard));
   for (const auto& b : bucketer_->buckets()) {
     const int64_t piece = b.count / ranks, from = b.offset + this->comm_->rank() * piece;
     dev.copy(shard_values_.data() + b.shard_offset, values_.data() + from, piece * sizeof(T));
-    if (!initial.empty())
-      std::copy_n(initial.begin() + from, piece, shard_initial.begin() + b.shard_offset);
+    if (!master.empty()) initial(master.data() + b.shard_offset, from, piece);
   }
   // Emulated mixed precision: the optimizer rounds its shard (keeping the fp32 master); the
   // first forward pass computes with the whole model rounded the same way.
   if constexpr (!is_16bit_v<T>) dev.round_to_storage(values_.data(), bucketer_->total_elements());
   this->optimizer_.add(shard_values_.data(), shard_grads_.data(), shard,
-                       shard_initial.empty() ? nullptr : shard_initial.data());
+                       master.empty() ? nullptr : master.data());
 }
 
 template <typename T>
