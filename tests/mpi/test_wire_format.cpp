@@ -17,11 +17,11 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cpu/float16_bits.h"
 #include "src/buffer.h"
 #include "src/comm/comm_log.h"
 #include "src/comm/make_communicator.h"
 #include "src/comm/process_placement.h"
+#include "tests/half_values.h"
 #include "tests/mpi/collective_checks.h"
 #include "tests/mpi/gpu_ranks.h"
 #include "tests/mpi/mpi_test.h"
@@ -288,60 +288,56 @@ TEST_P(WireFormatTest, LogRecordsTwoBytesPerElementAndF64IsUntouched) {
 
 // Typed 16-bit payloads (DataType::bf16/fp16, typed storage's buffers) on the full wire: each
 // operation gives the bits the 16-bit wire gives f32 payloads, and the log counts 2 bytes.
-TEST_P(WireFormatTest, SixteenBitPayloadsMatchTheWire) {
-  const StorageFormat format = GetParam();
-  const DataType type = format == StorageFormat::bf16 ? DataType::bf16 : DataType::fp16;
-  const int n = comm->size(), r = comm->rank();
+template <typename S>
+void check_16bit_payloads(Communicator& comm, CommLog& log) {
+  const StorageFormat format = format_of<S>();
+  constexpr DataType type = data_type_of<S>();
+  const int n = comm.size(), r = comm.rank();
   const int64_t count = 257;
-  const auto narrow = [&](const std::vector<float>& v) {
-    std::vector<uint16_t> bits(v.size());
-    for (size_t i = 0; i < v.size(); ++i)
-      bits[i] = format == StorageFormat::bf16 ? cpu::float_to_bf16_bits(v[i])
-                                              : cpu::float_to_fp16_bits(v[i]);
-    return bits;
-  };
-  const auto widen = [&](const std::vector<uint16_t>& bits) {
-    std::vector<float> v(bits.size());
-    for (size_t i = 0; i < bits.size(); ++i)
-      v[i] = format == StorageFormat::bf16 ? cpu::bf16_bits_to_float(bits[i])
-                                           : cpu::fp16_bits_to_float(bits[i]);
-    return v;
-  };
-  (void)log->take_totals();
+  (void)log.take_totals();
   // Reductions round their one inexact sum as the wire does.
-  auto reduced = narrow(values(count, [&](int64_t i) { return contributed(r, i); }));
-  comm->all_reduce_async(reduced.data(), reduced.data(), count, type)->wait();
-  EXPECT_EQ(differences(widen(reduced),
+  auto reduced = test::typed<S>(values(count, [&](int64_t i) { return contributed(r, i); }));
+  comm.all_reduce_async(reduced.data(), reduced.data(), count, type)->wait();
+  EXPECT_EQ(differences(test::widened(reduced),
                         values(count, [&](int64_t i) { return rounded_sum(n, i, format); })),
             "");
-  const auto whole = narrow(values(n * count, [&](int64_t j) { return contributed(r, j); }));
-  std::vector<uint16_t> part(static_cast<size_t>(count));
-  comm->reduce_scatter_async(whole.data(), part.data(), count, type)->wait();
-  EXPECT_EQ(differences(widen(part), values(count, [&](int64_t i) {
+  const auto whole =
+      test::typed<S>(values(n * count, [&](int64_t j) { return contributed(r, j); }));
+  std::vector<S> part(static_cast<size_t>(count));
+  comm.reduce_scatter_async(whole.data(), part.data(), count, type)->wait();
+  EXPECT_EQ(differences(test::widened(part), values(count, [&](int64_t i) {
                           return rounded_sum(n, r * count + i, format);
                         })),
             "");
   // Gathers and broadcasts move the 16-bit values as they are.
-  const auto mine = narrow(values(count, [&](int64_t i) { return inexact_value(r, i); }));
-  std::vector<uint16_t> all(static_cast<size_t>(n * count));
-  comm->all_gather_async(mine.data(), all.data(), count, type)->wait();
-  EXPECT_EQ(differences(widen(all), values(n * count, [&](int64_t j) {
+  const auto mine = test::typed<S>(values(count, [&](int64_t i) { return inexact_value(r, i); }));
+  std::vector<S> all(static_cast<size_t>(n * count));
+  comm.all_gather_async(mine.data(), all.data(), count, type)->wait();
+  EXPECT_EQ(differences(test::widened(all), values(n * count, [&](int64_t j) {
                           return ref::round_to(
                               static_cast<float>(inexact_value(int(j / count), j % count)),
                               format);
                         })),
             "");
-  auto root_values = narrow(values(count, [&](int64_t i) { return inexact_value(r, i); }));
-  comm->broadcast_async(root_values.data(), count, type, 0)->wait();
-  EXPECT_EQ(differences(widen(root_values), values(count, [&](int64_t i) {
+  auto root_values =
+      test::typed<S>(values(count, [&](int64_t i) { return inexact_value(r, i); }));
+  comm.broadcast_async(root_values.data(), count, type, 0)->wait();
+  EXPECT_EQ(differences(test::widened(root_values), values(count, [&](int64_t i) {
                           return ref::round_to(static_cast<float>(inexact_value(0, i)), format);
                         })),
             "");
-  const auto totals = log->take_totals();
+  const auto totals = log.take_totals();
   EXPECT_EQ(totals.at("allreduce").bytes, 2.0 * count);
   EXPECT_EQ(totals.at("reduce_scatter").bytes, 2.0 * count * n);
   EXPECT_EQ(totals.at("allgather").bytes, 2.0 * count * n);
   EXPECT_EQ(totals.at("broadcast").bytes, 2.0 * count);
+}
+
+TEST_P(WireFormatTest, SixteenBitPayloadsMatchTheWire) {
+  if (GetParam() == StorageFormat::bf16)
+    check_16bit_payloads<bf16>(*comm, *log);
+  else
+    check_16bit_payloads<fp16>(*comm, *log);
 }
 
 // Back on the full wire, floats travel exactly again, at 4 bytes per element.
