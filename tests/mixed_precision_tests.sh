@@ -84,7 +84,7 @@ run data-fp32 2 bin/data "${tiny[@]}" --precision fp32 &&
     h5check "DDP bf16 --fp32-grad-comm all-reduces 4 bytes per gradient" data-fp32 data-bf16-fp32comm bytes_ratio allreduce 1
   }
 
-# Every scheme's analytic volumes price 16-bit payloads at 2 bytes (the data group at 4 with
+# Every scheme's analytic volumes price 16-bit payloads at 2 bytes (gradients at 4 with
 # --fp32-grad-comm): its own table and its checker agree with what was measured.
 small=(--hidden 16 --layers 2 --image-size 6 --batch 8 --iters 3 --warmup 1 --print-every 0
        --eval-samples 8)
@@ -92,6 +92,11 @@ for variant in "bf16" "fp16 --fp32-grad-comm"; do
   # shellcheck disable=SC2086
   set -- --precision $variant
   tag=${variant// /}
+  # ZeRO-3 all-gathers typed 16-bit values at 2 bytes whatever the gradients' wire.
+  run "data-zero3-$tag" 2 bin/data "${small[@]}" --zero 3 "$@" &&
+    if grep -q DIFFERENT "$tmp/data-zero3-$tag.log"; then
+      not_ok "data zero 3 $variant volumes" "$(grep DIFFERENT "$tmp/data-zero3-$tag.log" | tr -s ' ' | tr '\n' ';')"
+    else ok "data zero 3 $variant volumes: analytic == measured"; fi
   run "tensor1d-$tag" 4 bin/tensor1d "${small[@]}" --tp 2 --dp 2 "$@" &&
     if grep -q DIFFERENT "$tmp/tensor1d-$tag.log"; then
       not_ok "tensor1d $variant volumes" "$(grep DIFFERENT "$tmp/tensor1d-$tag.log" | tr -s ' ' | tr '\n' ';')"

@@ -54,6 +54,18 @@ TEST(DataParallelVolumes, ZeroThreeGathersEachPaddedUnitTwiceAndHybridShardingAd
             data_comm_bytes(model, stage(0), 4, 8, 8));
 }
 
+TEST(DataParallelVolumes, TypedValuesAreGatheredAtTheirOwnSizeWhateverTheGradientsWire) {
+  // Typed bf16 with fp32 gradients on the wire (--fp32-grad-comm): values gathered at 2 bytes.
+  EXPECT_EQ(data_comm_bytes(model, stage(3, 4), 4, 4, 4, false, nullptr, 2),
+            (std::map<std::string, double>{{"allgather", 2 * 2 * 352.0},
+                                           {"reduce_scatter", 4 * 352.0}}));
+  EXPECT_EQ(data_comm_bytes(model, stage(3, 2), 4, 4, 4, false, nullptr, 2).at("allgather:shard"),
+            2 * 2 * all);
+  EXPECT_EQ(data_comm_bytes(model, stage(1), 4, 4, 4, false, nullptr, 2),
+            (std::map<std::string, double>{{"allgather", 2 * 348.0},
+                                           {"reduce_scatter", 4 * 348.0}}));
+}
+
 TEST(DataParallelVolumes, CallsAreOnePerBucketAndZeroThreesOnePerUnitAndPass) {
   // The model fits the first 1 MiB bucket: one of each; ZeRO-3: 3 units, gathered in forward
   // and backward, reduced once (hybrid: the shard's all-reduce per unit too).

@@ -76,9 +76,10 @@ std::vector<RankWork> data_work(const PlanCandidate& c, SchemeShape& shape) {
   // whole gradient is written with zeros once a step (ZeRO-1's buffer, ZeRO-2's buckets, ZeRO-3's
   // units).
   if (c.data.zero >= 1) w.elementwise.backward += params * element_bytes(o.precision);
-  // Typed values are all-gathered as their 2 bytes, whatever the gradients' wire.
-  w.bytes = data_comm_bytes(o.model, c.data, n, element_bytes(o.precision), wire_bytes(o), false,
-                            &w.calls, w.typed_16bit ? 2 : 0);
+  // Gradients on their wire (fp32 with --fp32-grad-comm); typed values are all-gathered as
+  // their 2 bytes, whatever the gradients' wire.
+  w.bytes = data_comm_bytes(o.model, c.data, n, element_bytes(o.precision), grad_wire_bytes(o),
+                            false, &w.calls, w.typed_16bit ? 2 : 0);
   const GradientBucketer bucketer =
       ddp_buckets(parameter_tensor_sizes(o.model), c.data.bucket_mb, element_bytes(o.precision),
                   c.data.zero >= 1 ? n : 1);

@@ -41,7 +41,7 @@ std::map<std::string, double> data_comm_bytes(const ModelConfig& model,
   const double passes = inference ? 1 : 2, count = unit_count(model);
   if (group > 1 || ranks == 1) {
     const std::string suffix = group == ranks ? "" : ":shard";
-    add_volume(bytes, calls, "allgather" + suffix, passes * units * b, passes * count);
+    add_volume(bytes, calls, "allgather" + suffix, passes * units * gathered, passes * count);
     if (!inference) add_volume(bytes, calls, "reduce_scatter" + suffix, units * b, count);
   }
   if (group < ranks && !inference)

@@ -15,7 +15,7 @@ namespace mlps {
 // config.shard_group resolved (resolve_shard_group). storage_bytes: an element of the model's
 // gradients (it sizes the gradient buckets); wire_bytes: an element as the collectives send it.
 // `calls`: where given, each kind's calls are added (one per bucket; ZeRO-3: per unit).
-// `gathered_bytes`: an element of ZeRO-1/2's all-gathered values where it is not wire_bytes
+// `gathered_bytes`: an element of the all-gathered values (ZeRO 1-3) where it is not wire_bytes
 // (typed 16-bit values go as they are, whatever the gradients' wire); 0: wire_bytes.
 std::map<std::string, double> data_comm_bytes(const ModelConfig& model,
                                               const DataParallelConfig& config, int ranks,
