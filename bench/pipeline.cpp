@@ -70,7 +70,8 @@ int main(int argc, char** argv) {
   };
   scheme.train = [&](SchemeStart& s) {
     const Options& o = s.options;
-    return train_in_precision(
+    // bf16 and fp16 train in typed 16-bit storage.
+    return train_in_precision<true>(
         s,
         [&](auto zero) {
           return std::make_unique<PipelineTrainer<decltype(zero)>>(s.setup(), *layout);

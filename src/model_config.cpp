@@ -23,6 +23,17 @@ std::vector<LinearShape> linear_shapes(const ModelConfig& c) {
   return shapes;
 }
 
+std::vector<std::vector<LinearShape>> unit_linears(const ModelConfig& c) {
+  const std::vector<LinearShape> all = linear_shapes(c);
+  std::vector<std::vector<LinearShape>> units(static_cast<size_t>(unit_count(c)));
+  units.front() = {all.front()};
+  const size_t per_block = c.block == BlockKind::plain ? 1 : 2;
+  for (size_t l = 0; l + 2 < units.size(); ++l)
+    units[l + 1].assign(all.begin() + 1 + l * per_block, all.begin() + 1 + (l + 1) * per_block);
+  units.back() = {all.back()};
+  return units;
+}
+
 int64_t parameter_count(const ModelConfig& c) {
   int64_t count = 0;
   for (const auto& s : linear_shapes(c)) count += s.out * s.in + s.out;

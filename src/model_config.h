@@ -61,6 +61,8 @@ struct LinearShape {
 constexpr int64_t kMaxLayers = int64_t{1} << 16;
 
 std::vector<LinearShape> linear_shapes(const ModelConfig& config);
+// Each FcNet unit's Linears (unit_count entries: embed, each block, classifier).
+std::vector<std::vector<LinearShape>> unit_linears(const ModelConfig& config);
 // FcNet's units (embed, each block, classifier): the granularity of per-unit gradient
 // synchronisation and of ZeRO-3's gathers.
 inline int unit_count(const ModelConfig& config) { return config.layers + 2; }

@@ -83,6 +83,19 @@ done
 estimate_matches "pipeline, 2 stages, zb-v, plain blocks, checkpointing, bf16" "${exact[@]}" 2 \
   pipeline --layers 4 --batch 16 --micro-batches 2 --schedule zb-v --block plain \
   --checkpoint-activations --precision bf16
+# Typed 16-bit storage: 2-byte values, activations and their gradients (the W inputs too);
+# fp32 gradients, state, LayerNorm moments, probabilities and losses.
+estimate_matches "pipeline, 2 stages, 1f1b, bf16" "${exact[@]}" 2 pipeline --batch 16 \
+  --micro-batches 4 --precision bf16
+estimate_matches "pipeline, 2 stages, gpipe, checkpointing, fp16" "${exact[@]}" 2 pipeline \
+  --batch 16 --micro-batches 4 --schedule gpipe --checkpoint-activations --precision fp16
+estimate_matches "pipeline, 2 stages, interleaved, bf16" "${exact[@]}" 2 pipeline --layers 4 \
+  --batch 16 --micro-batches 4 --schedule interleaved --virtual-stages 2 --precision bf16
+estimate_matches "pipeline, 2 stages, zb-h1, checkpointing, bf16" "${exact[@]}" 2 pipeline \
+  --layers 4 --batch 16 --micro-batches 4 --schedule zb-h1 --checkpoint-activations \
+  --precision bf16
+estimate_matches "pipeline, 2 x 2 replicas, zb-v, fp16" "${exact[@]}" 4 pipeline --layers 4 \
+  --pp 2 --dp 2 --batch 16 --micro-batches 2 --schedule zb-v --precision fp16
 estimate_matches "tensor1d, T 2" 0.95 1.2 2 tensor1d --batch 16
 estimate_matches "tensor2d, 2 x 2" 0.95 1.2 4 tensor2d --batch 16
 estimate_matches "tensor3d, 2,1,2" 0.95 1.2 4 tensor3d --batch 16 --tp-dims 2,1,2

@@ -66,10 +66,11 @@ double replica_activation_bytes(const ModelConfig& model, int64_t rows,
   return elements * e.stored + kept * e.kept + r * 4;  // + int32 labels
 }
 
-// Typed storage's GEMM scratch (Device::gemm on 16-bit tensors): what the largest of the
-// serial model's GEMMs at `rows` rows needs, as the backend's gemm_16bit_scratch says (the
-// CPU widens its operands into it; the GPU needs none).
-double typed_gemm_scratch_bytes(const ModelConfig& m, int64_t rows, DeviceKind device) {
+// Typed storage's GEMM scratch (Device::gemm on 16-bit tensors): what the largest GEMM of
+// `linears` at `rows` rows needs, as the backend's gemm_16bit_scratch says (the CPU widens its
+// operands into it; the GPU needs none).
+double typed_gemm_scratch_bytes(const std::vector<LinearShape>& linears, int64_t rows,
+                                DeviceKind device) {
   const auto scratch = [&](int64_t mm, int64_t n, int64_t k, bool c16) {
     if (device == DeviceKind::cuda) {
 #ifdef MLPSCALE_WITH_CUDA
@@ -82,17 +83,19 @@ double typed_gemm_scratch_bytes(const ModelConfig& m, int64_t rows, DeviceKind d
   };
   // Per Linear its forward and its dW (dx widens the same three matrices as the forward).
   int64_t most = 0;
-  for (const LinearShape& s : linear_shapes(m))
+  for (const LinearShape& s : linears)
     most = std::max({most, scratch(rows, s.out, s.in, true), scratch(s.out, s.in, rows, false)});
   return 4.0 * as_double(most);
 }
 
-// A typed 16-bit run's GEMM scratch at `rows` rows; none for fp32, fp64 or the emulation.
-double typed_scratch_bytes(const Options& o, int64_t rows, bool typed) {
+// A typed 16-bit run's GEMM scratch at `rows` rows, over the rank's `linears` (default: the
+// whole model's); none for fp32, fp64 or the emulation.
+double typed_scratch_bytes(const Options& o, int64_t rows, bool typed,
+                           const std::vector<LinearShape>* linears = nullptr) {
   if (!typed || storage_format(o.precision) == StorageFormat::full) return 0;
   // (A plan may count for a GPU this build cannot see.)
-  return typed_gemm_scratch_bytes(
-      o.model, rows, o.device == "cuda" ? DeviceKind::cuda : resolve_device(o.device));
+  return typed_gemm_scratch_bytes(linears ? *linears : linear_shapes(o.model), rows,
+                                  o.device == "cuda" ? DeviceKind::cuda : resolve_device(o.device));
 }
 
 // A rank that updates all `held` parameters it holds, with activations of `rows` at `widths`.
@@ -195,7 +198,7 @@ struct ChunkBytes {
 
 ChunkBytes pipeline_chunk_bytes(const Options& o, const PipelineLayout& layout, int vs) {
   const ModelConfig& m = o.model;
-  const double e = static_cast<double>(element_bytes(o.precision));
+  const ElementSizes e = element_sizes(o.precision, true);  // bf16, fp16: typed storage
   const int first = layout.partition.first_unit(vs), end = layout.partition.end_unit(vs);
   const int virtual_stages = layout.stages * layout.chunks;
   const bool is_first = vs == 0, is_last = vs + 1 == virtual_stages;
@@ -204,19 +207,27 @@ ChunkBytes pipeline_chunk_bytes(const Options& o, const PipelineLayout& layout, 
   const auto classes = as_double(m.classes);
   const bool residual = m.block == BlockKind::residual_mlp;
   const double blocks = as_double(layout.partition.blocks(vs));
-  const double block_saved = residual ? r * (h + f) + 2 * r : 0;
+  // A residual block saves its LayerNorm output and ReLU output (stored) and the LayerNorm's
+  // mean and rstd (kept).
+  const double block_saved = residual ? r * (h + f) : 0, block_moments = residual ? 2 * r : 0;
   // Checkpointing with blocks: one shared recompute set, and the last stage keeps no output of
   // its last block (it is recomputed, into one shared buffer, before the classifier's backward).
   const bool recomputes = m.checkpoint_activations && blocks > 0;
   const bool shared_output = recomputes && is_last;
   // One micro-batch's slot: its input, each unit's output, the blocks' saved activations, and
-  // the probabilities and int32 labels (last stage) or the output's gradient (the others).
+  // the probabilities (kept) and int32 labels (last stage) or the output's gradient (the
+  // others).
   double slot = r * (is_first ? as_double(m.input_features()) : h) +
                 (end - first - 1 - (shared_output ? 1 : 0)) * r * h + r * (is_last ? classes : h);
-  if (!m.checkpoint_activations) slot += blocks * block_saved;
-  slot += is_last ? r * classes : r * h;
+  double slot_kept = 0;
+  if (!m.checkpoint_activations) {
+    slot += blocks * block_saved;
+    slot_kept += blocks * block_moments;
+  }
+  if (is_last) slot_kept += r * classes;
+  else slot += r * h;
   ChunkBytes bytes;
-  bytes.slot = slot * e + (is_last ? r * sizeof(int32_t) : 0);
+  bytes.slot = slot * e.stored + slot_kept * e.kept + (is_last ? r * sizeof(int32_t) : 0);
   // Split backwards keep each Linear's output gradient until W, and with checkpointing the
   // inputs that live in the shared recompute set (fc1's, fc2's, the classifier's).
   if (splits_backward(layout.schedule)) {
@@ -224,16 +235,22 @@ ChunkBytes pipeline_chunk_bytes(const Options& o, const PipelineLayout& layout, 
                       blocks * (residual ? r * (f + h) : r * h);
     if (recomputes && residual) deferred += blocks * r * (h + f);
     if (shared_output) deferred += r * h;
-    bytes.deferred = deferred * e;
+    bytes.deferred = deferred * e.stored;
   }
   // Scratch: the activation gradients, the blocks' shared backward scratch, the gradients sent
-  // back, the last stage's logit gradient and losses, checkpointing's recompute set.
-  double scratch = 2 * r * h + (blocks > 0 ? r * (residual ? h + f : h) : 0);
+  // back, the last stage's logit gradient and losses (kept), checkpointing's recompute set.
+  double scratch = 2 * r * h + (blocks > 0 ? r * (residual ? h + f : h) : 0), scratch_kept = 0;
   const PipelineShape shape = layout.shape();
   if (!is_first && shape.rank_of(vs - 1) != shape.rank_of(vs)) scratch += 2 * r * h;
-  if (is_last) scratch += r * classes + r * layout.micro_batches;
-  if (recomputes) scratch += block_saved + (shared_output ? r * h : 0);
-  bytes.scratch = scratch * e;
+  if (is_last) {
+    scratch += r * classes;
+    scratch_kept += r * layout.micro_batches;
+  }
+  if (recomputes) {
+    scratch += block_saved + (shared_output ? r * h : 0);
+    scratch_kept += block_moments;
+  }
+  bytes.scratch = scratch * e.stored + scratch_kept * e.kept;
   return bytes;
 }
 
@@ -252,7 +269,17 @@ MemoryNeed pipeline_memory(const Options& o, const PipelineLayout& layout, int s
     chunks.push_back(pipeline_chunk_bytes(o, layout, vs));
     need.activations += chunks.back().scratch;
   }
-  add_parameter_state(need, held, held, o.optimizer, o.precision);
+  add_parameter_state(need, held, held, o.optimizer, o.precision, true);
+  // Typed storage's GEMM scratch, for the largest GEMM of this rank's chunks.
+  const std::vector<std::vector<LinearShape>> unit_shapes = unit_linears(o.model);
+  std::vector<LinearShape> linears;
+  for (int c = 0; c < layout.chunks; ++c) {
+    const int vs = shape.virtual_stage(stage, c);
+    for (int u = layout.partition.first_unit(vs); u < layout.partition.end_unit(vs); ++u)
+      linears.insert(linears.end(), unit_shapes[u].begin(), unit_shapes[u].end());
+  }
+  need.buffers += typed_scratch_bytes(
+      o, largest_part(o.batch, layout.replicas) / layout.micro_batches, true, &linears);
   // The slots along the actions as PipelineTrainer holds them: set aside in action order while
   // fewer than the schedule's peak are held, freed by the backward (or W) that ends them.
   const std::vector<PipelineAction> actions = stage_actions(shape, stage);

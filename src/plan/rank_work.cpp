@@ -42,18 +42,6 @@ RankWork replica_share(const Options& o, double rows, double share,
   return w;
 }
 
-// Each FcNet unit's Linears (unit_parameter_counts' order: embed, each block, classifier).
-std::vector<std::vector<LinearShape>> unit_linears(const ModelConfig& model) {
-  const std::vector<LinearShape> all = linear_shapes(model);
-  std::vector<std::vector<LinearShape>> units(unit_count(model));
-  units.front() = {all.front()};
-  const size_t per_block = model.block == BlockKind::plain ? 1 : 2;
-  for (size_t l = 0; l + 2 < units.size(); ++l)
-    units[l + 1].assign(all.begin() + 1 + l * per_block, all.begin() + 1 + (l + 1) * per_block);
-  units.back() = {all.back()};
-  return units;
-}
-
 double max_rows(int64_t batch, int parts) { return std::ceil(static_cast<double>(batch) / parts); }
 
 std::vector<RankWork> data_work(const PlanCandidate& c, SchemeShape& shape) {
@@ -104,7 +92,7 @@ std::vector<RankWork> pipeline_work(const PlanCandidate& c, SchemeShape& shape) 
   std::vector<RankWork> ranks;
   for (int s = 0; s < layout.stages; ++s) {
     const double held = static_cast<double>(pipeline_rank_parameters(o.model, layout, s));
-    RankWork w = replica_share(o, rows, held / total);
+    RankWork w = replica_share(o, rows, held / total, nullptr, true);  // typed, as bin/pipeline
     w.gemm_rows = rows / layout.micro_batches;
     w.gemm_linears.clear();
     const PipelineShape ps = layout.shape();

@@ -1,5 +1,9 @@
 #include "src/schemes/pipeline_stage.h"
 
+#include <algorithm>
+
+#include "kernels/stored_values.h"
+
 namespace mlps {
 
 template <typename T>
@@ -12,21 +16,31 @@ PipelineStage<T>::PipelineStage(Device& device, const ModelConfig& config, int f
   int64_t elements = 0;
   for (const Parameter<T>* p : params) elements += p->size();
   values_ = Buffer<T>(device, elements);
-  grads_ = Buffer<T>(device, elements);
+  grads_ = Buffer<Acc<T>>(device, elements);
   grads_.zero();
-  std::vector<T> host(static_cast<size_t>(elements));
+  // Computed once at the accumulator's width: the values are these rounded to T.
+  std::vector<Acc<T>> start(static_cast<size_t>(elements));
   int64_t offset = 0;
   for (Parameter<T>* p : params) {
-    fill_initial_shard(host.data() + offset, p->cols, seed, p->tensor_id, p->init, p->fan_in, 0,
+    fill_initial_shard(start.data() + offset, p->cols, seed, p->tensor_id, p->init, p->fan_in, 0,
                        p->rows, 0, p->cols);
     p->value = Buffer<T>::view(device, values_.data() + offset, p->size());
-    p->grad = Buffer<T>::view(device, grads_.data() + offset, p->size());
+    p->grad = Buffer<Acc<T>>::view(device, grads_.data() + offset, p->size());
     offset += p->size();
   }
-  values_.upload(host);
+  if constexpr (is_16bit_v<T>) {
+    std::vector<T> host(start.size());
+    std::transform(start.begin(), start.end(), host.begin(), [](float v) { return narrow<T>(v); });
+    values_.upload(host);
+    master_start_ = std::move(start);
+  } else {
+    values_.upload(start);
+  }
 }
 
 template class PipelineStage<float>;
 template class PipelineStage<double>;
+template class PipelineStage<bf16>;
+template class PipelineStage<fp16>;
 
 }  // namespace mlps

@@ -6,6 +6,7 @@
 #include <thread>
 #include <utility>
 
+#include "kernels/stored_values.h"
 #include "src/errors.h"
 #include "src/timing/step_statistics.h"
 
@@ -49,11 +50,13 @@ PipelineTrainer<T>::PipelineTrainer(const TrainerSetup& s, const PipelineLayout&
     chunk.next_rank = vs < last_vs ? shape_.rank_of(vs + 1) : -1;
     chunk.prev_local = chunk.prev_rank == stage_;
     chunk.next_local = chunk.next_rank == stage_;
+    const std::vector<Acc<T>> master_start = chunk.model->take_master_start();
     optimizer_.add(chunk.model->values(), chunk.model->grads(),
-                   chunk.model->parameter_elements());
+                   chunk.model->parameter_elements(),
+                   master_start.empty() ? nullptr : master_start.data());
     if (vs > 0 && !chunk.prev_local)
       for (auto& b : chunk.input_grads) b = Buffer<T>(device_, micro_rows_ * s.model.hidden);
-    if (vs == last_vs) row_loss_ = Buffer<T>(device_, micro_rows_ * layout.micro_batches);
+    if (vs == last_vs) row_loss_ = Buffer<Acc<T>>(device_, micro_rows_ * layout.micro_batches);
   }
   optimizer_.zero_gradients_after_step();  // it holds every chunk's gradients
 }
@@ -162,7 +165,9 @@ template <typename T>
 void PipelineTrainer<T>::upload_images(T* input, const HostBatch& rows, int64_t first,
                                        int64_t count) {
   const float* pixels = rows.pixels.data() + first * rows.features;
-  staged_.assign(pixels, pixels + count * rows.features);
+  staged_.resize(static_cast<size_t>(count * rows.features));
+  std::transform(pixels, pixels + staged_.size(), staged_.begin(),
+                 [](float v) { return narrow<T>(v); });
   device_.to_device(input, staged_.data(), sizeof(T) * staged_.size());
   device_.round_to_storage(input, static_cast<int64_t>(staged_.size()));  // as FcNet's input
 }
@@ -304,7 +309,7 @@ double PipelineTrainer<T>::train_step(const HostBatch& rows, int64_t global_batc
   // earlier waits here for the slowest one.
   double loss_sum = 0;
   if (row_loss_.size() > 0)
-    for (T v : row_loss_.download()) loss_sum += static_cast<double>(v);
+    for (Acc<T> v : row_loss_.download()) loss_sum += static_cast<double>(v);
   device_.synchronize();
   const auto flush_start = Clock::now();
   MPI_Allreduce(MPI_IN_PLACE, &loss_sum, 1, MPI_DOUBLE, MPI_SUM, grid_.world());
@@ -367,5 +372,7 @@ PipelineRankReport PipelineTrainer<T>::report(int64_t warmup, bool inference) co
 
 template class PipelineTrainer<float>;
 template class PipelineTrainer<double>;
+template class PipelineTrainer<bf16>;
+template class PipelineTrainer<fp16>;
 
 }  // namespace mlps

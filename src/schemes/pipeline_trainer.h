@@ -15,6 +15,9 @@
 // send-forward-receive-backward pairs), and a send with no receive wait before the next compute
 // is waited at once so that it leaves now. (That NCCL path is compiled but not yet run on GPUs,
 // and serves GPipe and 1F1B only: the other schedules' streams need MPI's tags.)
+// T = bf16 or fp16 is typed 16-bit storage: activations and their gradients travel between
+// stages as their 16-bit values, parameters' gradients stay fp32 (all-reduced on the gradients'
+// wire), and each chunk's optimizer keeps an fp32 master.
 #include <mpi.h>
 
 #include <array>
@@ -127,7 +130,7 @@ class PipelineTrainer : public SchemeTrainer<T> {
   int held_ = 0;             // slots set aside
   std::vector<std::unique_ptr<Slot>> slots_;  // per (chunk, micro-batch) of the step
   size_t activation_bytes_ = 0, activation_peak_bytes_ = 0, slot_bytes_ = 0;
-  Buffer<T> row_loss_;           // last virtual stage: each row's loss over the step
+  Buffer<Acc<T>> row_loss_;      // last virtual stage: each row's loss over the step
   std::vector<T> staged_;        // host copy of a micro-batch's images in T
   double bubble_seconds_ = 0;    // this iteration's
   double exposed_seconds_ = 0;   // this iteration's blocked time outside receive waits

@@ -50,11 +50,11 @@ Evaluation PipelineTrainer<T>::evaluate(const HostBatch& rows, int64_t /*global_
     return chunks_[a].virtual_stage < chunks_[b].virtual_stage;
   });
   Buffer<int32_t> labels;
-  Buffer<T> probs, row_loss;
+  Buffer<Acc<T>> probs, row_loss;  // fp32 beside typed 16-bit activations
   if (last_chunk >= 0 && rows.rows > 0) {
     labels = Buffer<int32_t>(device_, rows.rows);
-    probs = Buffer<T>(device_, rows.rows * classes);
-    row_loss = Buffer<T>(device_, rows.rows);
+    probs = Buffer<Acc<T>>(device_, rows.rows * classes);
+    row_loss = Buffer<Acc<T>>(device_, rows.rows);
     device_.to_device(labels.data(), rows.labels.data(), labels.bytes());
   }
   stream_slot_bytes_ = std::max(stream_slot_bytes_, slot_bytes);
@@ -109,7 +109,7 @@ Evaluation PipelineTrainer<T>::evaluate(const HostBatch& rows, int64_t /*global_
 
   double totals[2] = {0, 0};  // Σ loss, correct predictions
   if (last_chunk >= 0 && rows.rows > 0) {
-    for (T v : row_loss.download()) totals[0] += static_cast<double>(v);
+    for (Acc<T> v : row_loss.download()) totals[0] += static_cast<double>(v);
     const auto predicted = predicted_classes(device_, probs.data(), rows.rows, classes);
     for (int64_t r = 0; r < rows.rows; ++r) totals[1] += predicted[r] == rows.labels[r];
   }
@@ -134,7 +134,7 @@ std::vector<NamedTensor> PipelineTrainer<T>::gather_parameters() {
     const auto mine = Buffer<T>::view(device_, chunk.model->values(),
                                       chunk.model->parameter_elements())
                           .download();
-    values.insert(values.end(), mine.begin(), mine.end());
+    for (T v : mine) values.push_back(static_cast<double>(widen(v)));
   }
   std::vector<HeldRun> runs;
   const size_t count = chunks_.front().model->parameters().size();
@@ -157,5 +157,9 @@ template Evaluation PipelineTrainer<float>::evaluate(const HostBatch&, int64_t);
 template Evaluation PipelineTrainer<double>::evaluate(const HostBatch&, int64_t);
 template std::vector<NamedTensor> PipelineTrainer<float>::gather_parameters();
 template std::vector<NamedTensor> PipelineTrainer<double>::gather_parameters();
+template Evaluation PipelineTrainer<bf16>::evaluate(const HostBatch&, int64_t);
+template Evaluation PipelineTrainer<fp16>::evaluate(const HostBatch&, int64_t);
+template std::vector<NamedTensor> PipelineTrainer<bf16>::gather_parameters();
+template std::vector<NamedTensor> PipelineTrainer<fp16>::gather_parameters();
 
 }  // namespace mlps
