@@ -88,7 +88,8 @@ int main(int argc, char** argv) {
   };
   scheme.memory = [&](const Options& o, int, int) { return tensor1d_memory(o, *plan, dp); };
   scheme.train = [&](SchemeStart& s) {
-    return train_in_precision(
+    // bf16 and fp16 train in typed 16-bit storage.
+    return train_in_precision<true>(
         s,
         [&](auto zero) {
           return std::make_unique<Tensor1dTrainer<decltype(zero)>>(s.setup(), *plan, dp);

@@ -65,5 +65,7 @@
   template void layernorm_backward_partial<T>(T*, T*, T*, const T*, const T*, const T*,       \
                                               const T*, const T*, int64_t, int64_t, bool);    \
   template void layernorm_backward_apply<T>(T*, const T*, const T*, const T*, const T*,       \
-                                            const T*, const T*, int64_t, int64_t, int64_t);   \
+                                            const T*, const T*, int64_t, int64_t, int64_t);
+// The sub-matrix copy, for every storage type (16-bit split logits too).
+#define MLPS_COPY_2D_INSTANCES(T) \
   template void copy_2d<T>(T*, int64_t, const T*, int64_t, int64_t, int64_t);

@@ -3,12 +3,12 @@
 # `make CUDA=emulate`): `--device cuda --verify` must print PASS against serial for serial,
 # data (ZeRO 0-3), pipeline (GPipe, 1F1B), tensor1d, tensor2d and tensor3d at 1-4 ranks, in
 # fp64 and fp32 over MPI (--comm mpi) and over the NCCL stand-in (--comm nccl), once each in
-# bf16 and fp16 with --checkpoint-activations (and data's ZeRO-1 and 2 without it; data and
-# pipeline train them in typed 16-bit storage), and in fp32 with --math tf32; pipeline's interleaved, ZB-H1 and ZB-V over MPI (NCCL
-# refuses them). Each run must also have used what it
-# was asked for: the result file records device cuda, the communicator backend (none for
-# bin/serial) and the GEMMs' math (gemm_math). bin/bench_comm checks every collective on device
-# buffers over both backends.
+# bf16 and fp16 with --checkpoint-activations (and data's ZeRO-1 and 2 without it; data,
+# pipeline and tensor1d train them in typed 16-bit storage), and in fp32 with --math tf32;
+# pipeline's interleaved, ZB-H1 and ZB-V over MPI (NCCL refuses them). Each run must also have
+# used what it was asked for: the result file records device cuda, the communicator backend
+# (none for bin/serial) and the GEMMs' math (gemm_math). bin/bench_comm checks every collective
+# on device buffers over both backends.
 # Usage: bash tests/emulated_gpu_tests.sh [BIN_DIR] (default bin/emulate; on a machine with
 # GPUs, `bin` runs the same checks on them).
 # Ends with "N passed, N failed".
@@ -88,9 +88,12 @@ for comm in mpi nccl; do
     check 4 "$comm" tensor2d --tp-dims 2,2 --precision "$precision"
     check 4 "$comm" tensor3d --tp-dims 2,1,2 --precision "$precision"
   done
-  # Typed 16-bit storage (data): 16-bit values gathered as they are.
+  # Typed 16-bit storage: 16-bit values gathered (data), sent between stages (pipeline) and
+  # all-gathered and reduce-scattered over tp (tensor1d) as they are.
   check 2 "$comm" data --zero 1 --precision bf16
   check 3 "$comm" data --zero 2 --precision fp16
+  check 2 "$comm" pipeline --pp 2 --schedule gpipe --precision bf16
+  check 2 "$comm" tensor1d --tp 2 --sequence-parallel --precision fp16
   for precision in bf16 fp16; do
     check 2 "$comm" data --zero 3 --precision "$precision" --checkpoint-activations
     check 3 "$comm" pipeline --pp 3 --schedule 1f1b --micro-batches 3 --layers 3 \

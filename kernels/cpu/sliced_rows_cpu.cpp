@@ -6,6 +6,7 @@
 
 #include "kernels/cpu/layernorm_rows.h"
 #include "kernels/cpu/parallel_loops.h"
+#include "kernels/half_types.h"
 #include "kernels/kernel_instances.h"
 #include "kernels/sliced_rows.h"
 
@@ -94,5 +95,7 @@ void copy_2d(T* dst, int64_t dst_ld, const T* src, int64_t src_ld, int64_t rows,
 }
 
 MLPS_INSTANTIATE_KERNELS(MLPS_SLICED_ROWS_INSTANCES)
+MLPS_INSTANTIATE_KERNELS(MLPS_COPY_2D_INSTANCES)
+MLPS_INSTANTIATE_16BIT_KERNELS(MLPS_COPY_2D_INSTANCES)
 
 }  // namespace mlps::cpu

@@ -343,16 +343,25 @@ ActivationSlice tensor1d_activations(const Options& o, const Tensor1dPlan& plan,
 
 MemoryNeed tensor1d_memory(const Options& o, const Tensor1dPlan& plan, int dp) {
   const ActivationSlice a = tensor1d_activations(o, plan, dp);
-  MemoryNeed need = rank_need(o, as_double(local_parameter_count(plan)), a.rows, a.widths);
-  const size_t e = element_bytes(o.precision);
+  // bf16 and fp16: typed storage, as bin/tensor1d trains.
+  MemoryNeed need = rank_need(o, as_double(local_parameter_count(plan)), a.rows, a.widths, true);
+  const double e = element_sizes(o.precision, true).stored;
+  // Typed storage's GEMM scratch for the largest of this rank's Linear blocks.
+  std::vector<LinearShape> local;
+  for (const PlannedLinear& l : plan.linears) {
+    LinearShape shape = l.shape;
+    if (l.split == LinearSplit::column) shape.out /= plan.tp;
+    if (l.split == LinearSplit::row) shape.in /= plan.tp;
+    local.push_back(shape);
+  }
+  need.buffers += typed_scratch_bytes(o, a.rows, true, &local);
   if (plan.sequence_parallel) {
     // The LayerNorm outputs (saved for fc1) and their gradient scratch are all-gathered, whole;
     // and the layers share one scratch of the padded rows, H wide.
     const int64_t h = o.model.hidden, narrow = a.widths.hidden;
     const int64_t sets = o.model.checkpoint_activations ? (o.model.layers > 0 ? 1 : 0)
                                                         : o.model.layers;
-    need.activations +=
-        static_cast<double>(((sets + 1) * (h - narrow) + h) * a.rows) * static_cast<double>(e);
+    need.activations += static_cast<double>(((sets + 1) * (h - narrow) + h) * a.rows) * e;
   }
   return need;
 }

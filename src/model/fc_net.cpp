@@ -130,17 +130,13 @@ void FcNet<T>::forward_unit(NetActivations<T>& a, size_t i, const T* x, int64_t 
   } else if (u.linear == classifier_.get() && split_.group) {
     classifier_->forward(x, local_logits_.data(), rows, false);
     // Every rank of the group assembles the full logits: block p at p·rows·block.
-    if constexpr (is_16bit_v<T>) {  // no scheme splits the logits on typed storage yet
-      throw std::logic_error("split logits on 16-bit storage");
-    } else {
-      const int parts = split_.group->size();
-      split_.group->all_gather<T>(local_logits_.data(), gathered_logits_.data(),
-                                  rows * split_.block);
-      for (int p = 0; p < parts; ++p)
-        sliced::copy_2d<T>(device_, a.outputs[i].data() + split_.first[p], config_.classes,
-                           gathered_logits_.data() + p * rows * split_.block, split_.width[p],
-                           rows, split_.count[p]);
-    }
+    const int parts = split_.group->size();
+    split_.group->all_gather<T>(local_logits_.data(), gathered_logits_.data(),
+                                rows * split_.block);
+    for (int p = 0; p < parts; ++p)
+      sliced::copy_2d<T>(device_, a.outputs[i].data() + split_.first[p], config_.classes,
+                         gathered_logits_.data() + p * rows * split_.block, split_.width[p],
+                         rows, split_.count[p]);
   } else {
     u.linear->forward(x, output_of(a, i), rows, false);
   }
@@ -194,15 +190,11 @@ double FcNet<T>::forward(const T* host_inputs, const int32_t* host_labels, int64
 template <typename T>
 const T* FcNet<T>::local_grad_logits(int64_t rows) {
   if (!split_.group) return grad_logits_.data();
-  if constexpr (is_16bit_v<T>) {
-    throw std::logic_error("split logits on 16-bit storage");
-  } else {
-    const int p = split_.group->rank();
-    sliced::copy_2d<T>(device_, local_grad_logits_.data(), split_.width[p],
-                       grad_logits_.data() + split_.first[p], config_.classes, rows,
-                       split_.count[p]);
-    return local_grad_logits_.data();
-  }
+  const int p = split_.group->rank();
+  sliced::copy_2d<T>(device_, local_grad_logits_.data(), split_.width[p],
+                     grad_logits_.data() + split_.first[p], config_.classes, rows,
+                     split_.count[p]);
+  return local_grad_logits_.data();
 }
 
 template <typename T>

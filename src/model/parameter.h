@@ -3,9 +3,13 @@
 // (name, tensor id, global shape) that the counter-based initialiser and the optimizer key on.
 // Typed mixed precision (T = bf16 or fp16) keeps the gradient in fp32 (Acc<T>), as Megatron's
 // --bf16 accumulates it; the fp32 master copy is the optimizer's.
+#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <type_traits>
+#include <vector>
 
+#include "kernels/stored_values.h"
 #include "src/buffer.h"
 
 namespace mlps {
@@ -53,6 +57,19 @@ double initial_value(uint64_t seed, int64_t tensor_id, InitKind init, int64_t fa
 template <typename V, typename T>
 void fill_initial_range(V* host, uint64_t seed, const Parameter<T>& param, int64_t first,
                         int64_t count);
+
+// Initial values computed at the accumulator's width, as the values of storage type T: the
+// same for float and double, rounded once for 16-bit T (whose fp32 master starts from `wide`).
+template <typename T>
+std::vector<T> stored_from(const std::vector<Acc<T>>& wide) {
+  if constexpr (std::is_same_v<T, Acc<T>>) {
+    return wide;
+  } else {
+    std::vector<T> stored(wide.size());
+    std::transform(wide.begin(), wide.end(), stored.begin(), [](Acc<T> v) { return narrow<T>(v); });
+    return stored;
+  }
+}
 
 // Fills host memory with rows [row0, row0+rows) × cols [col0, col0+cols) of a tensor,
 // row-major with leading dimension ld.

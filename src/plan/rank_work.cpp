@@ -119,7 +119,8 @@ std::vector<RankWork> tensor1d_work(const PlanCandidate& c, SchemeShape& shape) 
   const double local = static_cast<double>(local_parameter_count(plan));
   const ActivationSlice own = tensor1d_activations(o, plan, c.replicas);
   RankWork w =
-      replica_share(o, rows, local / static_cast<double>(parameter_count(o.model)), &own);
+      replica_share(o, rows, local / static_cast<double>(parameter_count(o.model)), &own,
+                    true);  // typed, as bin/tensor1d
   w.gemm_parameters = local;
   w.optimized_parameters = local;
   w.gemm_linears.clear();  // column-parallel Linears split their outputs, row-parallel inputs

@@ -1,9 +1,5 @@
 #include "src/schemes/pipeline_stage.h"
 
-#include <algorithm>
-
-#include "kernels/stored_values.h"
-
 namespace mlps {
 
 template <typename T>
@@ -28,14 +24,8 @@ PipelineStage<T>::PipelineStage(Device& device, const ModelConfig& config, int f
     p->grad = Buffer<Acc<T>>::view(device, grads_.data() + offset, p->size());
     offset += p->size();
   }
-  if constexpr (is_16bit_v<T>) {
-    std::vector<T> host(start.size());
-    std::transform(start.begin(), start.end(), host.begin(), [](float v) { return narrow<T>(v); });
-    values_.upload(host);
-    master_start_ = std::move(start);
-  } else {
-    values_.upload(start);
-  }
+  values_.upload(stored_from<T>(start));
+  if constexpr (is_16bit_v<T>) master_start_ = std::move(start);
 }
 
 template class PipelineStage<float>;

@@ -5,33 +5,23 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
-#include <cstring>
-#include <map>
 #include <memory>
 #include <string>
-#include <vector>
 
 #include "kernels/half_types.h"
-#include "src/data/batch_loader.h"
-#include "src/data/dataset.h"
-#include "src/data/shuffle.h"
 #include "src/schemes/data_parallel_trainer.h"
 #include "src/schemes/fully_sharded_trainer.h"
 #include "tests/model_shapes.h"
 #include "tests/mpi/mpi_test.h"
+#include "tests/mpi/typed_equivalence.h"
 
 namespace mlps {
 namespace {
 
+using testing::expect_same_training;
 using testing::MpiTest;
-
-struct Trained {
-  std::vector<double> losses;
-  std::vector<NamedTensor> parameters;  // rank 0's
-  size_t peak_bytes = 0;
-  std::string storage;
-  std::map<std::string, CommTotals> comm;  // the last step's
-};
+using testing::Trained;
+using testing::train_five_steps;
 
 // Five steps of `zero` over all ranks on T (float: the emulation of `storage`; bf16/fp16: typed),
 // with buckets small enough that the model spans several; ZeRO-3 shards within groups of
@@ -56,50 +46,16 @@ Trained train(int zero, StorageFormat storage, OptimizerKind kind, int shard_gro
     made = std::make_unique<FullyShardedTrainer<T>>(setup, config);
   else
     made = std::make_unique<DataParallelTrainer<T>>(setup, config);
-  DataParallelBase<T>& trainer = *made;
-  PhaseTimer timer(trainer.device());
-  const auto data = open_dataset("synthetic", 7);
-  const auto order = epoch_order(data->size(Split::train), 7, 0);
-  const BatchSlice slice = trainer.batch_slice(kBatch);
-  Trained out;
-  for (int64_t it = 0; it < 5; ++it) {
-    timer.begin_iteration();
-    const HostBatch rows = load_batch(*data, Split::train, order, it * kBatch + slice.first,
-                                      slice.count, static_cast<int>(setup.model.image_size));
-    out.losses.push_back(trainer.train_step(rows, kBatch, timer));
-    timer.end_iteration();
-    out.comm = trainer.take_comm_totals();
-  }
-  out.parameters = trainer.gather_parameters();
-  out.peak_bytes = trainer.device().peak_bytes();
-  out.storage = trainer.storage();
-  return out;
+  return train_five_steps(*made, kBatch, setup.model.image_size);
 }
 
-bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
-}
-
+// fp32 gradients on the 16-bit wire, typed values gathered as they are: the same traffic.
 template <typename S>
 void typed_equals_emulated(int zero, OptimizerKind kind, const std::string& what,
                            int shard_group = 0) {
   const StorageFormat format = format_of<S>();
-  const Trained emulated = train<float>(zero, format, kind, shard_group);
-  const Trained typed = train<S>(zero, format, kind, shard_group);
-  EXPECT_EQ(emulated.storage, "emulated");
-  EXPECT_EQ(typed.storage, "typed");
-  EXPECT_TRUE(same_bits(typed.losses, emulated.losses)) << what << ": loss curves differ";
-  ASSERT_EQ(typed.parameters.size(), emulated.parameters.size()) << what;
-  for (size_t t = 0; t < typed.parameters.size(); ++t)
-    EXPECT_TRUE(same_bits(typed.parameters[t].values, emulated.parameters[t].values))
-        << what << ": final " << typed.parameters[t].name << " differs";
-  EXPECT_LT(typed.peak_bytes, emulated.peak_bytes) << what;
-  // The same traffic: fp32 gradients on the 16-bit wire, typed values gathered as they are.
-  ASSERT_EQ(typed.comm.size(), emulated.comm.size()) << what;
-  for (const auto& [kind_name, totals] : emulated.comm) {
-    EXPECT_EQ(typed.comm.at(kind_name).bytes, totals.bytes) << what << ": " << kind_name;
-    EXPECT_EQ(typed.comm.at(kind_name).calls, totals.calls) << what << ": " << kind_name;
-  }
+  expect_same_training(train<float>(zero, format, kind, shard_group),
+                       train<S>(zero, format, kind, shard_group), what);
 }
 
 TEST_F(MpiTest, TypedDataParallelEqualsTheEmulationBitForBit) {

@@ -5,23 +5,22 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
-#include <cstring>
-#include <map>
 #include <string>
 #include <vector>
 
 #include "kernels/half_types.h"
-#include "src/data/batch_loader.h"
-#include "src/data/dataset.h"
-#include "src/data/shuffle.h"
 #include "src/schemes/pipeline_trainer.h"
 #include "tests/model_shapes.h"
 #include "tests/mpi/mpi_test.h"
+#include "tests/mpi/typed_equivalence.h"
 
 namespace mlps {
 namespace {
 
+using testing::expect_same_training;
 using testing::MpiTest;
+using testing::Trained;
+using testing::train_five_steps;
 
 constexpr int64_t kBatch = 24;
 
@@ -29,14 +28,6 @@ struct Variant {
   std::string what;
   PipelineOptions options;
   bool checkpoint = false;
-};
-
-struct Trained {
-  std::vector<double> losses;
-  std::vector<NamedTensor> parameters;  // rank 0's
-  size_t peak_bytes = 0;
-  std::string storage;
-  std::map<std::string, CommTotals> comm;  // the last step's
 };
 
 // Five Adam steps of `variant` over all ranks on T (float: the emulation of `storage`;
@@ -54,48 +45,14 @@ Trained train(const Variant& variant, StorageFormat storage) {
   const PipelineLayout layout =
       resolve_pipeline_layout(variant.options, setup.model, kBatch, testing::world_size());
   PipelineTrainer<T> trainer(setup, layout);
-  PhaseTimer timer(trainer.device());
-  const auto data = open_dataset("synthetic", 7);
-  const auto order = epoch_order(data->size(Split::train), 7, 0);
-  const BatchSlice slice = trainer.batch_slice(kBatch);
-  Trained out;
-  for (int64_t it = 0; it < 5; ++it) {
-    timer.begin_iteration();
-    const HostBatch rows = load_batch(*data, Split::train, order, it * kBatch + slice.first,
-                                      slice.count, static_cast<int>(setup.model.image_size));
-    out.losses.push_back(trainer.train_step(rows, kBatch, timer));
-    timer.end_iteration();
-    out.comm = trainer.take_comm_totals();
-  }
-  out.parameters = trainer.gather_parameters();
-  out.peak_bytes = trainer.device().peak_bytes();
-  out.storage = trainer.storage();
-  return out;
-}
-
-bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
+  return train_five_steps(trainer, kBatch, setup.model.image_size);
 }
 
 template <typename S>
 void typed_equals_emulated(const Variant& variant) {
   const StorageFormat format = format_of<S>();
-  const std::string what = variant.what + (format == StorageFormat::bf16 ? " bf16" : " fp16");
-  const Trained emulated = train<float>(variant, format);
-  const Trained typed = train<S>(variant, format);
-  EXPECT_EQ(emulated.storage, "emulated");
-  EXPECT_EQ(typed.storage, "typed");
-  EXPECT_TRUE(same_bits(typed.losses, emulated.losses)) << what << ": loss curves differ";
-  ASSERT_EQ(typed.parameters.size(), emulated.parameters.size()) << what;
-  for (size_t t = 0; t < typed.parameters.size(); ++t)
-    EXPECT_TRUE(same_bits(typed.parameters[t].values, emulated.parameters[t].values))
-        << what << ": final " << typed.parameters[t].name << " differs";
-  EXPECT_LT(typed.peak_bytes, emulated.peak_bytes) << what;
-  ASSERT_EQ(typed.comm.size(), emulated.comm.size()) << what;
-  for (const auto& [kind, totals] : emulated.comm) {
-    EXPECT_EQ(typed.comm.at(kind).bytes, totals.bytes) << what << ": " << kind;
-    EXPECT_EQ(typed.comm.at(kind).calls, totals.calls) << what << ": " << kind;
-  }
+  expect_same_training(train<float>(variant, format), train<S>(variant, format),
+                       variant.what + (format == StorageFormat::bf16 ? " bf16" : " fp16"));
 }
 
 TEST_F(MpiTest, TypedPipelineEqualsTheEmulationBitForBit) {

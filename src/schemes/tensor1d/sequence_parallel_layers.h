@@ -26,15 +26,15 @@ class SequenceParallelLayerNorm : public LayerNorm<T> {
   int64_t width() const override { return features(); }  // the output holds all R rows
 
   // x: the local rows; y [R × H]: this rank's rows normalised into its slot, then all-gathered.
-  void forward(const T* x, T* y, T* mean, T* rstd, int64_t rows) override {
+  void forward(const T* x, T* y, Acc<T>* mean, Acc<T>* rstd, int64_t rows) override {
     T* slot = y + local(rows) * features() * tp_.rank();
     device_.layernorm_forward<T>(slot, mean, rstd, x, gamma_.value.data(), beta_.value.data(),
                                  local(rows), features(), 1e-5);
     tp_.all_gather<T>(slot, y, local(rows) * features());
   }
   // dy [R × H]: fc1's partial input gradients, summed and scattered to the local rows first.
-  void backward(const T* x, const T* dy, T* dx, const T* mean, const T* rstd, int64_t rows,
-                bool accumulate) override {
+  void backward(const T* x, const T* dy, T* dx, const Acc<T>* mean, const Acc<T>* rstd,
+                int64_t rows, bool accumulate) override {
     tp_.reduce_scatter<T>(dy, scratch_, local(rows) * features());
     device_.layernorm_backward<T>(dx, gamma_.grad.data(), beta_.grad.data(), scratch_, x, mean,
                                   rstd, gamma_.value.data(), local(rows), features(), accumulate);
@@ -69,7 +69,7 @@ class SequenceParallelLinear : public Linear<T> {
         grads_(grads), scratch_(scratch) {}
 
   // Storage as ShardedLinear::bind; the gradients are also kept for their all-reduce.
-  void bind(T* weight, T* weight_grad, T* bias, T* bias_grad) {
+  void bind(T* weight, Acc<T>* weight_grad, T* bias, Acc<T>* bias_grad) {
     shard_.bind(weight, weight_grad, bias, bias_grad);
     weight_grad_ = weight_grad;
     bias_grad_ = bias_grad;
@@ -138,8 +138,8 @@ class SequenceParallelLinear : public Linear<T> {
   Communicator& tp_;
   Communicator& grads_;
   T* scratch_;
-  T* weight_grad_ = nullptr;
-  T* bias_grad_ = nullptr;
+  Acc<T>* weight_grad_ = nullptr;
+  Acc<T>* bias_grad_ = nullptr;
 };
 
 }  // namespace mlps

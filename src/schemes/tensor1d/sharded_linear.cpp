@@ -18,8 +18,8 @@ ShardedLinear<T>::ShardedLinear(const Device& device, const PlannedLinear& layer
 
 template <typename T>
 void ShardedLinear<T>::multiply(const T* x, int64_t ldx, T* y, int64_t ldy, int64_t rows) const {
-  device_.gemm<T>(false, true, rows, local_out_, local_in_, T(1), x, ldx, weight_, local_in_, T(0),
-                  y, ldy);
+  device_.gemm<T>(false, true, rows, local_out_, local_in_, Acc<T>(1), x, ldx, weight_, local_in_,
+                  Acc<T>(0), y, ldy);
 }
 
 template <typename T>
@@ -30,8 +30,8 @@ void ShardedLinear<T>::add_bias(T* y, int64_t rows) const {
 template <typename T>
 void ShardedLinear<T>::weight_grad(const T* x, int64_t ldx, const T* dy, int64_t ldy,
                                    int64_t rows, bool accumulate) {
-  device_.gemm_gradient<T>(true, false, local_out_, local_in_, rows, T(1), dy, ldy, x, ldx,
-                           accumulate ? T(1) : T(0), weight_grad_, local_in_);
+  device_.gemm_gradient<T>(true, false, local_out_, local_in_, rows, Acc<T>(1), dy, ldy, x, ldx,
+                           accumulate ? Acc<T>(1) : Acc<T>(0), weight_grad_, local_in_);
 }
 
 template <typename T>
@@ -42,11 +42,13 @@ void ShardedLinear<T>::bias_grad(const T* dy, int64_t rows, bool accumulate) {
 template <typename T>
 void ShardedLinear<T>::input_grad(const T* dy, int64_t ldy, T* dx, int64_t ldx,
                                   int64_t rows) const {
-  device_.gemm<T>(false, false, rows, local_in_, local_out_, T(1), dy, ldy, weight_, local_in_,
-                  T(0), dx, ldx);
+  device_.gemm<T>(false, false, rows, local_in_, local_out_, Acc<T>(1), dy, ldy, weight_,
+                  local_in_, Acc<T>(0), dx, ldx);
 }
 
 template class ShardedLinear<float>;
 template class ShardedLinear<double>;
+template class ShardedLinear<bf16>;
+template class ShardedLinear<fp16>;
 
 }  // namespace mlps

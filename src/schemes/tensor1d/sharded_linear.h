@@ -24,8 +24,9 @@ class ShardedLinear {
   int64_t out_offset() const { return out_offset_; }  // first output feature held (column split)
   int64_t bias_size() const { return local_out_; }    // column: the slice; else the whole bias
 
-  // Points the shard at storage of local_out·local_in (weight) and bias_size() (bias) elements.
-  void bind(T* weight, T* weight_grad, T* bias, T* bias_grad) {
+  // Points the shard at storage of local_out·local_in (weight) and bias_size() (bias) elements;
+  // gradients are fp32 beside typed 16-bit values.
+  void bind(T* weight, Acc<T>* weight_grad, T* bias, Acc<T>* bias_grad) {
     weight_ = weight;
     weight_grad_ = weight_grad;
     bias_ = bias;
@@ -49,9 +50,9 @@ class ShardedLinear {
   LinearSplit split_;
   int64_t out_, local_in_, local_out_, in_offset_ = 0, out_offset_ = 0;
   T* weight_ = nullptr;
-  T* weight_grad_ = nullptr;
+  Acc<T>* weight_grad_ = nullptr;
   T* bias_ = nullptr;
-  T* bias_grad_ = nullptr;
+  Acc<T>* bias_grad_ = nullptr;
 };
 
 }  // namespace mlps

@@ -85,13 +85,17 @@ Tensor1dTrainer<T>::Tensor1dTrainer(const TrainerSetup& s, const Tensor1dPlan& p
   }
   // Only this rank's blocks are ever generated.
   values_ = Buffer<T>(device_, layout_.total());
-  grads_ = Buffer<T>(device_, layout_.total());
-  values_.upload(layout_.initial_values<T>(s.seed));
+  grads_ = Buffer<Acc<T>>(device_, layout_.total());
   grads_.zero();
+  // Typed storage: the fp32 master starts from the fp32 initial values, as the emulation's.
+  std::vector<Acc<T>> master_start = layout_.initial_values<Acc<T>>(s.seed);
+  values_.upload(stored_from<T>(master_start));
+  if constexpr (!is_16bit_v<T>) master_start = {};  // float and double: the values themselves
   model_ = std::make_unique<FcNet<T>>(device_, plan_.model, max_rows,
                                       static_cast<LayerSet<T>&>(*this), logits(), input_first());
   model_->set_hooks(this);
-  optimizer_.add(values_.data(), grads_.data(), values_.size());
+  optimizer_.add(values_.data(), grads_.data(), values_.size(),
+                 master_start.empty() ? nullptr : master_start.data());
   optimizer_.zero_gradients_after_step();  // it holds every gradient: all are zeroed
 }
 
@@ -125,8 +129,9 @@ template <typename T>
 void Tensor1dTrainer<T>::after_backward(int unit) {
   if (!data_comm_) return;
   const UnitRange& range = layout_.units()[unit];
-  T* grads = grads_.data() + range.offset;
-  pending_.push_back(data_comm_->all_reduce_async(grads, grads, range.count, data_type_of<T>()));
+  Acc<T>* grads = grads_.data() + range.offset;
+  pending_.push_back(
+      data_comm_->all_reduce_async(grads, grads, range.count, data_type_of<Acc<T>>()));
 }
 
 template <typename T>
@@ -142,9 +147,10 @@ std::map<std::string, double> Tensor1dTrainer<T>::analytic_bytes(int64_t global_
                                                                  bool inference,
                                                                  CommCalls* calls) const {
   // Mixed precision carries float payloads as 16-bit values (the data group in fp32 with
-  // --fp32-grad-comm): each group's bytes per element are its wire's.
+  // --fp32-grad-comm), typed 16-bit ones as they are: each group's bytes per element are its
+  // wire's.
   const auto element_bytes = [](const Communicator* c) -> size_t {
-    return c ? wire_bytes(c->wire_format(), sizeof(T)) : sizeof(T);
+    return c ? wire_bytes(c->wire_format(), sizeof(Acc<T>)) : sizeof(T);
   };
   auto bytes = tensor1d_comm_bytes(plan_, batch_slice(global_batch).count,
                                    element_bytes(tp_comm_.get()), dp_, inference,
@@ -166,8 +172,10 @@ std::vector<NamedTensor> Tensor1dTrainer<T>::gather_parameters() {
     runs.push_back({t.name, t.global_rows, t.global_cols, t.row0, t.col0,
                     std::max<int64_t>(t.cols, 1), 0, t.offset, t.size(), owner});
   }
-  auto gathered = gather_held_tensors(runs, std::vector<double>(values.begin(), values.end()),
-                                      grid_.world(), /*compare_copies=*/true);
+  std::vector<double> wide(values.size());
+  std::transform(values.begin(), values.end(), wide.begin(),
+                 [](T v) { return static_cast<double>(widen(v)); });
+  auto gathered = gather_held_tensors(runs, wide, grid_.world(), /*compare_copies=*/true);
   replica_divergence_ = gathered.copy_spread;
   most_divergent_tensor_ = gathered.most_spread;
   return std::move(gathered.tensors);
@@ -202,7 +210,7 @@ std::unique_ptr<LayerNorm<T>> Tensor1dTrainer<T>::layer_norm(const std::string& 
     Parameter<T>& p = norms_.add(tensor, 1, features, init, features);
     const int64_t offset = layout_.find(tensor).offset;
     p.value = Buffer<T>::view(device_, values_.data() + offset, features);
-    p.grad = Buffer<T>::view(device_, grads_.data() + offset, features);
+    p.grad = Buffer<Acc<T>>::view(device_, grads_.data() + offset, features);
     return p;
   };
   Parameter<T>& gamma = view(name + ".weight", InitKind::ones);
@@ -236,5 +244,7 @@ LogitSplit Tensor1dTrainer<T>::logits() const {
 
 template class Tensor1dTrainer<float>;
 template class Tensor1dTrainer<double>;
+template class Tensor1dTrainer<bf16>;
+template class Tensor1dTrainer<fp16>;
 
 }  // namespace mlps

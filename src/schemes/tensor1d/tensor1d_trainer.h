@@ -4,7 +4,9 @@
 // Each rank generates only its own shards of the initial weights into one flat buffer in FcNet's
 // tensor order, which gradients and the optimizer state mirror. With D > 1 each unit's gradient
 // range is all-reduced over "data" as soon as its backward is done, overlapping the rest.
-// With plan.sequence_parallel the layers are sequence_parallel_layers.h's.
+// With plan.sequence_parallel the layers are sequence_parallel_layers.h's. T = bf16 or fp16 is
+// typed 16-bit storage: 16-bit values and activations (their tp collectives carry them as they
+// are), fp32 gradients and an fp32 master.
 #include <mpi.h>
 
 #include <map>
@@ -86,7 +88,8 @@ class Tensor1dTrainer : public ForwardBackwardTrainer<T>, private LayerSet<T>, p
   Buffer<T> sequence_scratch_;
   ParameterList<T> norms_{device_, ParameterStorage::external};  // γ, β as views of values_
   std::unique_ptr<FcNet<T>> model_;
-  Buffer<T> values_, grads_;
+  Buffer<T> values_;
+  Buffer<Acc<T>> grads_;  // fp32 beside typed 16-bit values
   std::vector<PendingComm> pending_;
   double replica_divergence_ = 0;
   std::string most_divergent_tensor_;
