@@ -18,10 +18,10 @@ template <typename T>
 void print_report(const Tensor2dTrainer<T>& trainer, const Options& o, const GridShape& shape) {
   // With --inference the measured volumes are one forward pass's per batch. bf16/fp16 runs
   // carry every payload in 16 bits, but the "data" group's in fp32 with --fp32-grad-comm.
-  const size_t wire = wire_bytes(storage_format(o.precision), sizeof(T));
+  const size_t wire = wire_bytes(storage_format(o.precision), sizeof(Acc<T>));
   CommCalls calls;
   auto volumes = tensor2d_volumes(o.model, o.batch, shape, wire, {}, o.inference, &calls);
-  if (wire != sizeof(T) && o.fp32_grad_comm && volumes.count("allreduce:data"))
+  if (wire != sizeof(Acc<T>) && o.fp32_grad_comm && volumes.count("allreduce:data"))
     volumes["allreduce:data"] =
         tensor2d_volumes(o.model, o.batch, shape, sizeof(float), {}, o.inference)
             .at("allreduce:data");
@@ -66,7 +66,8 @@ int main(int argc, char** argv) {
   };
   scheme.memory = [&](const Options& o, int, int) { return tensor2d_memory(o, shape); };
   scheme.train = [&](SchemeStart& s) {
-    return train_in_precision(
+    // bf16 and fp16 train in typed 16-bit storage.
+    return train_in_precision<true>(
         s,
         [&](auto zero) { return std::make_unique<Tensor2dTrainer<decltype(zero)>>(s.setup(), shape); },
         [&](const auto& trainer) {

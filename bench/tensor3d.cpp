@@ -21,12 +21,12 @@ void print_report(const Tensor3dTrainer<T>& trainer, const Options& o, const Sha
                   const Overlap3d& overlap) {
   // Mixed precision carries float payloads as 16-bit values, the data group in fp32 with
   // --fp32-grad-comm.
-  const size_t wire = wire_bytes(storage_format(o.precision), sizeof(T));
+  const size_t wire = wire_bytes(storage_format(o.precision), sizeof(Acc<T>));
   auto layers = tensor3d_layer_volumes(o.model, o.batch, shape, wire, overlap.cache_weights,
                                        o.inference);
   if (o.fp32_grad_comm)
     for (Volume3d& v : layers)
-      if (v.kind.ends_with(":data")) v.bytes *= static_cast<double>(sizeof(T)) / wire;
+      if (v.kind.ends_with(":data")) v.bytes *= static_cast<double>(sizeof(Acc<T>)) / wire;
   std::printf("analytic communication per layer and %s (rank 0):\n",
               o.inference ? "forward pass" : "training step");
   std::printf("  %-28s %-22s %14s %14s\n", "layer", "collective", "size B", "ring sent B");
@@ -89,7 +89,8 @@ int main(int argc, char** argv) {
   };
   scheme.memory = [&](const Options& o, int, int) { return tensor3d_memory(o, shape, overlap); };
   scheme.train = [&](SchemeStart& s) {
-    return train_in_precision(
+    // bf16 and fp16 train in typed 16-bit storage.
+    return train_in_precision<true>(
         s,
         [&](auto zero) {
           return std::make_unique<Tensor3dTrainer<decltype(zero)>>(s.setup(), shape, overlap);

@@ -57,15 +57,19 @@
   template int64_t count_nonfinite<T>(const T*, int64_t);          \
   template void add_nonfinite_count<T>(uint64_t*, const T*, int64_t);
 
+// combine_row_moments works on the statistics alone: float and double only.
 #define MLPS_SLICED_ROWS_INSTANCES(T)                                                         \
-  template void row_moments<T>(T*, const T*, int64_t, int64_t);                              \
-  template void combine_row_moments<T>(T*, T*, const T*, int64_t, int64_t, int64_t, double);  \
-  template void layernorm_apply<T>(T*, const T*, const T*, const T*, const T*, const T*,      \
-                                   int64_t, int64_t);                                         \
-  template void layernorm_backward_partial<T>(T*, T*, T*, const T*, const T*, const T*,       \
-                                              const T*, const T*, int64_t, int64_t, bool);    \
-  template void layernorm_backward_apply<T>(T*, const T*, const T*, const T*, const T*,       \
-                                            const T*, const T*, int64_t, int64_t, int64_t);
+  template void row_moments<T>(Acc<T>*, const T*, int64_t, int64_t);                         \
+  template void layernorm_apply<T>(T*, const T*, const Acc<T>*, const Acc<T>*, const T*,      \
+                                   const T*, int64_t, int64_t);                               \
+  template void layernorm_backward_partial<T>(Acc<T>*, Acc<T>*, Acc<T>*, const T*, const T*,  \
+                                              const Acc<T>*, const Acc<T>*, const T*, int64_t, \
+                                              int64_t, bool);                                 \
+  template void layernorm_backward_apply<T>(T*, const T*, const T*, const Acc<T>*,            \
+                                            const Acc<T>*, const T*, const Acc<T>*, int64_t,  \
+                                            int64_t, int64_t);
+#define MLPS_COMBINE_ROW_MOMENTS_INSTANCES(T) \
+  template void combine_row_moments<T>(T*, T*, const T*, int64_t, int64_t, int64_t, double);
 // The sub-matrix copy, for every storage type (16-bit split logits too).
 #define MLPS_COPY_2D_INSTANCES(T) \
   template void copy_2d<T>(T*, int64_t, const T*, int64_t, int64_t, int64_t);

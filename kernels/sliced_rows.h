@@ -3,6 +3,8 @@
 // CPU twins in kernels/cpu/sliced_rows_cpu.cpp, the CUDA ones in kernels/cuda/sliced_rows_cuda.cu.
 #include <cstdint>
 
+#include "kernels/kernels.h"  // Acc<T>
+
 namespace mlps {
 
 namespace cpu {

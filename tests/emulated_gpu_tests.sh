@@ -3,8 +3,8 @@
 # `make CUDA=emulate`): `--device cuda --verify` must print PASS against serial for serial,
 # data (ZeRO 0-3), pipeline (GPipe, 1F1B), tensor1d, tensor2d and tensor3d at 1-4 ranks, in
 # fp64 and fp32 over MPI (--comm mpi) and over the NCCL stand-in (--comm nccl), once each in
-# bf16 and fp16 with --checkpoint-activations (and data's ZeRO-1 and 2 without it; data,
-# pipeline and tensor1d train them in typed 16-bit storage), and in fp32 with --math tf32;
+# bf16 and fp16 with --checkpoint-activations (and data, pipeline and tensor1d without it; every
+# scheme trains them in typed 16-bit storage), and in fp32 with --math tf32;
 # pipeline's interleaved, ZB-H1 and ZB-V over MPI (NCCL refuses them). Each run must also have
 # used what it was asked for: the result file records device cuda, the communicator backend
 # (none for bin/serial) and the GEMMs' math (gemm_math). bin/bench_comm checks every collective

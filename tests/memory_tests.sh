@@ -101,7 +101,10 @@ estimate_matches "tensor1d, T 2, bf16 (typed)" 0.95 1.2 2 tensor1d --batch 16 --
 estimate_matches "tensor1d, T 2 x 2, sequence parallel, fp16 (typed)" 0.95 1.2 4 tensor1d \
   --batch 16 --tp 2 --dp 2 --sequence-parallel --precision fp16
 estimate_matches "tensor2d, 2 x 2" 0.95 1.2 4 tensor2d --batch 16
+estimate_matches "tensor2d, 2 x 2, bf16 (typed)" 0.95 1.2 4 tensor2d --batch 16 --precision bf16
 estimate_matches "tensor3d, 2,1,2" 0.95 1.2 4 tensor3d --batch 16 --tp-dims 2,1,2
+estimate_matches "tensor3d, 2,1,2, fp16 (typed)" 0.95 1.2 4 tensor3d --batch 16 --tp-dims 2,1,2 \
+  --precision fp16
 estimate_matches "tensor3d, 1,1,4, cached weights" 0.95 1.2 4 tensor3d --batch 16 --tp-dims 1,1,4 --cache-weights
 
 # Sizes no machine holds: refused before allocation, naming the need and what the rank has.

@@ -13,13 +13,13 @@
 namespace mlps::cpu {
 
 template <typename T>
-void row_moments(T* moments, const T* x, int64_t rows, int64_t cols) {
+void row_moments(Acc<T>* moments, const T* x, int64_t rows, int64_t cols) {
   if (cols == 0) return;
   detail::parallel_rows(rows, cols, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const detail::RowMoments row = detail::row_moments_of(x + r * cols, cols);
-      moments[2 * r] = static_cast<T>(row.mean);
-      moments[2 * r + 1] = static_cast<T>(row.m2);
+      moments[2 * r] = static_cast<Acc<T>>(row.mean);
+      moments[2 * r + 1] = static_cast<Acc<T>>(row.m2);
     }
   });
 }
@@ -47,7 +47,7 @@ void combine_row_moments(T* mean, T* rstd, const T* moments, int64_t parts, int6
 }
 
 template <typename T>
-void layernorm_apply(T* y, const T* x, const T* mean, const T* rstd, const T* gamma,
+void layernorm_apply(T* y, const T* x, const Acc<T>* mean, const Acc<T>* rstd, const T* gamma,
                      const T* beta, int64_t rows, int64_t cols) {
   detail::parallel_rows(rows, cols, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r)
@@ -57,25 +57,25 @@ void layernorm_apply(T* y, const T* x, const T* mean, const T* rstd, const T* ga
 }
 
 template <typename T>
-void layernorm_backward_partial(T* sums, T* dgamma, T* dbeta, const T* dy, const T* x,
-                                const T* mean, const T* rstd, const T* gamma, int64_t rows,
-                                int64_t cols, bool accumulate) {
+void layernorm_backward_partial(Acc<T>* sums, Acc<T>* dgamma, Acc<T>* dbeta, const T* dy,
+                                const T* x, const Acc<T>* mean, const Acc<T>* rstd,
+                                const T* gamma, int64_t rows, int64_t cols, bool accumulate) {
   detail::parallel_rows(rows, cols, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       const detail::DxhatSums row =
           detail::dxhat_sums(dy + r * cols, x + r * cols, gamma, static_cast<double>(mean[r]),
                              static_cast<double>(rstd[r]), cols);
-      sums[2 * r] = static_cast<T>(row.dxhat);
-      sums[2 * r + 1] = static_cast<T>(row.dxhat_xhat);
+      sums[2 * r] = static_cast<Acc<T>>(row.dxhat);
+      sums[2 * r + 1] = static_cast<Acc<T>>(row.dxhat_xhat);
     }
   });
   detail::layernorm_parameter_grads(dgamma, dbeta, dy, x, mean, rstd, rows, cols, accumulate);
 }
 
 template <typename T>
-void layernorm_backward_apply(T* dx, const T* dy, const T* x, const T* mean, const T* rstd,
-                              const T* gamma, const T* sums, int64_t rows, int64_t cols,
-                              int64_t total_cols) {
+void layernorm_backward_apply(T* dx, const T* dy, const T* x, const Acc<T>* mean,
+                              const Acc<T>* rstd, const T* gamma, const Acc<T>* sums,
+                              int64_t rows, int64_t cols, int64_t total_cols) {
   if (total_cols == 0) return;
   const double inv_total = 1.0 / static_cast<double>(total_cols);
   detail::parallel_rows(rows, cols, [&](int64_t r0, int64_t r1) {
@@ -95,6 +95,8 @@ void copy_2d(T* dst, int64_t dst_ld, const T* src, int64_t src_ld, int64_t rows,
 }
 
 MLPS_INSTANTIATE_KERNELS(MLPS_SLICED_ROWS_INSTANCES)
+MLPS_INSTANTIATE_16BIT_KERNELS(MLPS_SLICED_ROWS_INSTANCES)
+MLPS_INSTANTIATE_KERNELS(MLPS_COMBINE_ROW_MOMENTS_INSTANCES)
 MLPS_INSTANTIATE_KERNELS(MLPS_COPY_2D_INSTANCES)
 MLPS_INSTANTIATE_16BIT_KERNELS(MLPS_COPY_2D_INSTANCES)
 

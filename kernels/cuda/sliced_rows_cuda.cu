@@ -16,12 +16,12 @@ namespace {
 constexpr int kThreads = 256;
 
 template <typename T>
-__global__ void row_moments_kernel(T* moments, const T* x, int64_t rows, int64_t cols) {
+__global__ void row_moments_kernel(Acc<T>* moments, const T* x, int64_t rows, int64_t cols) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const detail::RowMoments row = detail::block_row_moments(x + r * cols, cols);
     if (threadIdx.x == 0) {
-      moments[2 * r] = static_cast<T>(row.mean);
-      moments[2 * r + 1] = static_cast<T>(row.m2);
+      moments[2 * r] = static_cast<Acc<T>>(row.mean);
+      moments[2 * r + 1] = static_cast<Acc<T>>(row.m2);
     }
   }
 }
@@ -46,22 +46,22 @@ __global__ void combine_row_moments_kernel(T* mean, T* rstd, const T* moments, i
 }
 
 template <typename T>
-__global__ void layernorm_apply_kernel(T* y, const T* x, const T* mean, const T* rstd,
+__global__ void layernorm_apply_kernel(T* y, const T* x, const Acc<T>* mean, const Acc<T>* rstd,
                                        const T* gamma, const T* beta, int64_t n, int64_t cols) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t r = i / cols;
     const int64_t c = i % cols;
-    y[i] = static_cast<T>((static_cast<double>(x[i]) - static_cast<double>(mean[r])) *
-                              static_cast<double>(rstd[r]) * static_cast<double>(gamma[c]) +
-                          static_cast<double>(beta[c]));
+    y[i] = narrow<T>((static_cast<double>(widen(x[i])) - static_cast<double>(mean[r])) *
+                         static_cast<double>(rstd[r]) * static_cast<double>(widen(gamma[c])) +
+                     static_cast<double>(widen(beta[c])));
   }
 }
 
 template <typename T>
-__global__ void backward_row_sums_kernel(T* sums, const T* dy, const T* x, const T* mean,
-                                         const T* rstd, const T* gamma, int64_t rows,
-                                         int64_t cols) {
+__global__ void backward_row_sums_kernel(Acc<T>* sums, const T* dy, const T* x,
+                                         const Acc<T>* mean, const Acc<T>* rstd, const T* gamma,
+                                         int64_t rows, int64_t cols) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const T* xr = x + r * cols;
     const T* dyr = dy + r * cols;
@@ -69,32 +69,32 @@ __global__ void backward_row_sums_kernel(T* sums, const T* dy, const T* x, const
     const double rs = static_cast<double>(rstd[r]);
     const detail::DxhatSums row = detail::block_dxhat_sums(dyr, xr, gamma, mu, rs, cols);
     if (threadIdx.x == 0) {
-      sums[2 * r] = static_cast<T>(row.dxhat);
-      sums[2 * r + 1] = static_cast<T>(row.dxhat_xhat);
+      sums[2 * r] = static_cast<Acc<T>>(row.dxhat);
+      sums[2 * r + 1] = static_cast<Acc<T>>(row.dxhat_xhat);
     }
   }
 }
 
 template <typename T>
-__global__ void backward_apply_kernel(T* dx, const T* dy, const T* x, const T* mean,
-                                      const T* rstd, const T* gamma, const T* sums, int64_t n,
-                                      int64_t cols, double inv_total) {
+__global__ void backward_apply_kernel(T* dx, const T* dy, const T* x, const Acc<T>* mean,
+                                      const Acc<T>* rstd, const T* gamma, const Acc<T>* sums,
+                                      int64_t n, int64_t cols, double inv_total) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
     const int64_t r = i / cols;
     const int64_t c = i % cols;
     const double rs = static_cast<double>(rstd[r]);
-    const double xhat = (static_cast<double>(x[i]) - static_cast<double>(mean[r])) * rs;
-    const double dxhat = static_cast<double>(dy[i]) * static_cast<double>(gamma[c]);
-    dx[i] = static_cast<T>(rs * (dxhat - static_cast<double>(sums[2 * r]) * inv_total -
-                                 xhat * static_cast<double>(sums[2 * r + 1]) * inv_total));
+    const double xhat = (static_cast<double>(widen(x[i])) - static_cast<double>(mean[r])) * rs;
+    const double dxhat = static_cast<double>(widen(dy[i])) * static_cast<double>(widen(gamma[c]));
+    dx[i] = narrow<T>(rs * (dxhat - static_cast<double>(sums[2 * r]) * inv_total -
+                            xhat * static_cast<double>(sums[2 * r + 1]) * inv_total));
   }
 }
 
 }  // namespace
 
 template <typename T>
-void row_moments(T* moments, const T* x, int64_t rows, int64_t cols) {
+void row_moments(Acc<T>* moments, const T* x, int64_t rows, int64_t cols) {
   if (rows == 0 || cols == 0) return;
   MLPS_LAUNCH(row_moments_kernel,
       detail::grid_blocks(rows, 1), detail::row_block_threads(cols), 0, detail::stream(),
@@ -113,7 +113,7 @@ void combine_row_moments(T* mean, T* rstd, const T* moments, int64_t parts, int6
 }
 
 template <typename T>
-void layernorm_apply(T* y, const T* x, const T* mean, const T* rstd, const T* gamma,
+void layernorm_apply(T* y, const T* x, const Acc<T>* mean, const Acc<T>* rstd, const T* gamma,
                      const T* beta, int64_t rows, int64_t cols) {
   const int64_t n = rows * cols;
   if (n == 0) return;
@@ -124,9 +124,9 @@ void layernorm_apply(T* y, const T* x, const T* mean, const T* rstd, const T* ga
 }
 
 template <typename T>
-void layernorm_backward_partial(T* sums, T* dgamma, T* dbeta, const T* dy, const T* x,
-                                const T* mean, const T* rstd, const T* gamma, int64_t rows,
-                                int64_t cols, bool accumulate) {
+void layernorm_backward_partial(Acc<T>* sums, Acc<T>* dgamma, Acc<T>* dbeta, const T* dy,
+                                const T* x, const Acc<T>* mean, const Acc<T>* rstd,
+                                const T* gamma, int64_t rows, int64_t cols, bool accumulate) {
   if (cols == 0) return;
   if (rows > 0) {
     MLPS_LAUNCH(backward_row_sums_kernel,
@@ -138,9 +138,9 @@ void layernorm_backward_partial(T* sums, T* dgamma, T* dbeta, const T* dy, const
 }
 
 template <typename T>
-void layernorm_backward_apply(T* dx, const T* dy, const T* x, const T* mean, const T* rstd,
-                              const T* gamma, const T* sums, int64_t rows, int64_t cols,
-                              int64_t total_cols) {
+void layernorm_backward_apply(T* dx, const T* dy, const T* x, const Acc<T>* mean,
+                              const Acc<T>* rstd, const T* gamma, const Acc<T>* sums,
+                              int64_t rows, int64_t cols, int64_t total_cols) {
   const int64_t n = rows * cols;
   if (n == 0 || total_cols == 0) return;
   MLPS_LAUNCH(backward_apply_kernel,
@@ -160,6 +160,8 @@ void copy_2d(T* dst, int64_t dst_ld, const T* src, int64_t src_ld, int64_t rows,
 }
 
 MLPS_INSTANTIATE_KERNELS(MLPS_SLICED_ROWS_INSTANCES)
+MLPS_INSTANTIATE_16BIT_KERNELS(MLPS_SLICED_ROWS_INSTANCES)
+MLPS_INSTANTIATE_KERNELS(MLPS_COMBINE_ROW_MOMENTS_INSTANCES)
 MLPS_INSTANTIATE_KERNELS(MLPS_COPY_2D_INSTANCES)
 MLPS_INSTANTIATE_16BIT_KERNELS(MLPS_COPY_2D_INSTANCES)
 

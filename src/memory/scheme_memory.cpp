@@ -54,10 +54,10 @@ double replica_activation_bytes(const ModelConfig& model, int64_t rows,
     elements += sets * r * static_cast<double>(w.hidden + w.ffn) +
                 (model.layers > 0 ? r * static_cast<double>(w.hidden + w.ffn) : 0);
     kept += sets * 2 * r;
-    // A sliced LayerNorm's own scratch, per block: its slice's moments, the gathered moments
-    // (when sliced over more than one rank) and the backward's row sums.
+    // A sliced LayerNorm's own scratch, per block (kept: statistics): its slice's moments, the
+    // gathered moments (when sliced over more than one rank) and the backward's row sums.
     if (w.norm_ranks > 0)
-      elements += layers * r * static_cast<double>(4 + (w.norm_ranks > 1 ? 2 * w.norm_ranks : 0));
+      kept += layers * r * static_cast<double>(4 + (w.norm_ranks > 1 ? 2 * w.norm_ranks : 0));
   } else if (model.layers > 0) {
     elements += r * static_cast<double>(w.hidden);  // the blocks' shared backward scratch
   }
@@ -384,17 +384,24 @@ MemoryNeed tensor2d_memory(const Options& o, const GridShape& shape) {
   // (0, 0) holds the largest parts of every uneven split.
   const double held = as_double(ShardLayout(o.model, q, 0, 0).total());
   const ActivationSlice a = tensor2d_activations(o, shape);
-  MemoryNeed need = rank_need(o, held, a.rows, a.widths);
-  const size_t e = element_bytes(o.precision);
+  // bf16 and fp16: typed storage, as bin/tensor2d trains.
+  MemoryNeed need = rank_need(o, held, a.rows, a.widths, true);
+  const ElementSizes e = element_sizes(o.precision, true);
+  // Typed storage's GEMM scratch for the largest of this rank's blocks.
+  std::vector<LinearShape> blocks;
+  for (const LinearShape& s : linear_shapes(o.model))
+    blocks.push_back({s.name, largest_part(s.in, q), largest_part(s.out, q)});
+  need.buffers += typed_scratch_bytes(o, a.rows, true, &blocks);
   if (q > 1) {
     // SUMMA's workspace (SummaWorkspace): two activation and weight blocks, and q partial
-    // products of each for the reduce-scatters, sized for the largest Linear.
+    // products of each for the reduce-scatters (dW's kept), sized for the largest Linear.
     int64_t activation_block = 0, weight_block = 0;
-    for (const LinearShape& s : linear_shapes(o.model)) {
-      activation_block = std::max(activation_block, a.rows * largest_part(s.in, q));
-      weight_block = std::max(weight_block, largest_part(s.out, q) * largest_part(s.in, q));
+    for (const LinearShape& s : blocks) {
+      activation_block = std::max(activation_block, a.rows * s.in);
+      weight_block = std::max(weight_block, s.out * s.in);
     }
-    need.buffers = as_double((2 + q) * (activation_block + weight_block)) * static_cast<double>(e);
+    need.buffers += as_double((2 + q) * activation_block + 2 * weight_block) * e.stored +
+                    as_double(q * weight_block) * e.kept;
   }
   return need;
 }
@@ -421,14 +428,20 @@ ActivationSlice tensor3d_activations(const Options& o, const Shape3d& shape) {
 MemoryNeed tensor3d_memory(const Options& o, const Shape3d& shape, const Overlap3d& overlap) {
   const Local3d local = tensor3d_local_elements(o.model, shape);
   const ActivationSlice a = tensor3d_activations(o, shape);
-  MemoryNeed need = rank_need(o, local.weights + local.vectors, a.rows, a.widths);
-  const size_t e = element_bytes(o.precision);
+  // bf16 and fp16: typed storage, as bin/tensor3d trains.
+  MemoryNeed need = rank_need(o, local.weights + local.vectors, a.rows, a.widths, true);
+  const ElementSizes e = element_sizes(o.precision, true);
   const int narrow = std::min(shape.outer, shape.inner), wide = std::max(shape.outer, shape.inner);
   std::vector<int64_t> blocks;
-  for (const LinearShape& s : linear_shapes(o.model))
-    blocks.push_back(largest_part(s.out, narrow) * largest_part(s.in, wide));
-  need.buffers = as_double(depth_scratch_elements(blocks, shape.depth, overlap).total()) *
-                 as_double(static_cast<int64_t>(e));
+  std::vector<LinearShape> local_linears;
+  for (const LinearShape& s : linear_shapes(o.model)) {
+    local_linears.push_back({s.name, largest_part(s.in, wide), largest_part(s.out, narrow)});
+    blocks.push_back(local_linears.back().out * local_linears.back().in);
+  }
+  // Gathered weight blocks (stored) and full dW blocks (kept) over depth; typed GEMM scratch.
+  const ScratchElements scratch = depth_scratch_elements(blocks, shape.depth, overlap);
+  need.buffers = as_double(scratch.gathered) * e.stored + as_double(scratch.weight_grads) * e.kept +
+                 typed_scratch_bytes(o, a.rows, true, &local_linears);
   return need;
 }
 

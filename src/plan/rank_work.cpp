@@ -140,7 +140,8 @@ std::vector<RankWork> tensor2d_work(const PlanCandidate& c, SchemeShape& shape) 
   shape.axes = {{"data", c.replicas}, {"rows", q}, {"cols", q}};
   shape.axis_of_group = {{"row", "cols"}, {"col", "rows"}, {"data", "data"}};
   const ActivationSlice own = tensor2d_activations(o, c.tensor2d);
-  RankWork w = replica_share(o, max_rows(o.batch, c.replicas), 1.0 / (q * q), &own);
+  RankWork w = replica_share(o, max_rows(o.batch, c.replicas), 1.0 / (q * q), &own,
+                             true);  // typed, as bin/tensor2d
   w.gemm_rows = max_rows(o.batch, c.replicas * q);  // a grid row's share of the replica's rows
   w.loaded_rows = w.gemm_rows;
   w.optimized_parameters = static_cast<double>(parameter_count(o.model)) / (q * q);
@@ -161,7 +162,8 @@ std::vector<RankWork> tensor3d_work(const PlanCandidate& c, SchemeShape& shape) 
   shape.axes = {{"data", s.dp}, {"depth", s.depth}, {"outer", s.outer}, {"inner", s.inner}};
   for (const char* axis : {"data", "depth", "outer", "inner"}) shape.axis_of_group[axis] = axis;
   const ActivationSlice own = tensor3d_activations(o, s);
-  RankWork w = replica_share(o, max_rows(o.batch, s.dp), 1.0 / s.tensor_ranks(), &own);
+  RankWork w = replica_share(o, max_rows(o.batch, s.dp), 1.0 / s.tensor_ranks(), &own,
+                             true);  // typed, as bin/tensor3d
   w.gemm_rows = max_rows(o.batch, s.dp * s.depth);  // the depth axis splits the rows
   w.loaded_rows = w.gemm_rows;
   const Local3d local = tensor3d_local_elements(o.model, s);

@@ -45,11 +45,12 @@ SlicedLayerNorm<T>::SlicedLayerNorm(Device& device, Communicator& row, int64_t h
       sums_(device, 2 * max_rows) {}
 
 template <typename T>
-void SlicedLayerNorm<T>::forward(const T* x, T* y, T* mean, T* rstd, int64_t rows) {
+void SlicedLayerNorm<T>::forward(const T* x, T* y, Acc<T>* mean, Acc<T>* rstd, int64_t rows) {
+  using A = Acc<T>;
   sliced::row_moments<T>(device_, moments_.data(), x, rows, local_);
-  const T* gathered = moments_.data();  // a grid row of one rank has every moment already
+  const A* gathered = moments_.data();  // a grid row of one rank has every moment already
   if (row_.size() > 1) {
-    row_.all_gather<T>(moments_.data(), gathered_.data(), 2 * rows);
+    row_.all_gather<A>(moments_.data(), gathered_.data(), 2 * rows);
     gathered = gathered_.data();
   }
   if (uneven_) {
@@ -57,29 +58,31 @@ void SlicedLayerNorm<T>::forward(const T* x, T* y, T* mean, T* rstd, int64_t row
     host_moments_.resize(parts * 2 * static_cast<size_t>(rows));
     host_mean_.resize(static_cast<size_t>(rows));
     host_rstd_.resize(static_cast<size_t>(rows));
-    device_.to_host(host_moments_.data(), gathered, sizeof(T) * host_moments_.size());
-    combine_uneven_row_moments<T>(host_mean_.data(), host_rstd_.data(), host_moments_.data(),
+    device_.to_host(host_moments_.data(), gathered, sizeof(A) * host_moments_.size());
+    combine_uneven_row_moments<A>(host_mean_.data(), host_rstd_.data(), host_moments_.data(),
                                   row_.size(), rows, hidden_, eps_);
-    device_.to_device(mean, host_mean_.data(), sizeof(T) * host_mean_.size());
-    device_.to_device(rstd, host_rstd_.data(), sizeof(T) * host_rstd_.size());
+    device_.to_device(mean, host_mean_.data(), sizeof(A) * host_mean_.size());
+    device_.to_device(rstd, host_rstd_.data(), sizeof(A) * host_rstd_.size());
   } else {
-    sliced::combine_row_moments<T>(device_, mean, rstd, gathered, row_.size(),
+    sliced::combine_row_moments<A>(device_, mean, rstd, gathered, row_.size(),
                                    rows, local_, eps_);
   }
   sliced::layernorm_apply<T>(device_, y, x, mean, rstd, gamma_, beta_, rows, local_);
 }
 
 template <typename T>
-void SlicedLayerNorm<T>::backward(const T* x, const T* dy, T* dx, const T* mean, const T* rstd,
-                                  int64_t rows, bool /*accumulate*/) {
+void SlicedLayerNorm<T>::backward(const T* x, const T* dy, T* dx, const Acc<T>* mean,
+                                  const Acc<T>* rstd, int64_t rows, bool /*accumulate*/) {
   sliced::layernorm_backward_partial<T>(device_, sums_.data(), dgamma_, dbeta_, dy, x,
                                         mean, rstd, gamma_, rows, local_, false);
-  if (row_.size() > 1) row_.all_reduce<T>(sums_.data(), 2 * rows);
+  if (row_.size() > 1) row_.all_reduce<Acc<T>>(sums_.data(), 2 * rows);
   sliced::layernorm_backward_apply<T>(device_, dx, dy, x, mean, rstd, gamma_, sums_.data(), rows,
                                       local_, hidden_);
 }
 
 template class SlicedLayerNorm<float>;
 template class SlicedLayerNorm<double>;
+template class SlicedLayerNorm<bf16>;
+template class SlicedLayerNorm<fp16>;
 
 }  // namespace mlps

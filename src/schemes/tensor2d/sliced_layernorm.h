@@ -19,17 +19,17 @@ class SlicedLayerNorm : public LayerNorm<T> {
  public:
   SlicedLayerNorm(Device& device, Communicator& row, int64_t hidden, int64_t max_rows,
                   double eps = 1e-5);
-  void bind(const T* gamma, const T* beta, T* dgamma, T* dbeta) {
+  void bind(const T* gamma, const T* beta, Acc<T>* dgamma, Acc<T>* dbeta) {
     gamma_ = gamma;
     beta_ = beta;
     dgamma_ = dgamma;
     dbeta_ = dbeta;
   }
   // y = LayerNorm(x) on this rank's slice, the row statistics to mean and rstd [rows].
-  void forward(const T* x, T* y, T* mean, T* rstd, int64_t rows) override;
+  void forward(const T* x, T* y, Acc<T>* mean, Acc<T>* rstd, int64_t rows) override;
   // dx from dy (x: the forward input); writes this rank's dgamma, dbeta (overwritten).
-  void backward(const T* x, const T* dy, T* dx, const T* mean, const T* rstd, int64_t rows,
-                bool accumulate = false) override;
+  void backward(const T* x, const T* dy, T* dx, const Acc<T>* mean, const Acc<T>* rstd,
+                int64_t rows, bool accumulate = false) override;
 
   int64_t width() const override { return local_; }
 
@@ -41,10 +41,11 @@ class SlicedLayerNorm : public LayerNorm<T> {
   double eps_;
   const T* gamma_ = nullptr;
   const T* beta_ = nullptr;
-  T* dgamma_ = nullptr;
-  T* dbeta_ = nullptr;
-  Buffer<T> moments_, gathered_, sums_;
-  std::vector<T> host_moments_, host_mean_, host_rstd_;  // the uneven combine
+  Acc<T>* dgamma_ = nullptr;
+  Acc<T>* dbeta_ = nullptr;
+  // Statistics are Acc<T>; they cross the row on its wire (16 bits with mixed precision).
+  Buffer<Acc<T>> moments_, gathered_, sums_;
+  std::vector<Acc<T>> host_moments_, host_mean_, host_rstd_;  // the uneven combine
 };
 
 }  // namespace mlps

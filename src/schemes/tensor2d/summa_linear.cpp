@@ -72,13 +72,13 @@ SummaWorkspace<T>::SummaWorkspace(Device& on, const ModelConfig& model, int q,
     weight_blocks[s] = Buffer<T>(on, max_weight_block);
   }
   grad_input_partials = Buffer<T>(on, q * max_activation_block);
-  grad_weight_partials = Buffer<T>(on, q * max_weight_block);
+  grad_weight_partials = Buffer<Acc<T>>(on, q * max_weight_block);
   // The padding past a smaller block is summed too: keep it finite (it is never read).
   grad_input_partials.zero();
   grad_weight_partials.zero();
   if (!uneven) return;
   grad_input_landing = Buffer<T>(on, max_activation_block);
-  grad_weight_landing = Buffer<T>(on, max_weight_block);
+  grad_weight_landing = Buffer<Acc<T>>(on, max_weight_block);
 }
 
 template <typename T>
@@ -86,7 +86,7 @@ void SummaWorkspace<T>::finish_weight_gradient() {
   if (!pending_weight_gradient) return;
   complete(pending_weight_gradient);
   if (weight_destination)
-    device->copy(weight_destination, grad_weight_landing.data(), sizeof(T) * weight_count);
+    device->copy(weight_destination, grad_weight_landing.data(), sizeof(Acc<T>) * weight_count);
   weight_destination = nullptr;
 }
 
@@ -100,7 +100,7 @@ SummaLinear<T>::SummaLinear(Device& device, Communicator& row, Communicator& col
 
 template <typename T>
 void SummaLinear<T>::bind(const ShardLayout& layout, const std::string& name, T* values,
-                          T* grads) {
+                          Acc<T>* grads) {
   const int64_t weight = layout.find(name + ".weight").offset;
   const int64_t bias = layout.find(name + ".bias").offset;
   weight_ = values + weight;
@@ -116,8 +116,8 @@ void SummaLinear<T>::forward(const T* x, T* y, int64_t rows, bool /*backward_nex
       BlockStream<T>{&col_, weight_, workspace_.weight_blocks, n_, &in_parts_}};
   summa_steps<T>(row_.size(), streams, [&](int l, const std::array<const T*, 2>& blocks) {
     const int64_t k = in_parts_[static_cast<size_t>(l)];
-    device_.gemm<T>(false, true, rows, n_, k, T(1), blocks[0], k, blocks[1], k,
-                    l == 0 ? T(0) : T(1), y, n_);
+    device_.gemm<T>(false, true, rows, n_, k, Acc<T>(1), blocks[0], k, blocks[1], k,
+                    l == 0 ? Acc<T>(0) : Acc<T>(1), y, n_);
   });
   device_.bias_add<T>(y, bias_, rows, n_);
 }
@@ -138,7 +138,7 @@ void SummaLinear<T>::backward(const T* x, const T* dy, T* dx, int64_t rows,
         BlockStream<T>{&col_, weight_, workspace_.weight_blocks, n_, &in_parts_}};
     summa_steps<T>(row_.size(), weights, [&](int l, const std::array<const T*, 1>& blocks) {
       const int64_t k = in_parts_[static_cast<size_t>(l)];
-      device_.gemm<T>(false, false, rows, k, n_, T(1), dy, n_, blocks[0], k, T(0),
+      device_.gemm<T>(false, false, rows, k, n_, Acc<T>(1), dy, n_, blocks[0], k, Acc<T>(0),
                       partials + l * rows * k_max_, k);
     });
     if (!alone)
@@ -147,18 +147,18 @@ void SummaLinear<T>::backward(const T* x, const T* dy, T* dx, int64_t rows,
           data_type_of<T>());
   }
   workspace_.finish_weight_gradient();  // the partials buffer is about to be rewritten
-  T* partials = alone ? weight_grad_ : workspace_.grad_weight_partials.data();
+  Acc<T>* partials = alone ? weight_grad_ : workspace_.grad_weight_partials.data();
   const std::array<BlockStream<T>, 1> inputs{
       BlockStream<T>{&row_, x, workspace_.activation_blocks, rows, &in_parts_}};
   summa_steps<T>(row_.size(), inputs, [&](int l, const std::array<const T*, 1>& blocks) {
     const int64_t k = in_parts_[static_cast<size_t>(l)];
-    device_.gemm_gradient<T>(true, false, n_, k, rows, T(1), dy, n_, blocks[0], k, T(0),
-                             partials + l * n_ * k_max_, k);
+    device_.gemm_gradient<T>(true, false, n_, k, rows, Acc<T>(1), dy, n_, blocks[0], k,
+                             Acc<T>(0), partials + l * n_ * k_max_, k);
   });
   if (!alone) {
     workspace_.pending_weight_gradient = col_.reduce_scatter_async(
         partials, weight_padded ? workspace_.grad_weight_landing.data() : weight_grad_,
-        n_ * k_max_, data_type_of<T>());
+        n_ * k_max_, data_type_of<Acc<T>>());
     workspace_.weight_destination = weight_padded ? weight_grad_ : nullptr;
     workspace_.weight_count = n_ * in_parts_[static_cast<size_t>(col_.rank())];
   }
@@ -171,7 +171,11 @@ void SummaLinear<T>::backward(const T* x, const T* dy, T* dx, int64_t rows,
 
 template class SummaLinear<float>;
 template class SummaLinear<double>;
+template class SummaLinear<bf16>;
+template class SummaLinear<fp16>;
 template struct SummaWorkspace<float>;
 template struct SummaWorkspace<double>;
+template struct SummaWorkspace<bf16>;
+template struct SummaWorkspace<fp16>;
 
 }  // namespace mlps

@@ -8,6 +8,8 @@
 // landing buffer and keeps the first rows·k_l (n_j·k_l) elements, its block, contiguous.
 // Broadcasts are double-buffered; the dW reduce-scatter overlaps whatever runs next
 // (SummaWorkspace::finish_weight_gradient waits for it). A 1 × 1 grid communicates nothing.
+// Typed 16-bit storage (T = bf16, fp16) broadcasts 16-bit blocks and reduces 16-bit dX partials;
+// dW's partials and gradients are fp32.
 #include <vector>
 
 #include "src/buffer.h"
@@ -28,14 +30,14 @@ struct SummaWorkspace {
   Device* device = nullptr;
   Buffer<T> activation_blocks[2];  // [rows × k_l]
   Buffer<T> weight_blocks[2];      // [n_j × k_l]
-  Buffer<T> grad_input_partials;   // q × [rows × k_0]
-  Buffer<T> grad_weight_partials;  // q × [n_j × k_0]
-  Buffer<T> grad_input_landing;    // [rows × k_0], uneven splits only
-  Buffer<T> grad_weight_landing;   // [n_j × k_0], uneven splits only
+  Buffer<T> grad_input_partials;        // q × [rows × k_0]
+  Buffer<Acc<T>> grad_weight_partials;  // q × [n_j × k_0]
+  Buffer<T> grad_input_landing;         // [rows × k_0], uneven splits only
+  Buffer<Acc<T>> grad_weight_landing;   // [n_j × k_0], uneven splits only
   // The dW reduce-scatter in flight (it reads grad_weight_partials) and, when it lands in
   // grad_weight_landing, where its first weight_count elements go once it is done.
   PendingComm pending_weight_gradient;
-  T* weight_destination = nullptr;
+  Acc<T>* weight_destination = nullptr;
   int64_t weight_count = 0;
   // Waits for the dW reduce-scatter in flight, if any, and copies a landed block out.
   void finish_weight_gradient();
@@ -49,7 +51,7 @@ class SummaLinear : public Linear<T> {
               int64_t in, int64_t out);
   // Points the layer at its shards <name>.weight [n_j × k_i], <name>.bias [n_j] and their
   // gradients in the flat buffers laid out by `layout`.
-  void bind(const ShardLayout& layout, const std::string& name, T* values, T* grads);
+  void bind(const ShardLayout& layout, const std::string& name, T* values, Acc<T>* grads);
 
   int64_t in_width() const override { return in_parts_[row_.rank()]; }  // k_j: its X block
   int64_t out_width() const override { return n_; }                        // n_j: its Y block
@@ -69,9 +71,9 @@ class SummaLinear : public Linear<T> {
   std::vector<int64_t> in_parts_;  // k_l for l < q
   int64_t k_max_, n_;              // k_0 (the padded partial block's width), n_j
   T* weight_ = nullptr;
-  T* weight_grad_ = nullptr;
+  Acc<T>* weight_grad_ = nullptr;
   T* bias_ = nullptr;
-  T* bias_grad_ = nullptr;
+  Acc<T>* bias_grad_ = nullptr;
 };
 
 }  // namespace mlps

@@ -32,13 +32,17 @@ Tensor2dTrainer<T>::Tensor2dTrainer(const TrainerSetup& s, const GridShape& shap
       layout_(s.model, shape_.q, row_, column_),
       values_(this->device_, layout_.total()), grads_(this->device_, layout_.total()),
       workspace_(this->device_, s.model, shape_.q, max_rows_) {
-  values_.upload(layout_.initial_values<T>(s.seed));
+  // Typed storage: the fp32 master starts from the fp32 initial values, as the emulation's.
+  std::vector<Acc<T>> master_start = layout_.initial_values<Acc<T>>(s.seed);
+  values_.upload(stored_from<T>(master_start));
+  if constexpr (!is_16bit_v<T>) master_start = {};  // float and double: the values themselves
   grads_.zero();
   net_ = std::make_unique<FcNet<T>>(
       this->device_, s.model, max_rows_, static_cast<LayerSet<T>&>(*this), logits(),
       part_first(s.model.input_features(), shape_.q, column_));
   net_->set_hooks(this);
-  this->optimizer_.add(values_.data(), grads_.data(), layout_.total());
+  this->optimizer_.add(values_.data(), grads_.data(), layout_.total(),
+                       master_start.empty() ? nullptr : master_start.data());
 }
 
 template <typename T>
@@ -58,9 +62,10 @@ std::vector<NamedTensor> Tensor2dTrainer<T>::gather_parameters() {
     runs.push_back({t.name, t.global_rows, t.global_cols, t.row0, t.col0,
                     std::max<int64_t>(t.cols, 1), 0, t.offset, t.size(), owner});
   }
-  return gather_held_tensors(runs, std::vector<double>(values.begin(), values.end()),
-                             grid_.world())
-      .tensors;
+  std::vector<double> wide(values.size());
+  std::transform(values.begin(), values.end(), wide.begin(),
+                 [](T v) { return static_cast<double>(widen(v)); });
+  return gather_held_tensors(runs, wide, grid_.world()).tensors;
 }
 
 template <typename T>
@@ -112,12 +117,12 @@ void Tensor2dTrainer<T>::backward(int64_t rows, int64_t global_batch, PhaseTimer
 template <typename T>
 void Tensor2dTrainer<T>::after_backward(int unit) {
   const UnitRange& range = layout_.units()[unit];
-  T* vectors = grads_.data() + range.vector_offset;
+  Acc<T>* vectors = grads_.data() + range.vector_offset;
   // A grid column of one rank holds every row's sum already.
   syncing_.push_back({unit, shape_.q == 1 ? nullptr
                                            : col_comm_->all_reduce_async(
                                                  vectors, vectors, range.vector_count,
-                                                 data_type_of<T>())});
+                                                 data_type_of<Acc<T>>())});
   if (!data_comm_) return;
   // Every unit but the newest has had all its weight reduce-scatters waited for (the next
   // unit's Linears waited before reusing the workspace).
@@ -132,12 +137,14 @@ void Tensor2dTrainer<T>::sync_over_replicas(UnitSync& sync) {
   complete(sync.vectors);
   if (!data_comm_) return;
   const UnitRange& range = layout_.units()[sync.unit];
-  T* unit = grads_.data() + range.offset;
+  Acc<T>* unit = grads_.data() + range.offset;
   replica_sums_.push_back(
-      data_comm_->all_reduce_async(unit, unit, range.count, data_type_of<T>()));
+      data_comm_->all_reduce_async(unit, unit, range.count, data_type_of<Acc<T>>()));
 }
 
 template class Tensor2dTrainer<float>;
 template class Tensor2dTrainer<double>;
+template class Tensor2dTrainer<bf16>;
+template class Tensor2dTrainer<fp16>;
 
 }  // namespace mlps

@@ -40,8 +40,12 @@ class Tensor2dTrainer : public ForwardBackwardTrainer<T>, private LayerSet<T>, p
   // optimizer state.
   int64_t parameter_bytes() const { return layout_.total() * int64_t{sizeof(T)}; }
   int64_t weight_bytes() const { return layout_.matrix_elements() * int64_t{sizeof(T)}; }
+  // Values, gradients and the optimizer's state (Adam's moments; typed storage's fp32 master).
   int64_t state_bytes() const {
-    return (optimizer_config_.kind == OptimizerKind::adam ? 4 : 2) * parameter_bytes();
+    const int64_t moments = optimizer_config_.kind == OptimizerKind::adam ? 2 : 0;
+    const int64_t master = is_16bit_v<T> ? 1 : 0;
+    return layout_.total() *
+           (int64_t{sizeof(T)} + (1 + moments + master) * int64_t{sizeof(Acc<T>)});
   }
 
  private:
@@ -76,7 +80,8 @@ class Tensor2dTrainer : public ForwardBackwardTrainer<T>, private LayerSet<T>, p
   ModelConfig model_;
   int64_t max_rows_;
   ShardLayout layout_;
-  Buffer<T> values_, grads_;
+  Buffer<T> values_;
+  Buffer<Acc<T>> grads_;  // fp32 beside typed 16-bit values
   SummaWorkspace<T> workspace_;
   std::unique_ptr<FcNet<T>> net_;
   std::vector<UnitSync> syncing_;

@@ -35,11 +35,13 @@ DepthScratch<T>::DepthScratch(Device& device, const std::vector<Linear3d<T>*>& l
   for (size_t l = 0; l < linears.size(); ++l)
     linears[l]->use_scratch(gathered_[overlap.cache_weights ? l : l % gathered_.size()].data(),
                             weight_grads_[l % weight_grads_.size()].data());
-  for (const auto* group : {&gathered_, &weight_grads_})
-    for (const Buffer<T>& b : *group) bytes_ += static_cast<int64_t>(b.bytes());
+  for (const Buffer<T>& b : gathered_) bytes_ += static_cast<int64_t>(b.bytes());
+  for (const Buffer<Acc<T>>& b : weight_grads_) bytes_ += static_cast<int64_t>(b.bytes());
 }
 
 template class DepthScratch<float>;
 template class DepthScratch<double>;
+template class DepthScratch<bf16>;
+template class DepthScratch<fp16>;
 
 }  // namespace mlps

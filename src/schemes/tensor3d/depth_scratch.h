@@ -32,7 +32,8 @@ class DepthScratch {
   int64_t bytes() const { return bytes_; }
 
  private:
-  std::vector<Buffer<T>> gathered_, weight_grads_;
+  std::vector<Buffer<T>> gathered_;
+  std::vector<Buffer<Acc<T>>> weight_grads_;  // fp32 beside typed 16-bit weights
   int64_t bytes_ = 0;
 };
 

@@ -31,8 +31,8 @@ template <typename T>
 void Linear3d<T>::forward(const T* x, T* y, int64_t rows, bool backward_next) {
   const T* w = gathered_weight();
   if (overlap_.prefetch_weights && next_ && !backward_next) next_->start_gather();
-  device_.gemm<T>(false, true, rows, out_local_, in_local_, T(1), x, in_local_, w, in_local_,
-                  T(0), y, out_local_);
+  device_.gemm<T>(false, true, rows, out_local_, in_local_, Acc<T>(1), x, in_local_, w,
+                  in_local_, Acc<T>(0), y, out_local_);
   if (in_.size() > 1) {
     auto sum = in_.all_reduce_async(y, y, rows * out_local_, data_type_of<T>());
     in_.progress();
@@ -49,8 +49,8 @@ void Linear3d<T>::backward(const T* x, const T* dy, T* dx, int64_t rows, bool ac
   if (overlap_.prefetch_weights && previous_) previous_->start_gather();
   PendingComm dx_sum;
   if (dx) {
-    device_.gemm<T>(false, false, rows, in_local_, out_local_, T(1), dy, out_local_, w,
-                    in_local_, T(0), dx, in_local_);
+    device_.gemm<T>(false, false, rows, in_local_, out_local_, Acc<T>(1), dy, out_local_, w,
+                    in_local_, Acc<T>(0), dx, in_local_);
     if (out_.size() > 1) {
       dx_sum = out_.all_reduce_async(dx, dx, rows * in_local_, data_type_of<T>());
       if (!overlap_.overlap_dx) complete(dx_sum);
@@ -60,12 +60,13 @@ void Linear3d<T>::backward(const T* x, const T* dy, T* dx, int64_t rows, bool ac
   // goes straight into the gradient, added into the zeros the last update left (accumulate).
   finish_weight_gradient();  // the previous step's (or a deferred) reduce-scatter
   const bool by_depth = depth_.size() > 1;
-  T* dw = by_depth ? full_dweight_ : dweight_;
-  device_.gemm_gradient<T>(true, false, out_local_, in_local_, rows, T(1), dy, out_local_, x,
-                           in_local_, accumulate && !by_depth ? T(1) : T(0), dw, in_local_);
+  Acc<T>* dw = by_depth ? full_dweight_ : dweight_;
+  device_.gemm_gradient<T>(true, false, out_local_, in_local_, rows, Acc<T>(1), dy, out_local_, x,
+                           in_local_, accumulate && !by_depth ? Acc<T>(1) : Acc<T>(0), dw,
+                           in_local_);
   device_.bias_grad<T>(dbias_, dy, rows, out_local_, accumulate);
   if (by_depth) {
-    reduce_ = depth_.reduce_scatter_async(dw, dweight_, shard_, data_type_of<T>());
+    reduce_ = depth_.reduce_scatter_async(dw, dweight_, shard_, data_type_of<Acc<T>>());
     if (!overlap_.defer_dw_reduce) finish_weight_gradient();
   }
   if (dx_sum) {
@@ -78,5 +79,7 @@ void Linear3d<T>::backward(const T* x, const T* dy, T* dx, int64_t rows, bool ac
 
 template class Linear3d<float>;
 template class Linear3d<double>;
+template class Linear3d<bf16>;
+template class Linear3d<fp16>;
 
 }  // namespace mlps

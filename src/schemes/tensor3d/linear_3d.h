@@ -8,7 +8,9 @@
 // rows: padded rows and bias entries are zero and get zero gradients.
 // In checkpointing's recompute a block's last Linear runs its backward right after its
 // forward: that forward keeps the gathered W for it and prefetches nothing (the next layer's
-// backward is already done). A group of one rank is never called.
+// backward is already done). A group of one rank is never called. Typed 16-bit storage (T =
+// bf16, fp16): 16-bit weights gathered and activations summed as they are, fp32 dW blocks and
+// gradients.
 #include <cstdint>
 #include <vector>
 
@@ -38,14 +40,14 @@ class Linear3d : public Linear<T> {
   int64_t row0() const { return row0_; }  // the block's first global row (output)
   int64_t col0() const { return col0_; }  // the block's first global column (input)
   // Where its weight shard, bias slice and their gradients live.
-  void bind(T* weight, T* dweight, T* bias, T* dbias) {
+  void bind(T* weight, Acc<T>* dweight, T* bias, Acc<T>* dbias) {
     weight_ = weight;
     dweight_ = dweight;
     bias_ = bias;
     dbias_ = dbias;
   }
   // Where the gathered block and the full dW land (block_elements() each; G_d > 1 only).
-  void use_scratch(T* gathered_weight, T* weight_grad_block) {
+  void use_scratch(T* gathered_weight, Acc<T>* weight_grad_block) {
     full_weight_ = gathered_weight;
     full_dweight_ = weight_grad_block;
   }
@@ -76,11 +78,11 @@ class Linear3d : public Linear<T> {
   Overlap3d overlap_;
   int64_t in_local_, out_local_, block_, shard_, row0_, col0_;
   T* weight_ = nullptr;
-  T* dweight_ = nullptr;
+  Acc<T>* dweight_ = nullptr;
   T* bias_ = nullptr;
-  T* dbias_ = nullptr;
+  Acc<T>* dbias_ = nullptr;
   T* full_weight_ = nullptr;   // [out_local × in_local] scratch (G_d > 1 only)
-  T* full_dweight_ = nullptr;
+  Acc<T>* full_dweight_ = nullptr;
   PendingComm gather_, reduce_;
   bool gathered_ = false;
   Linear3d* next_ = nullptr;

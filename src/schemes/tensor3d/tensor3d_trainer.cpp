@@ -33,8 +33,16 @@ Tensor3dTrainer<T>::Tensor3dTrainer(const TrainerSetup& s, const Shape3d& shape,
                                 i > 0 ? linears_[i - 1] : nullptr);
   scratch_ = std::make_unique<DepthScratch<T>>(this->device_, linears_, depth_->size(),
                                                overlap);
-  this->optimizer_.add(weights_.data(), weight_grads_.data(), weights_.size());
-  this->optimizer_.add(vectors_.data(), vector_grads_.data(), vectors_.size());
+  // Typed storage: the fp32 master starts from the fp32 initial values, as the emulation's.
+  auto start = [&](const std::vector<Acc<T>>& wide) {
+    return is_16bit_v<T> ? wide.data() : nullptr;
+  };
+  this->optimizer_.add(weights_.data(), weight_grads_.data(), weights_.size(),
+                       start(initial_weights_));
+  this->optimizer_.add(vectors_.data(), vector_grads_.data(), vectors_.size(),
+                       start(initial_vectors_));
+  initial_weights_ = {};
+  initial_vectors_ = {};
   this->optimizer_.zero_gradients_after_step();  // it holds every gradient: all are zeroed
 }
 
@@ -48,8 +56,9 @@ std::vector<NamedTensor> Tensor3dTrainer<T>::gather_parameters() {
   // One host array: the weight shards, then the vector slices.
   const auto weights = weights_.download();
   const auto vectors = vectors_.download();
-  std::vector<double> values(weights.begin(), weights.end());
-  values.insert(values.end(), vectors.begin(), vectors.end());
+  std::vector<double> values;
+  for (T v : weights) values.push_back(static_cast<double>(widen(v)));
+  for (T v : vectors) values.push_back(static_cast<double>(widen(v)));
   std::vector<HeldRun> runs;
   for (const LocalTensor& t : tensors_) {
     runs.push_back(t);
@@ -122,7 +131,8 @@ void Tensor3dTrainer<T>::initialise(uint64_t seed) {
   SerialNet<T> reference(this->device_, model_, 1, ParameterStorage::external);
   if (reference.parameters().size() != tensors_.size())
     throw std::logic_error("tensor3d: FC_Net has a different number of tensors");
-  std::vector<T> weights(static_cast<size_t>(weight_count_)),
+  // At the accumulator's width (the typed master's start), stored rounded to T.
+  std::vector<Acc<T>> weights(static_cast<size_t>(weight_count_)),
       vectors(static_cast<size_t>(vector_count_));
   for (size_t t = 0; t < tensors_.size(); ++t) {
     const Parameter<T>& p = reference.parameters()[t];
@@ -131,22 +141,24 @@ void Tensor3dTrainer<T>::initialise(uint64_t seed) {
       throw std::logic_error("tensor3d: tensor " + s.name + " is not FC_Net's " + p.name);
     // Exactly this rank's elements, from the counter-based initialiser; past the tensor's end
     // (padding) zero.
-    T* values = s.weight ? weights.data() : vectors.data();
+    Acc<T>* values = s.weight ? weights.data() : vectors.data();
     for (int64_t k = 0; k < s.count; ++k) {
       const int64_t e = s.first + k, row = s.row0 + e / s.block_cols;
       const int64_t col = s.col0 + e % s.block_cols;
       values[s.offset + k] =
           row < s.rows && col < s.cols
-              ? static_cast<T>(initial_value(seed, p.tensor_id, p.init, p.fan_in, row, col))
-              : T(0);
+              ? static_cast<Acc<T>>(initial_value(seed, p.tensor_id, p.init, p.fan_in, row, col))
+              : Acc<T>(0);
     }
   }
   weights_ = Buffer<T>(this->device_, weight_count_);
-  weight_grads_ = Buffer<T>(this->device_, weight_count_);
+  weight_grads_ = Buffer<Acc<T>>(this->device_, weight_count_);
   vectors_ = Buffer<T>(this->device_, vector_count_);
-  vector_grads_ = Buffer<T>(this->device_, vector_count_);
-  weights_.upload(weights);
-  vectors_.upload(vectors);
+  vector_grads_ = Buffer<Acc<T>>(this->device_, vector_count_);
+  weights_.upload(stored_from<T>(weights));
+  vectors_.upload(stored_from<T>(vectors));
+  initial_weights_ = std::move(weights);
+  initial_vectors_ = std::move(vectors);
   weight_grads_.zero();
   vector_grads_.zero();
 
@@ -179,16 +191,18 @@ void Tensor3dTrainer<T>::backward(int64_t rows, int64_t global_batch, PhaseTimer
   linears_.front()->finish_weight_gradient();  // the embed's, deferred
   // Vector slices hold this depth rank's rows' sums; weight shards are complete per replica.
   if (depth_->size() > 1)
-    depth_->all_reduce<T>(vector_grads_.data(), vector_count_);
+    depth_->all_reduce<Acc<T>>(vector_grads_.data(), vector_count_);
   if (data_->size() > 1) {
     auto w = data_->all_reduce_async(weight_grads_.data(), weight_grads_.data(),
-                                           weight_count_, data_type_of<T>());
-    data_->all_reduce<T>(vector_grads_.data(), vector_count_);
+                                           weight_count_, data_type_of<Acc<T>>());
+    data_->all_reduce<Acc<T>>(vector_grads_.data(), vector_count_);
     w->wait();
   }
 }
 
 template class Tensor3dTrainer<float>;
 template class Tensor3dTrainer<double>;
+template class Tensor3dTrainer<bf16>;
+template class Tensor3dTrainer<fp16>;
 
 }  // namespace mlps

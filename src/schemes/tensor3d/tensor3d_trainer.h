@@ -82,7 +82,11 @@ class Tensor3dTrainer : public ForwardBackwardTrainer<T>, private LayerSet<T> {
   int64_t weight_count_ = 0, vector_count_ = 0;
   std::vector<Linear3d<T>*> linears_;  // forward order
   std::vector<std::pair<SlicedLayerNorm<T>*, size_t>> norms_;  // and γ's index in tensors_
-  Buffer<T> weights_, weight_grads_, vectors_, vector_grads_;
+  Buffer<T> weights_, vectors_;
+  Buffer<Acc<T>> weight_grads_, vector_grads_;  // fp32 beside typed 16-bit values
+  // The initial values at the accumulator's width, from initialise() until the optimizer's
+  // master has started from them.
+  std::vector<Acc<T>> initial_weights_, initial_vectors_;
   std::unique_ptr<DepthScratch<T>> scratch_;
   std::unique_ptr<FcNet<T>> net_;
 };
