@@ -1,5 +1,6 @@
 #include "kernels/cuda/cuda_context.h"
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -18,6 +19,17 @@ struct Context {
     // Explicit, not cuBLAS's default by chance: each GEMM's compute type alone decides whether
     // tensor cores round its inputs (gemm_cuda.cu).
     MLPS_CUBLAS_CHECK(cublasSetMathMode(cublas, CUBLAS_DEFAULT_MATH));
+    // Stream-ordered allocations inside a step (the 16-bit wire's scratch, fp16's non-finite
+    // counter) come from the device's default pool, whose default release threshold (0) hands
+    // its memory back at every synchronisation, to be mapped again the next step: on an H200,
+    // bf16 DDP on the tutorial stepped in 4.56 ms against 2.65 with no wire scratch. The pool
+    // keeps what it holds.
+    int device = 0;
+    MLPS_CUDA_CHECK(cudaGetDevice(&device));
+    cudaMemPool_t pool = nullptr;
+    MLPS_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
+    uint64_t keep = UINT64_MAX;
+    MLPS_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
   }
 };
 

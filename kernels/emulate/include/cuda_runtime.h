@@ -53,6 +53,18 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device);
 inline cudaError_t cudaMalloc(void** p, size_t bytes) { return hipMalloc(p, bytes); }
 inline cudaError_t cudaFree(void* p) { return hipFree(p); }
 inline cudaError_t cudaMemGetInfo(size_t* free, size_t* total) { return hipMemGetInfo(free, total); }
+// Stream-ordered allocation pools: the emulated GPU allocates from host memory at once, so a
+// pool's attributes change nothing.
+using cudaMemPool_t = void*;
+enum cudaMemPoolAttr { cudaMemPoolAttrReleaseThreshold };
+inline cudaError_t cudaDeviceGetDefaultMemPool(cudaMemPool_t* pool, int) {
+  static int the_pool = 0;
+  *pool = &the_pool;
+  return hipSuccess;
+}
+inline cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t, cudaMemPoolAttr, void*) {
+  return hipSuccess;
+}
 // HIP-CPU's hipMallocAsync sets *p only when the stream reaches the allocation, so the caller
 // would hold a null pointer; CUDA returns it at once, usable by work queued after it. An
 // immediate allocation is valid earlier than stream order needs, so it keeps that contract.
