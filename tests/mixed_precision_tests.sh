@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 8 on bin/serial and bin/data (the other schemes test the same in their own scripts):
+# Issue 8 on bin/serial and bin/data, and every scheme's typed bf16/fp16 --verify on the CPU:
 # bf16/fp16 mixed precision (loss curves near fp32's, --verify against serial in the same
 # precision, 16-bit gradient traffic and --fp32-grad-comm), activation checkpointing (loss
 # curves bit-identical in fp32 and fp64, lower peak memory, recompute timed) and --inference
@@ -73,9 +73,20 @@ run serial-fp32 1 bin/serial "${long[@]}" --precision fp32 &&
   h5check "serial bf16 loss curve within 2% of fp32 over 30 iterations" serial-fp32 serial-bf16 loss_close
 run serial-fp16 1 bin/serial "${long[@]}" --precision fp16 --verify &&
   h5check "serial fp16 loss curve within 2% of fp32 over 30 iterations" serial-fp32 serial-fp16 loss_close
-for zero in 0 1 3; do
+for zero in 0 1 2 3; do
   run "data-zero$zero-bf16" 2 bin/data "${tiny[@]}" --zero $zero --precision bf16 --verify
   run "data-zero$zero-fp16" 2 bin/data "${tiny[@]}" --zero $zero --precision fp16 --verify
+done
+# Every other scheme's typed 16-bit training against serial (--verify) on the CPU.
+for precision in bf16 fp16; do
+  run "pipeline-1f1b-$precision" 2 bin/pipeline "${tiny[@]}" --pp 2 --precision $precision --verify
+  run "pipeline-zbv-$precision" 2 bin/pipeline "${tiny[@]}" --pp 2 --layers 4 --schedule zb-v \
+    --micro-batches 2 --precision $precision --verify
+  run "tensor1d-sp-$precision" 2 bin/tensor1d "${tiny[@]}" --tp 2 --sequence-parallel \
+    --precision $precision --verify
+  run "tensor2d-$precision" 4 bin/tensor2d "${tiny[@]}" --tp-dims 2,2 --precision $precision --verify
+  run "tensor3d-$precision" 4 bin/tensor3d "${tiny[@]}" --tp-dims 2,1,2 --precision $precision \
+    --verify
 done
 run data-fp32 2 bin/data "${tiny[@]}" --precision fp32 &&
   run data-bf16 2 bin/data "${tiny[@]}" --precision bf16 &&
