@@ -21,15 +21,22 @@ class ParameterList {
     return *params_.back();
   }
   // Uploads every parameter's initial value and zeroes its gradient (whole tensors, wherever
-  // value and grad point).
-  void initialise(uint64_t seed) {
+  // value and grad point). The values are computed once, at the accumulator's width, and
+  // stored rounded to T; on_wide(parameter, values) sees each tensor's wide values (where typed
+  // storage's fp32 master starts).
+  template <typename OnWide>
+  void initialise(uint64_t seed, OnWide on_wide) {
     for (auto& p : params_) {
-      std::vector<T> host(static_cast<size_t>(p->size()));
-      fill_initial_shard(host.data(), p->cols, seed, p->tensor_id, p->init, p->fan_in, 0, p->rows,
+      std::vector<Acc<T>> wide(static_cast<size_t>(p->size()));
+      fill_initial_shard(wide.data(), p->cols, seed, p->tensor_id, p->init, p->fan_in, 0, p->rows,
                          0, p->cols);
-      p->value.upload(host);
+      p->value.upload(stored_from<T>(wide));
       p->grad.zero();
+      on_wide(*p, wide);
     }
+  }
+  void initialise(uint64_t seed) {
+    initialise(seed, [](const Parameter<T>&, const std::vector<Acc<T>>&) {});
   }
   int64_t element_count() const {
     int64_t n = 0;

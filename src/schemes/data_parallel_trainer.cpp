@@ -34,25 +34,34 @@ DataParallelTrainer<T>::DataParallelTrainer(const TrainerSetup& s, const DataPar
     if (!sharded_gradients())
       params[i].grad = Buffer<Acc<T>>::view(dev, grads_.data() + t.offset, t.count);
   }
-  params.initialise(s.seed);
   // Typed storage: the optimizer's fp32 master starts from the fp32 initial values (as the
-  // emulation's does), computed for the flat positions [first, first + count) the optimizer
-  // holds (zeros in the padding): the whole model under ZeRO-0, the rank's pieces under ZeRO-1/2.
-  const auto initial = [&](Acc<T>* out, int64_t first, int64_t count) {
-    std::fill_n(out, count, Acc<T>(0));
-    for (size_t i = 0; i < params.size(); ++i) {
-      const BucketedTensor& t = bucketer_->tensor(static_cast<int>(i));
-      const int64_t lo = std::max(first, t.offset);
-      const int64_t hi = std::min(first + count, t.offset + t.count);
-      if (lo < hi)
-        fill_initial_range(out + (lo - first), s.seed, params[i], lo - t.offset, hi - lo);
-    }
+  // emulation's does), at the flat positions the optimizer holds (zeros in the padding): the
+  // whole model under ZeRO-0, the rank's piece of each bucket under ZeRO-1/2.
+  struct Held {
+    int64_t first, count, at;  // flat [first, first + count) goes to master[at, ...)
   };
-  const int64_t held =
+  std::vector<Held> held{{0, bucketer_->total_elements(), 0}};
+  if (config.zero >= 1) {
+    held.clear();
+    for (const auto& b : bucketer_->buckets())
+      held.push_back({b.offset + this->comm_->rank() * (b.count / ranks), b.count / ranks,
+                      b.shard_offset});
+  }
+  const int64_t master_size =
       config.zero == 0 ? bucketer_->total_elements() : bucketer_->shard_elements();
-  std::vector<Acc<T>> master(is_16bit_v<T> ? static_cast<size_t>(held) : 0);
+  std::vector<Acc<T>> master(is_16bit_v<T> ? static_cast<size_t>(master_size) : 0, Acc<T>(0));
+  params.initialise(s.seed, [&](const Parameter<T>& p, const std::vector<Acc<T>>& wide) {
+    if (master.empty()) return;
+    const BucketedTensor& t = bucketer_->tensor(static_cast<int>(p.tensor_id));
+    for (const Held& h : held) {
+      const int64_t lo = std::max(h.first, t.offset);
+      const int64_t hi = std::min(h.first + h.count, t.offset + t.count);
+      if (lo < hi)
+        std::copy(wide.begin() + (lo - t.offset), wide.begin() + (hi - t.offset),
+                  master.begin() + h.at + (lo - h.first));
+    }
+  });
   if (config.zero == 0) {
-    if (!master.empty()) initial(master.data(), 0, bucketer_->total_elements());
     this->optimizer_.add(values_.data(), grads_.data(), bucketer_->total_elements(),
                          master.empty() ? nullptr : master.data());
     this->optimizer_.zero_gradients_after_step();  // it holds every gradient: all are zeroed
@@ -65,7 +74,6 @@ DataParallelTrainer<T>::DataParallelTrainer(const TrainerSetup& s, const DataPar
   for (const auto& b : bucketer_->buckets()) {
     const int64_t piece = b.count / ranks, from = b.offset + this->comm_->rank() * piece;
     dev.copy(shard_values_.data() + b.shard_offset, values_.data() + from, piece * sizeof(T));
-    if (!master.empty()) initial(master.data() + b.shard_offset, from, piece);
   }
   // Emulated mixed precision: the optimizer rounds its shard (keeping the fp32 master); the
   // first forward pass computes with the whole model rounded the same way.

@@ -15,16 +15,11 @@ SerialTrainer<T>::SerialTrainer(const DeviceConfig& device, const ModelConfig& m
     : ForwardBackwardTrainer<T>(device, model, optimizer, MPI_COMM_SELF),
       fused_(fuse_update && fused_update_applies(device_.kind(), device_.storage_format())),
       model_(device_, model, max_rows, ParameterStorage::owned, fused_update_for(fused_, model)) {
-  model_.parameters().initialise(seed);
-  for (auto& p : model_.parameters()) {
-    if constexpr (is_16bit_v<T>) {  // the master starts from the fp32 values, as emulated
-      std::vector<float> initial(static_cast<size_t>(p->size()));
-      fill_initial_range(initial.data(), seed, *p, 0, p->size());
-      optimizer_.add(p->value.data(), p->grad.data(), p->size(), initial.data());
-    } else {
-      optimizer_.add(p->value.data(), p->grad.data(), p->size());
-    }
-  }
+  // Typed storage: the master starts from the fp32 values, as emulated.
+  model_.parameters().initialise(seed, [&](Parameter<T>& p, const std::vector<Acc<T>>& wide) {
+    optimizer_.add(p.value.data(), p.grad.data(), p.size(),
+                   is_16bit_v<T> ? wide.data() : nullptr);
+  });
   // Every gradient is the optimizer's: zeroed by its update, added into by the next backward.
   if (!fused_) optimizer_.zero_gradients_after_step();
 }
