@@ -18,55 +18,48 @@
 namespace mlps {
 namespace {
 
-using testing::expect_same_training;
+using testing::adam_setup;
+using testing::expect_typed_equals_emulated;
 using testing::MpiTest;
-using testing::Trained;
 using testing::train_five_steps;
 
-// Five steps of `zero` over all ranks on T (float: the emulation of `storage`; bf16/fp16: typed),
-// with buckets small enough that the model spans several; ZeRO-3 shards within groups of
-// `shard_group` ranks (0: all).
-template <typename T>
-Trained train(int zero, StorageFormat storage, OptimizerKind kind, int shard_group = 0) {
-  constexpr int64_t kBatch = 12;
-  TrainerSetup setup;
-  setup.device = DeviceConfig(DeviceKind::cpu, storage);
-  setup.model = model_shape(6, 16, 2, 2);
-  setup.optimizer.kind = kind;
-  setup.optimizer.lr = kind == OptimizerKind::sgd ? 0.05 : 1e-3;
-  setup.seed = 7;
-  setup.global_batch = kBatch;
-  DataParallelConfig config;
-  config.zero = zero;
-  config.bucket_mb = 0.002;  // 2 KiB of fp32 gradients
-  config.shard_group = shard_group;
-  resolve_shard_group(config, testing::world_size());
-  std::unique_ptr<DataParallelBase<T>> made;
-  if (zero == 3)
-    made = std::make_unique<FullyShardedTrainer<T>>(setup, config);
-  else
-    made = std::make_unique<DataParallelTrainer<T>>(setup, config);
-  return train_five_steps(*made, kBatch, setup.model.image_size);
-}
-
-// fp32 gradients on the 16-bit wire, typed values gathered as they are: the same traffic.
+// Five steps of ZeRO `zero` over all ranks (ZeRO-3 sharding within groups of `shard_group`
+// ranks, 0: all), typed S against the emulation, with buckets small enough that the model spans
+// several. The same traffic: fp32 gradients on the 16-bit wire, typed values gathered as they
+// are.
 template <typename S>
 void typed_equals_emulated(int zero, OptimizerKind kind, const std::string& what,
                            int shard_group = 0) {
-  const StorageFormat format = format_of<S>();
-  expect_same_training(train<float>(zero, format, kind, shard_group),
-                       train<S>(zero, format, kind, shard_group), what);
+  constexpr int64_t kBatch = 12;
+  auto train = [&](auto zero_value, StorageFormat storage) {
+    using T = decltype(zero_value);
+    TrainerSetup setup = adam_setup(storage, model_shape(6, 16, 2, 2), kBatch);
+    setup.optimizer.kind = kind;
+    if (kind == OptimizerKind::sgd) setup.optimizer.lr = 0.05;
+    DataParallelConfig config;
+    config.zero = zero;
+    config.bucket_mb = 0.002;  // 2 KiB of fp32 gradients
+    config.shard_group = shard_group;
+    resolve_shard_group(config, testing::world_size());
+    std::unique_ptr<DataParallelBase<T>> made;
+    if (zero == 3)
+      made = std::make_unique<FullyShardedTrainer<T>>(setup, config);
+    else
+      made = std::make_unique<DataParallelTrainer<T>>(setup, config);
+    return train_five_steps(*made, kBatch, setup.model.image_size);
+  };
+  expect_typed_equals_emulated<S>(train, what);
 }
 
 TEST_F(MpiTest, TypedDataParallelEqualsTheEmulationBitForBit) {
   for (int zero : {0, 1, 2, 3}) {
     const std::string z = "zero " + std::to_string(zero);
-    typed_equals_emulated<bf16>(zero, OptimizerKind::adam, z + " bf16 adam");
-    typed_equals_emulated<fp16>(zero, OptimizerKind::adam, z + " fp16 adam (loss scaling)");
+    typed_equals_emulated<bf16>(zero, OptimizerKind::adam, z + " adam");
+    typed_equals_emulated<fp16>(zero, OptimizerKind::adam, z + " adam (loss scaling)");
   }
-  typed_equals_emulated<bf16>(1, OptimizerKind::sgd, "zero 1 bf16 sgd");
+  typed_equals_emulated<bf16>(1, OptimizerKind::sgd, "zero 1 sgd");
   // Hybrid sharding with groups of one rank: whole units in place, shards all-reduced.
-  typed_equals_emulated<bf16>(3, OptimizerKind::adam, "zero 3, shard group 1, bf16 adam", 1);
+  typed_equals_emulated<bf16>(3, OptimizerKind::adam, "zero 3, shard group 1, adam", 1);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/half_types.h"
 #include "src/data/batch_loader.h"
 #include "src/data/dataset.h"
 #include "src/data/shuffle.h"
@@ -47,6 +48,19 @@ Trained train_five_steps(Trainer& trainer, int64_t batch, int64_t image_size) {
   return out;
 }
 
+// The tests' setup: `model` trained by Adam (lr 1e-3) from seed 7 on global batches of `batch`
+// rows, on the CPU in `storage`.
+inline TrainerSetup adam_setup(StorageFormat storage, const ModelConfig& model, int64_t batch) {
+  TrainerSetup setup;
+  setup.device = DeviceConfig(DeviceKind::cpu, storage);
+  setup.model = model;
+  setup.optimizer.kind = OptimizerKind::adam;
+  setup.optimizer.lr = 1e-3;
+  setup.seed = 7;
+  setup.global_batch = batch;
+  return setup;
+}
+
 inline bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
 }
@@ -66,6 +80,15 @@ inline void expect_same_training(const Trained& emulated, const Trained& typed,
     EXPECT_EQ(typed.comm.at(kind).bytes, totals.bytes) << what << ": " << kind;
     EXPECT_EQ(typed.comm.at(kind).calls, totals.calls) << what << ": " << kind;
   }
+}
+
+// train(T{}, format) trains on T = float (the emulation of format) or S (typed): they must
+// train alike. `what` names the case; the format is added.
+template <typename S, typename Train>
+void expect_typed_equals_emulated(Train train, const std::string& what) {
+  const StorageFormat format = format_of<S>();
+  expect_same_training(train(float{}, format), train(S{}, format),
+                       what + (format == StorageFormat::bf16 ? " bf16" : " fp16"));
 }
 
 }  // namespace mlps::testing
