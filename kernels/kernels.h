@@ -72,6 +72,18 @@ constexpr size_t wire_bytes(StorageFormat wire, size_t full_bytes) {
   return wire == StorageFormat::full ? full_bytes : 2;
 }
 
+// Calls a process made of the GPU runtime that a step must not need (allocations, frees, host
+// synchronisations) and the kernels it launched (the project's own, cuBLAS's GEMMs and NCCL's
+// collectives). Only the emulated GPU build's runtime counts them (kernels/emulate); a real
+// CUDA build reports counted = false rather than pay for interposing on the runtime.
+struct RuntimeCounts {
+  bool counted = false;
+  int64_t launches = 0;
+  int64_t allocations = 0;
+  int64_t frees = 0;
+  int64_t host_syncs = 0;
+};
+
 namespace cpu {
 #include "kernel_api.inc"
 // Threads per rank: OpenBLAS's, which the kernels' loops share (kernels/cpu/parallel_loops.h).
@@ -91,6 +103,8 @@ void* event_create();
 void event_record(void* event);
 double event_elapsed_seconds(void* start, void* end);  // waits for end
 void event_destroy(void* event);
+// The runtime's counts since the process started (counted only in the emulated GPU build).
+RuntimeCounts runtime_counts();
 }  // namespace cuda
 
 }  // namespace mlps

@@ -104,12 +104,34 @@ class Device {
   void release(void* p, size_t bytes) { release_counted(p, bytes); }
   size_t current_bytes() const { return current_bytes_; }
   size_t peak_bytes() const { return peak_bytes_; }
+  // Allocations and frees through this Device so far, on every backend: a steady-state step
+  // makes none (PhaseTimer counts them per step).
+  int64_t allocations() const { return allocations_; }
+  int64_t frees() const { return frees_; }
 
   void to_device(void* dst, const void* host_src, size_t bytes) const {
     MLPS_ON_BACKEND(copy_to_device, dst, host_src, bytes);
   }
   void to_host(void* host_dst, const void* src, size_t bytes) const {
     MLPS_ON_BACKEND(copy_to_host, host_dst, src, bytes);
+  }
+  // Host staging (pinned on CUDA; HostBuffer) and the copies through it that the host does not
+  // wait for: complete once the device is next synchronised. Its allocations and frees count
+  // as the device memory's do, as a step must make none of them either.
+  void* host_allocate(size_t bytes) {
+    ++allocations_;
+    return MLPS_ON_BACKEND(host_staging_alloc, bytes);
+  }
+  void host_release(void* p) {
+    if (!p) return;
+    ++frees_;
+    MLPS_ON_BACKEND(host_staging_free, p);
+  }
+  void to_device_queued(void* dst, const void* staging_src, size_t bytes) const {
+    MLPS_ON_BACKEND(copy_to_device_queued, dst, staging_src, bytes);
+  }
+  void to_host_queued(void* staging_dst, const void* src, size_t bytes) const {
+    MLPS_ON_BACKEND(copy_to_host_queued, staging_dst, src, bytes);
   }
   void copy(void* dst, const void* src, size_t bytes) const {
     MLPS_ON_BACKEND(copy_on_device, dst, src, bytes);
@@ -233,6 +255,7 @@ class Device {
   // (the benchmarks', a layer's) may have to grow.
   void* allocate_counted(size_t bytes) const {
     void* p = MLPS_ON_BACKEND(device_alloc, bytes);
+    ++allocations_;
     current_bytes_ += bytes;
     if (current_bytes_ > peak_bytes_) peak_bytes_ = current_bytes_;
     return p;
@@ -240,6 +263,7 @@ class Device {
   void release_counted(void* p, size_t bytes) const {
     if (!p) return;
     MLPS_ON_BACKEND(device_free, p);
+    ++frees_;
     current_bytes_ -= bytes;
   }
   // At least `floats` floats of scratch, grown (and counted) when a GEMM needs more.
@@ -262,6 +286,8 @@ class Device {
   double loss_scale_ = 1.0;
   mutable size_t current_bytes_ = 0;
   mutable size_t peak_bytes_ = 0;
+  mutable int64_t allocations_ = 0;
+  mutable int64_t frees_ = 0;
   mutable void* gemm_scratch_ = nullptr;
   mutable size_t gemm_scratch_bytes_ = 0;
 };

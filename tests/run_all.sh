@@ -18,7 +18,8 @@ SCRIPT_SUITES=(tests/cli_tests.sh tests/startup_agreement_tests.sh tests/job_end
                tests/data_parallel_tests.sh
                tests/cli_bench_comm.sh tests/pipeline_tests.sh tests/tensor1d_tests.sh tests/tensor2d_tests.sh
                tests/tensor3d_tests.sh tests/mixed_precision_tests.sh tests/trace_tests.sh
-               tests/memory_tests.sh tests/plan_tests.sh tests/analysis_tests.sh
+               tests/memory_tests.sh tests/step_counts_tests.sh tests/plan_tests.sh
+               tests/analysis_tests.sh
                tests/sweep_tests.sh tests/slurm_tests.sh)
 passed=0
 failed=0

@@ -101,7 +101,8 @@ std::pair<std::vector<double>, std::vector<double>> train(const ModelConfig& con
     const HostBatch rows =
         load_batch(*data, Split::train, order, it * batch, batch, config.image_size);
     timer.begin_iteration();
-    losses.push_back(trainer.train_step(rows, batch, timer));
+    trainer.train_step(rows, batch, timer);
+    losses.push_back(trainer.step_loss());
     timer.end_iteration();
   }
   for (const auto& tensor : trainer.gather_parameters())

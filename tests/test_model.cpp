@@ -103,7 +103,8 @@ double train_and_evaluate(SerialTrainer<T>& trainer, const Dataset& data, int64_
   for (int64_t it = 0; it < iterations; ++it) {
     const HostBatch rows = load_batch(data, Split::train, order, it * batch, batch, image_size);
     timer.begin_iteration();
-    const double loss = trainer.train_step(rows, batch, timer);
+    trainer.train_step(rows, batch, timer);
+    const double loss = trainer.step_loss();
     timer.end_iteration();
     if (losses) losses->push_back(loss);
   }

@@ -151,8 +151,10 @@ void expect_split_backward_is_the_whole(BlockKind block, bool checkpointed) {
       chained_backward<T>(device, c, stages, saved, micro_batches, rows);
     } else {
       Buffer<T> grad(device, micro * c.hidden);
+      BufferPool<T> pool(device);
       std::vector<std::vector<DeferredWeightGrads<T>>> deferred(stages.size());
-      for (auto& d : deferred) d.resize(micro_batches);
+      for (auto& d : deferred)
+        for (int m = 0; m < micro_batches; ++m) d.emplace_back(pool);
       for (int m = 0; m < micro_batches; ++m)
         for (size_t s = stages.size(); s-- > 0;) {
           if (s + 1 < stages.size())

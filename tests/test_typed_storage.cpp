@@ -44,7 +44,8 @@ Trained train(const ModelConfig& model, StorageFormat storage, OptimizerKind kin
     timer.begin_iteration();
     const HostBatch batch =
         load_batch(*data, Split::train, order, it * 8, 8, static_cast<int>(model.image_size));
-    out.losses.push_back(trainer.train_step(batch, 8, timer));
+    trainer.train_step(batch, 8, timer);
+    out.losses.push_back(trainer.step_loss());
     timer.end_iteration();
   }
   out.parameters = trainer.gather_parameters();

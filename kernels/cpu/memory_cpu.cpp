@@ -75,6 +75,16 @@ void copy_to_host(void* host_dst, const void* src, size_t bytes) {
   parallel_memcpy(host_dst, src, bytes);
 }
 
+// The CPU "device" is host memory: staging is plain memory, and a queued copy is done at once.
+void* host_staging_alloc(size_t bytes) { return device_alloc(bytes); }
+void host_staging_free(void* p) { device_free(p); }
+void copy_to_device_queued(void* dst, const void* host_src, size_t bytes) {
+  parallel_memcpy(dst, host_src, bytes);
+}
+void copy_to_host_queued(void* host_dst, const void* src, size_t bytes) {
+  parallel_memcpy(host_dst, src, bytes);
+}
+
 void copy_on_device(void* dst, const void* src, size_t bytes) {
   if (bytes == 0 || dst == src) return;
   mlps::detail::require_disjoint(dst, src, bytes, "copy_on_device", "source and destination");

@@ -4,8 +4,11 @@
 // macro argument: a template kernel with several template arguments goes through a local
 // function pointer.
 #ifdef MLPSCALE_CUDA_EMULATE
-#define MLPS_LAUNCH(kernel, blocks, threads, shared_bytes, stream, ...) \
-  hipLaunchKernelGGL(kernel, blocks, threads, shared_bytes, stream, __VA_ARGS__)
+#define MLPS_LAUNCH(kernel, blocks, threads, shared_bytes, stream, ...)                \
+  do {                                                                                  \
+    mlps::emulate::tally().launches.fetch_add(1, std::memory_order_relaxed);            \
+    hipLaunchKernelGGL(kernel, blocks, threads, shared_bytes, stream, __VA_ARGS__);     \
+  } while (0)
 #else
 #define MLPS_LAUNCH(kernel, blocks, threads, shared_bytes, stream, ...) \
   kernel<<<blocks, threads, shared_bytes, stream>>>(__VA_ARGS__)

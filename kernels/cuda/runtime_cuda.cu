@@ -1,4 +1,4 @@
-// GPU discovery, version strings and event timing of the CUDA backend.
+// GPU discovery, version strings, event timing and runtime counts of the CUDA backend.
 #include <string>
 
 #include "kernels/cuda/cuda_context.h"
@@ -78,6 +78,15 @@ double event_elapsed_seconds(void* start, void* end) {
 void event_destroy(void* event) {
   if (event && cudaEventDestroy(static_cast<cudaEvent_t>(event)) != cudaSuccess)
     (void)cudaGetLastError();
+}
+
+RuntimeCounts runtime_counts() {
+#ifdef MLPSCALE_CUDA_EMULATE
+  const auto& t = emulate::tally();
+  return {true, t.launches.load(), t.allocations.load(), t.frees.load(), t.host_syncs.load()};
+#else
+  return {};
+#endif
 }
 
 }  // namespace mlps::cuda

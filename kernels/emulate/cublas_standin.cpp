@@ -38,10 +38,13 @@ cublasStatus_t check_gemm(cublasHandle_t handle, cublasOperation_t ta, cublasOpe
 
 CBLAS_TRANSPOSE cblas_op(cublasOperation_t op) { return transposed(op) ? CblasTrans : CblasNoTrans; }
 
-// Inputs written by earlier work on the stream must be there before the host reads them.
+// Inputs written by earlier work on the stream must be there before the host reads them: a
+// wait of the stand-in's (through HIP, so the runtime does not count it as the project's), in
+// place of the one kernel launch cuBLAS would make (counted).
 cublasStatus_t wait_for_inputs(cublasHandle_t handle) {
-  return cudaStreamSynchronize(handle->stream) == cudaSuccess ? CUBLAS_STATUS_SUCCESS
-                                                              : CUBLAS_STATUS_EXECUTION_FAILED;
+  mlps::emulate::tally().launches.fetch_add(1, std::memory_order_relaxed);
+  return hipStreamSynchronize(handle->stream) == hipSuccess ? CUBLAS_STATUS_SUCCESS
+                                                            : CUBLAS_STATUS_EXECUTION_FAILED;
 }
 
 // The stored extent of a column-major operand that is `rows` × `cols` as used (ld ≥ rows).

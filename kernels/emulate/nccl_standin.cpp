@@ -162,8 +162,12 @@ ncclResult_t run(std::vector<Operation> operations) {
   for (const Operation& op : operations)
     if (std::find(streams.begin(), streams.end(), op.stream) == streams.end())
       streams.push_back(op.stream);
+  // The stand-in's own wait (through HIP, uncounted): NCCL would launch one kernel per
+  // operation instead (counted), and the host would not wait.
+  mlps::emulate::tally().launches.fetch_add(static_cast<int64_t>(operations.size()),
+                                            std::memory_order_relaxed);
   for (cudaStream_t stream : streams)
-    if (cudaStreamSynchronize(stream) != cudaSuccess) return ncclUnhandledCudaError;
+    if (hipStreamSynchronize(stream) != hipSuccess) return ncclUnhandledCudaError;
   Batch batch;
   for (const Operation& op : operations) op.post(batch);
   MPI_Waitall(static_cast<int>(batch.requests.size()), batch.requests.data(),

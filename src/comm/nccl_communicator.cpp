@@ -94,13 +94,25 @@ struct NcclCommunicator::Launch {
 };
 
 NcclCommunicator::Wire::~Wire() {
-  if (data && cudaFreeAsync(data, cuda::detail::stream()) != cudaSuccess) (void)cudaGetLastError();
+  if (!data) return;
+  try {
+    owner.spare_wires_[count].push_back(data);
+  } catch (...) {  // no memory for the list: free it in stream order instead
+    if (cudaFreeAsync(data, cuda::detail::stream()) != cudaSuccess) (void)cudaGetLastError();
+  }
 }
 
-NcclCommunicator::Wire::Wire(int64_t count, StorageFormat format, const Staging& staging)
-    : format(format), staging(staging) {
-  // Stream-ordered on the kernel stream: the pack kernels that follow, the NCCL call (ordered
-  // after the kernel stream by its start event) and the free after the unpack all see it.
+NcclCommunicator::Wire::Wire(NcclCommunicator& owner, int64_t count, StorageFormat format,
+                             const Staging& staging)
+    : owner(owner), count(count), format(format), staging(staging) {
+  std::vector<uint16_t*>& spare = owner.spare_wires_[count];
+  if (!spare.empty()) {
+    data = spare.back();
+    spare.pop_back();
+    return;
+  }
+  // The first operation of this size: allocated in stream order on the kernel stream, so the
+  // pack kernels that follow and the NCCL call (after the kernel stream's event) see it.
   MLPS_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&data),
                                   static_cast<size_t>(count) * sizeof(uint16_t),
                                   cuda::detail::stream()));
@@ -144,7 +156,7 @@ class NcclCommunicator::Request : public LoggedRequest<NcclCommunicator> {
       if (s.out)
         cuda::unpack_16bit(static_cast<float*>(s.out), wire_->data + s.out_at, s.out_count,
                            wire_->format);
-      wire_.reset();  // freed in stream order, after the unpack
+      wire_.reset();  // given back to the communicator: reused after the unpack, in stream order
     }
     owner.log().defer([launch = launch_, reached, resumed, kind = kind_, bytes = bytes_,
                        group = owner.name(), size = owner.size(),
@@ -205,6 +217,9 @@ NcclCommunicator::~NcclCommunicator() {
   // Every event recorded on the stream has happened before it goes: the log may still read
   // them. A destructor has nowhere to report a failure.
   if (stream_ && cudaStreamSynchronize(stream_) != cudaSuccess) (void)cudaGetLastError();
+  for (auto& [count, spare] : spare_wires_)
+    for (uint16_t* data : spare)
+      if (cudaFreeAsync(data, cuda::detail::stream()) != cudaSuccess) (void)cudaGetLastError();
   (void)ncclCommDestroy(comm_);
   if (stream_ && cudaStreamDestroy(stream_) != cudaSuccess) (void)cudaGetLastError();
 }
@@ -249,7 +264,7 @@ PendingComm NcclCommunicator::post(const CommOperation& c) {
   if (on_16bit_wire(c.type)) {
     // Through a 16-bit device buffer (staging()); NCCL's reduce-scatter puts its part at the slot.
     const int64_t slot = c.count * rank_;
-    wire = std::make_unique<Wire>(buffer_count(c), wire_format(), staging(c, slot));
+    wire = std::make_unique<Wire>(*this, buffer_count(c), wire_format(), staging(c, slot));
     uint16_t* w = wire->data;
     const Staging& s = wire->staging;
     if (s.in)

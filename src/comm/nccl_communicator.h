@@ -4,8 +4,9 @@
 // stream after them without blocking the host (times come from GPU events when the log's totals
 // are taken). Sends and receives are held back and launched as one NCCL group at the next wait()
 // or collective: two separately launched point-to-point kernels (send to one peer, receive from
-// another) can deadlock. A 16-bit wire packs f32 payloads into a stream-ordered temporary device
-// buffer and runs NCCL on ncclBfloat16/ncclFloat16, unpacking in wait().
+// another) can deadlock. A 16-bit wire packs f32 payloads into a device buffer and runs NCCL on
+// ncclBfloat16/ncclFloat16, unpacking in wait(); the buffers are kept for the next operation of
+// their size, so a steady-state step allocates none.
 #ifdef MLPSCALE_WITH_NCCL
 
 #include <cuda_runtime.h>
@@ -13,6 +14,7 @@
 #include <nccl.h>
 
 #include <functional>
+#include <map>
 #include <vector>
 
 #include "src/comm/communicator.h"
@@ -34,13 +36,15 @@ class NcclCommunicator : public Communicator {
   class Request;
   PendingComm post(const CommOperation& operation) override;
   struct Launch;  // the events of one launch on the stream
-  // The 16-bit device buffer of one operation on a 16-bit wire (count values, allocated in
-  // stream order) and its staging, whose output wait() unpacks (none: a send).
+  // The 16-bit device buffer of one operation on a 16-bit wire (count values, one the owner
+  // keeps) and its staging, whose output wait() unpacks (none: a send).
   struct Wire {
-    Wire(int64_t count, StorageFormat format, const Staging& staging);
-    ~Wire();  // frees data in stream order; never throws
+    Wire(NcclCommunicator& owner, int64_t count, StorageFormat format, const Staging& staging);
+    ~Wire();  // gives data back to the owner, after the unpack in stream order; never throws
     Wire(const Wire&) = delete;
     Wire& operator=(const Wire&) = delete;
+    NcclCommunicator& owner;
+    int64_t count;
     uint16_t* data = nullptr;
     StorageFormat format;
     Staging staging;
@@ -56,6 +60,9 @@ class NcclCommunicator : public Communicator {
   std::vector<std::function<ncclResult_t()>> held_calls_;  // sends/receives not yet launched
   std::vector<Request*> held_requests_;
   double held_bytes_ = 0;
+  // Wire buffers between uses, by count: whoever takes one next runs after its last unpack on
+  // the kernel stream (the pack kernels, then NCCL after the kernel stream's event).
+  std::map<int64_t, std::vector<uint16_t*>> spare_wires_;
 };
 
 }  // namespace mlps

@@ -62,6 +62,27 @@ void print_settings_header(const RunContext& context, const Options& o,
   std::fflush(stdout);
 }
 
+namespace {
+
+// The most any rank asked of its device in one timed step (/counters): a steady-state step
+// allocates nothing and, on a GPU, synchronises the host once.
+void print_step_counts(const RunRecord& record, int64_t warmup) {
+  const auto most = [&](const char* name) {
+    double m = 0;
+    const IterationRankTable& t = record.counters.at(name);
+    for (int64_t i = warmup * t.ranks; i < t.iterations * t.ranks; ++i) m = std::max(m, t.values[i]);
+    return static_cast<long long>(m);
+  };
+  if (!record.counters.contains("allocations")) return;
+  std::printf("  per step    %lld allocations, %lld frees", most("allocations"), most("frees"));
+  if (record.counters.contains("launches"))
+    std::printf(", %lld launches, %lld host syncs (runtime's count)", most("launches"),
+                most("host_syncs"));
+  std::printf("  (most on a rank, timed steps)\n");
+}
+
+}  // namespace
+
 void print_summary(const RunRecord& record, int64_t iterations, int64_t warmup,
                    int64_t global_batch, double flops_per_sample, bool inference) {
   const StepSummary s =
@@ -97,6 +118,7 @@ void print_summary(const RunRecord& record, int64_t iterations, int64_t warmup,
   std::printf("  split       compute %.1f%%, exposed communication %.1f%%%s\n",
               100.0 * (phases_total - exposed) / step, 100.0 * exposed / step,
               record.comm.empty() ? " (no collectives in this scheme)" : "");
+  print_step_counts(record, warmup);
   if (record.comm.empty()) {
     std::fflush(stdout);
     return;

@@ -62,6 +62,7 @@ std::vector<double> IterationRecorder::end_iteration(PhaseTimer& timer, Trainer&
   for (double extra : trainer.take_extra_timings()) seconds.push_back(extra);
   timings_.push_back(seconds);
   comm_.push_back(trainer.take_comm_totals());
+  counts_.push_back(timer.step_counts());
   return seconds;
 }
 
@@ -81,6 +82,23 @@ void IterationRecorder::gather_into(const RunContext& context, const Trainer& tr
     }
     record.comm[name] = {gather_table(context, seconds), gather_table(context, bytes),
                          to_string(c.kind), c.group_size};
+  }
+  // /counters: the same names on every rank, as every rank's device is of one kind.
+  const auto count_table = [&](auto field) {
+    std::vector<double> mine;
+    for (const StepCounts& c : counts_) mine.push_back(static_cast<double>(field(c)));
+    return gather_table(context, mine);
+  };
+  record.counters["allocations"] = count_table([](const StepCounts& c) { return c.allocations; });
+  record.counters["frees"] = count_table([](const StepCounts& c) { return c.frees; });
+  if (!counts_.empty() && counts_.front().runtime.counted) {
+    record.counters["launches"] = count_table([](const StepCounts& c) { return c.runtime.launches; });
+    record.counters["host_syncs"] =
+        count_table([](const StepCounts& c) { return c.runtime.host_syncs; });
+    record.counters["runtime_allocations"] =
+        count_table([](const StepCounts& c) { return c.runtime.allocations; });
+    record.counters["runtime_frees"] =
+        count_table([](const StepCounts& c) { return c.runtime.frees; });
   }
   const auto gather = [&](int64_t mine) {
     std::vector<int64_t> all(context.size);

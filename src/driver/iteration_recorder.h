@@ -1,7 +1,7 @@
 #pragma once
 // One rank's measurements of every iteration (phase times, exposed communication, a scheme's
-// extra timings, and bytes, time and calls per collective), assembled on rank 0 into the
-// [iterations × ranks] tables of the result file.
+// extra timings, bytes, time and calls per collective, and the step's device counts), assembled
+// on rank 0 into the [iterations × ranks] tables of the result file.
 #include <map>
 #include <string>
 #include <vector>
@@ -30,6 +30,7 @@ class IterationRecorder {
   std::vector<std::string> timing_names_;
   std::vector<std::vector<double>> timings_;
   std::vector<std::map<std::string, CommTotals>> comm_;
+  std::vector<StepCounts> counts_;
 };
 
 }  // namespace mlps

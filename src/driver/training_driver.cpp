@@ -264,11 +264,12 @@ int run_training(const RunContext& context, const Options& o, const TrainingSche
   for (int64_t it = 0; it < schedule.iterations; ++it) {
     const HostBatch batch = begin_iteration(timer, batches_ahead, it);
     const double loss_scale = trainer.device().loss_scale();
-    const double loss = trainer.train_step(batch, schedule.global_batch, timer);
+    trainer.train_step(batch, schedule.global_batch, timer);
     record.loss_scale.push_back(loss_scale);
     // fp16 loss scaling halves the scale exactly when it skips a step.
     if (trainer.device().loss_scale() < loss_scale) ++skipped_steps;
     const std::vector<double> seconds = recorder.end_iteration(timer, trainer);
+    const double loss = trainer.step_loss();  // read after the step's end
     watchdog->progress();
     record.loss.push_back(loss);
     if (context.is_root() && o.print_every > 0 &&

@@ -59,8 +59,9 @@ Replay replay_serially(const Options& options, const Dataset& dataset,
     const HostBatch batch = load_batch(dataset, Split::train, order, schedule.first_position(it),
                                        schedule.global_batch, image_size);
     timer.begin_iteration();
-    replay.losses.push_back(reference.train_step(batch, schedule.global_batch, timer));
+    reference.train_step(batch, schedule.global_batch, timer);
     timer.end_iteration();
+    replay.losses.push_back(reference.step_loss());
   }
   replay.parameters = reference.gather_parameters();
   return replay;

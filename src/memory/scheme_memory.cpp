@@ -160,17 +160,13 @@ MemoryNeed data_memory(const Options& o, int ranks, const DataParallelConfig& co
     const int group = config.shard_group > 0 ? config.shard_group : ranks;
     add_parameter_state(need, p / group, p / group, o.optimizer, o.precision, true);
     if (group == 1 && ranks > 1) return need;
-    // In backward, unit u's values and gradients, with overlap also u - 1's values (prefetched)
-    // and u + 1's gradients (their reduce-scatter in flight); forward holds fewer.
-    const std::vector<int64_t> units = unit_parameter_counts(o.model);
-    double peak = 0;
-    for (size_t u = 0; u < units.size(); ++u) {
-      const double here = as_double(units[u]);
-      const double before = u > 0 && config.overlap ? as_double(units[u - 1]) : 0;
-      const double after = u + 1 < units.size() && config.overlap ? as_double(units[u + 1]) : 0;
-      peak = std::max(peak, (here + before) * sizes.stored + (here + after) * sizes.kept);
-    }
-    need.buffers += peak;
+    // Each unit's gathered values and the gradients it reduce-scatters live in kept buffers of
+    // the largest unit's size (padded to G): two of each with overlap (the unit computing and
+    // its neighbour being gathered or reduced), one without (fully_sharded_trainer.h).
+    int64_t largest = 0;
+    for (int64_t count : unit_parameter_counts(o.model))
+      largest = std::max(largest, (count + group - 1) / group * group);
+    need.buffers += (config.overlap ? 2 : 1) * as_double(largest) * (sizes.stored + sizes.kept);
     return need;
   }
   // Flat values (and gradients, but for ZeRO 2) for the whole model; ZeRO 1 and 2 add this
@@ -281,19 +277,22 @@ MemoryNeed pipeline_memory(const Options& o, const PipelineLayout& layout, int s
   need.buffers += typed_scratch_bytes(
       o, largest_part(o.batch, layout.replicas) / layout.micro_batches, true, &linears);
   // The slots along the actions as PipelineTrainer holds them: set aside in action order while
-  // fewer than the schedule's peak are held, freed by the backward (or W) that ends them.
+  // fewer than the schedule's peak are held, released by the backward (or W) that ends them.
+  // A released slot's activations and W's copies are kept for the next ones of their chunk, so
+  // each chunk holds, from the first step on, as many as it held at once.
   const std::vector<PipelineAction> actions = stage_actions(shape, stage);
   const int budget = max_in_flight(shape, stage);
   std::vector<bool> taken(static_cast<size_t>(layout.chunks * layout.micro_batches), false);
   size_t cursor = 0;
   int live = 0;
-  double bytes = 0, peak = 0;
+  std::vector<int> slots(chunks.size(), 0), most_slots(chunks.size(), 0);
+  std::vector<int> deferred(chunks.size(), 0), most_deferred(chunks.size(), 0);
   auto take = [&](const PipelineAction& a) {
     const size_t key = static_cast<size_t>(a.chunk) * layout.micro_batches + a.micro_batch;
     if (taken[key]) return;
     taken[key] = true;
     ++live;
-    bytes += chunks[a.chunk].slot;
+    most_slots[a.chunk] = std::max(most_slots[a.chunk], ++slots[a.chunk]);
   };
   auto set_aside = [&] {
     for (; cursor < actions.size(); ++cursor) {
@@ -305,20 +304,19 @@ MemoryNeed pipeline_memory(const Options& o, const PipelineLayout& layout, int s
     }
   };
   set_aside();
-  peak = bytes;
   for (const PipelineAction& a : actions) {
     if (a.pass == PipelineAction::Pass::forward) take(a);
-    if (a.pass == PipelineAction::Pass::backward_input) bytes += chunks[a.chunk].deferred;
-    peak = std::max(peak, bytes);
-    if (a.pass == PipelineAction::Pass::backward_weight) bytes -= chunks[a.chunk].deferred;
+    if (a.pass == PipelineAction::Pass::backward_input)
+      most_deferred[a.chunk] = std::max(most_deferred[a.chunk], ++deferred[a.chunk]);
+    if (a.pass == PipelineAction::Pass::backward_weight) --deferred[a.chunk];
     if (releases_activations(a)) {
-      bytes -= chunks[a.chunk].slot;
+      --slots[a.chunk];
       --live;
     }
     set_aside();
-    peak = std::max(peak, bytes);
   }
-  need.activations += peak;
+  for (size_t c = 0; c < chunks.size(); ++c)
+    need.activations += most_slots[c] * chunks[c].slot + most_deferred[c] * chunks[c].deferred;
   return need;
 }
 

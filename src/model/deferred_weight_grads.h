@@ -2,10 +2,11 @@
 // The W half of a backward split into B and W (the zero-bubble pipeline schedules): during B
 // each Linear computes only dx and leaves here what its dW and db need, its output gradient dy
 // (copied: B's gradient buffers are reused) and its input x (copied when its buffer is reused
-// before W: activation checkpointing's shared recompute set). run() is W.
+// before W: activation checkpointing's shared recompute set). run() is W. The copies' buffers
+// come from a pool and go back to it after W, so a steady-state step allocates none.
 #include <vector>
 
-#include "src/buffer.h"
+#include "src/buffer_pool.h"
 #include "src/model/layers.h"
 
 namespace mlps {
@@ -13,12 +14,13 @@ namespace mlps {
 template <typename T>
 class DeferredWeightGrads {
  public:
+  explicit DeferredWeightGrads(BufferPool<T>& pool) : pool_(&pool) {}
   void record(Device& device, Linear<T>& linear, const T* x, bool copy_x, const T* dy,
               int64_t rows) {
-    Job job{&linear, x, Buffer<T>(device, rows * linear.out_width()), {}, rows};
+    Job job{&linear, x, pool_->take(rows * linear.out_width()), {}, rows};
     device.copy(job.dy.data(), dy, job.dy.bytes());
     if (copy_x) {
-      job.x_copy = Buffer<T>(device, rows * linear.in_width());
+      job.x_copy = pool_->take(rows * linear.in_width());
       device.copy(job.x_copy.data(), x, job.x_copy.bytes());
       job.x = job.x_copy.data();
     }
@@ -26,7 +28,11 @@ class DeferredWeightGrads {
   }
   // Every recorded Linear's dW and db, in the order of record; then empty.
   void run(bool accumulate) {
-    for (Job& job : jobs_) job.linear->backward_weight(job.x, job.dy.data(), job.rows, accumulate);
+    for (Job& job : jobs_) {
+      job.linear->backward_weight(job.x, job.dy.data(), job.rows, accumulate);
+      pool_->give(std::move(job.dy));
+      pool_->give(std::move(job.x_copy));
+    }
     jobs_.clear();
   }
   size_t bytes() const {
@@ -42,6 +48,7 @@ class DeferredWeightGrads {
     Buffer<T> dy, x_copy;
     int64_t rows;
   };
+  BufferPool<T>* pool_;
   std::vector<Job> jobs_;
 };
 

@@ -26,6 +26,9 @@ FcNet<T>::FcNet(Device& device, const ModelConfig& config, int64_t max_rows, Lay
             StageUnits{0, static_cast<int>(config.layers) + 2}, false) {
   own_ = make_activations(max_rows);
   row_loss_ = Buffer<Acc<T>>(device, max_rows);
+  staged_inputs_ = HostBuffer<T>(device, max_rows * embed_->in_width());
+  staged_labels_ = HostBuffer<int32_t>(device, max_rows);
+  host_losses_ = HostBuffer<Acc<T>>(device, max_rows);
 }
 
 template <typename T>
@@ -155,36 +158,61 @@ void FcNet<T>::forward(NetActivations<T>& a, int64_t rows, Acc<T>* row_loss) {
 }
 
 template <typename T>
-double FcNet<T>::forward(const HostBatch& batch, int64_t padded_rows) {
+void FcNet<T>::queue_forward(const HostBatch& batch, int64_t padded_rows) {
   const int64_t width = embed_->in_width();
   const int64_t rows = std::max(batch.rows, padded_rows);
-  staged_inputs_.resize(static_cast<size_t>(rows * width));
+  if (rows > max_rows_)
+    throw std::logic_error("FcNet: a pass of " + std::to_string(rows) + " rows exceeds " +
+                           std::to_string(max_rows_));
   // 16-bit storage holds the pixels rounded, as the emulation rounds them on the device.
+  T* inputs = staged_inputs_.data();
   for (int64_t r = 0; r < batch.rows; ++r)
     std::transform(batch.pixels.begin() + r * batch.features + input_first_,
                    batch.pixels.begin() + r * batch.features + input_first_ + width,
-                   staged_inputs_.begin() + r * width, [](auto v) { return narrow<T>(v); });
-  std::fill(staged_inputs_.begin() + batch.rows * width, staged_inputs_.end(), T{});
-  if (rows == batch.rows) return forward(staged_inputs_.data(), batch.labels.data(), rows);
-  std::vector<int32_t> labels(batch.labels.begin(), batch.labels.begin() + batch.rows);
-  labels.resize(static_cast<size_t>(rows), 0);
-  return forward(staged_inputs_.data(), labels.data(), rows, batch.rows);
+                   inputs + r * width, [](auto v) { return narrow<T>(v); });
+  std::fill(inputs + batch.rows * width, inputs + rows * width, T{});
+  int32_t* labels = staged_labels_.data();
+  std::copy(batch.labels.begin(), batch.labels.begin() + batch.rows, labels);
+  std::fill(labels + batch.rows, labels + rows, 0);
+  queue_staged(rows, batch.rows);
+}
+
+template <typename T>
+void FcNet<T>::queue_staged(int64_t rows, int64_t counted) {
+  const int64_t width = embed_->in_width();
+  staged_inputs_.upload(own_.input.data(), 0, rows * width);
+  // Mixed precision multiplies the pixels in 16 bits too, as autocast casts a Linear's input.
+  device_.round_to_storage(own_.input.data(), rows * width);
+  staged_labels_.upload(own_.labels.data(), 0, rows);
+  forward(own_, rows, row_loss_.data());
+  counted_rows_ = counted;
+  host_losses_.download(row_loss_.data(), 0, counted);
+}
+
+template <typename T>
+double FcNet<T>::loss_sum() {
+  device_.synchronize();
+  double sum = 0.0;
+  for (int64_t r = 0; r < counted_rows_; ++r) sum += static_cast<double>(host_losses_.data()[r]);
+  return sum;
+}
+
+template <typename T>
+double FcNet<T>::forward(const HostBatch& batch, int64_t padded_rows) {
+  queue_forward(batch, padded_rows);
+  return loss_sum();
 }
 
 template <typename T>
 double FcNet<T>::forward(const T* host_inputs, const int32_t* host_labels, int64_t rows,
                          int64_t counted) {
-  device_.to_device(own_.input.data(), host_inputs,
-                    sizeof(T) * static_cast<size_t>(rows * embed_->in_width()));
-  // Mixed precision multiplies the pixels in 16 bits too, as autocast casts a Linear's input.
-  device_.round_to_storage(own_.input.data(), rows * embed_->in_width());
-  device_.to_device(own_.labels.data(), host_labels, sizeof(int32_t) * static_cast<size_t>(rows));
-  forward(own_, rows, row_loss_.data());
-  std::vector<Acc<T>> losses(static_cast<size_t>(counted < 0 ? rows : counted));
-  device_.to_host(losses.data(), row_loss_.data(), sizeof(Acc<T>) * losses.size());
-  double sum = 0.0;
-  for (Acc<T> v : losses) sum += static_cast<double>(v);
-  return sum;
+  if (rows > max_rows_)
+    throw std::logic_error("FcNet: a pass of " + std::to_string(rows) + " rows exceeds " +
+                           std::to_string(max_rows_));
+  std::copy(host_inputs, host_inputs + rows * embed_->in_width(), staged_inputs_.data());
+  std::copy(host_labels, host_labels + rows, staged_labels_.data());
+  queue_staged(rows, counted < 0 ? rows : counted);
+  return loss_sum();
 }
 
 template <typename T>

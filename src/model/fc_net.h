@@ -60,13 +60,19 @@ class FcNet {
   FcNet(Device& device, const ModelConfig& config, int64_t max_rows, LayerSet<T>& layers,
         StageUnits units);
 
-  // Whole net: uploads this rank's features and the labels of `batch` and runs the forward
-  // pass; returns Σ_rows loss (the caller divides by the global batch). padded_rows: runs that
+  // Whole net: queues the upload of this rank's features and the labels of `batch` (through
+  // pinned staging), the forward pass and the download of each row's loss, none of which the
+  // host waits for: a training step reads loss_sum() after its end. padded_rows: runs that
   // many rows, the batch's followed by zero rows (of label 0) whose loss is not counted, for
   // layers that split the rows evenly (an evaluation's short last batch; never trained on).
+  void queue_forward(const HostBatch& batch, int64_t padded_rows = 0);
+  // Σ over the counted rows of the last queued forward's loss (the caller divides by the
+  // global batch); waits for the device.
+  double loss_sum();
+  // Both at once: queue_forward, then loss_sum.
   double forward(const HostBatch& batch, int64_t padded_rows = 0);
-  // The same from inputs already staged: [rows × embed in_width()] of this rank's features;
-  // the loss of the first `counted` rows (all when negative).
+  // The same from host inputs: [rows × embed in_width()] of this rank's features; the loss of
+  // the first `counted` rows (all when negative).
   double forward(const T* host_inputs, const int32_t* host_labels, int64_t rows,
                  int64_t counted = -1);
   // Whole net: backward of the mean loss over global_batch samples (this call's rows are part
@@ -133,6 +139,9 @@ class FcNet {
   // Reruns block `unit`'s forward (timed as recompute) into the shared set and its output.
   void recompute(NetActivations<T>& a, size_t unit, int64_t rows, bool backward_next);
   const T* local_grad_logits(int64_t rows);
+  // Uploads the staged inputs and labels of `rows` rows, runs forward, and queues the download
+  // of the first `counted` rows' losses.
+  void queue_staged(int64_t rows, int64_t counted);
 
   Device& device_;
   ModelConfig config_;
@@ -145,7 +154,11 @@ class FcNet {
   std::vector<Unit> units_;  // the units this net runs, in forward order
   UnitHooks* hooks_ = nullptr;
   PhaseTimer* timer_ = nullptr;
-  std::vector<T> staged_inputs_;
+  // Whole net only: pinned staging of a pass's inputs, labels and row losses ([max_rows]).
+  HostBuffer<T> staged_inputs_;
+  HostBuffer<int32_t> staged_labels_;
+  HostBuffer<Acc<T>> host_losses_;
+  int64_t counted_rows_ = 0;  // of the last queued forward
   NetActivations<T> own_;    // whole net only
   Buffer<Acc<T>> row_loss_;  // whole net only: [rows]
   BlockScratch<T> scratch_;

@@ -45,6 +45,9 @@ class ResultFileReader {
     read_root_attributes(record);
     for (const std::string& phase : link_names("/timing"))
       record.timing[phase] = read_table("/timing/" + phase, result_schema::kSecondsUnits);
+    if (exists("/counters"))  // older files: none
+      for (const std::string& name : link_names("/counters"))
+        record.counters[name] = read_table("/counters/" + name, result_schema::kCountUnits);
     read_comm(record);
     record.loss = read_vector<double>("/train/loss");
     record.test_accuracy = read_vector<double>("/train/test_accuracy");

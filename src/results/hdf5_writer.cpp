@@ -32,6 +32,14 @@ void write_timing(hid_t file, const RunRecord& record) {
     write_table(group.get(), phase, table, result_schema::kSecondsUnits);
 }
 
+// Optional: a file without /counters predates them.
+void write_counters(hid_t file, const RunRecord& record) {
+  if (record.counters.empty()) return;
+  Handle group = create_group(file, "counters");
+  for (const auto& [name, table] : record.counters)
+    write_table(group.get(), name, table, result_schema::kCountUnits);
+}
+
 void write_comm(hid_t file, const RunRecord& record) {
   Handle group = create_group(file, "comm");
   for (const auto& [kind, comm] : record.comm) {
@@ -86,6 +94,7 @@ void write_results_hdf5(const std::string& path, const RunRecord& record) {
   hdf5::write_file_atomically(path, [&record](hid_t file) {
     write_root_attributes(file, record);
     write_timing(file, record);
+    write_counters(file, record);
     write_comm(file, record);
     write_train(file, record);
     write_memory(file, record);

@@ -39,6 +39,9 @@ struct RunRecord {
   std::map<std::string, std::string> string_attributes;
   std::map<std::string, int64_t> integer_attributes;
   std::map<std::string, IterationRankTable> timing;  // /timing/<phase>
+  // /counters/<name>: per step, the Device's allocations and frees; where the runtime counts
+  // them (emulated GPU), launches, host_syncs, runtime_allocations and runtime_frees.
+  std::map<std::string, IterationRankTable> counters;
   std::map<std::string, CommRecord> comm;            // /comm/<kind>/{time,bytes}
   std::vector<double> loss;                          // /train/loss [iterations]
   std::vector<double> test_accuracy;                 // /train/test_accuracy [epochs evaluated]

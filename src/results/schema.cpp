@@ -28,6 +28,10 @@ class RecordChecker {
       check_link_name(phase, "/timing");
       check_table(table, "/timing/" + phase, iterations, world_size);
     }
+    for (const auto& [name, table] : record_.counters) {
+      check_link_name(name, "/counters");
+      check_table(table, "/counters/" + name, iterations, world_size);
+    }
     for (const auto& [kind, comm] : record_.comm) {
       check_link_name(kind, "/comm");
       check_table(comm.time_seconds, "/comm/" + kind + "/time", iterations, world_size);

@@ -30,6 +30,7 @@ inline constexpr std::array<std::string_view, 3> kVerdicts = {"PASS", "FAIL", "n
 
 inline constexpr std::string_view kSecondsUnits = "seconds";
 inline constexpr std::string_view kBytesUnits = "bytes";
+inline constexpr std::string_view kCountUnits = "calls";
 
 }  // namespace mlps::result_schema
 

@@ -53,7 +53,8 @@ class DataParallelBase : public ForwardBackwardTrainer<T>, protected UnitHooks {
   // True when every gradient the backward writes is zero before it (the optimizer zeroed them,
   // or they are fresh zeroed buffers), so that it adds into them instead of zeroing them again.
   virtual bool gradients_start_zero() const = 0;
-  double forward(const HostBatch& rows) override { return model_.forward(rows); }
+  void forward(const HostBatch& rows) override { model_.queue_forward(rows); }
+  double loss_sum() override { return model_.loss_sum(); }
   void backward(int64_t rows, int64_t global_batch, PhaseTimer& timer) override;
   std::vector<int32_t> predictions(int64_t rows) const override {
     return model_.predictions(rows);

@@ -100,7 +100,7 @@ template <typename T>
 void DataParallelTrainer<T>::wait_all() {
   for (auto& p : pending_) p->wait();
   pending_.clear();
-  for (int bucket : in_flight_) bucket_grads_[bucket] = Buffer<Acc<T>>();
+  for (int bucket : in_flight_) bucket_pool_.give(std::move(bucket_grads_[bucket]));
   in_flight_.clear();
 }
 
@@ -109,7 +109,7 @@ void DataParallelTrainer<T>::retire_buckets(size_t keep) {
   while (in_flight_.size() > keep) {
     pending_.front()->wait();
     pending_.erase(pending_.begin());
-    bucket_grads_[in_flight_.front()] = Buffer<Acc<T>>();
+    bucket_pool_.give(std::move(bucket_grads_[in_flight_.front()]));
     in_flight_.erase(in_flight_.begin());
   }
 }
@@ -123,7 +123,7 @@ void DataParallelTrainer<T>::before_backward(int unit) {
     const GradientBucket& b = bucketer_->buckets()[t.bucket];
     Buffer<Acc<T>>& storage = bucket_grads_[t.bucket];
     if (storage.size() == 0) {
-      storage = Buffer<Acc<T>>(this->device_, b.count);
+      storage = bucket_pool_.take(b.count);
       storage.zero();  // the padding is reduced too
     }
     p->grad =

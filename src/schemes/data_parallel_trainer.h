@@ -6,6 +6,7 @@
 // reduce-scatter is done (at most two buckets in flight). T = bf16 or fp16 is typed 16-bit
 // storage: 16-bit values (all-gathered as they are), fp32 gradients and fp32 buckets, so each
 // reduction sees what the emulation's fp32 buffers hold.
+#include "src/buffer_pool.h"
 #include "src/schemes/data_parallel_base.h"
 #include "src/schemes/gradient_bucketer.h"
 
@@ -42,7 +43,9 @@ class DataParallelTrainer : public DataParallelBase<T> {
   Buffer<T> values_, shard_values_;
   Buffer<Acc<T>> grads_, shard_grads_;
   std::vector<PendingComm> pending_;
-  std::vector<Buffer<Acc<T>>> bucket_grads_;  // zero 2: per bucket, allocated only while needed
+  // zero 2: per bucket, held only while needed, from buffers the pool keeps between steps
+  std::vector<Buffer<Acc<T>>> bucket_grads_;
+  BufferPool<Acc<T>> bucket_pool_{this->device_};
   std::vector<int> in_flight_;           // zero 2: buckets whose reduce-scatter is pending
 };
 

@@ -20,7 +20,13 @@ FullyShardedTrainer<T>::FullyShardedTrainer(const TrainerSetup& s, const DataPar
     layout.count = (used + ranks - 1) / ranks * ranks;
     layout.shard_offset = shard;
     shard += layout.count / ranks;
+    largest_unit_ = std::max(largest_unit_, layout.count);
     units_.push_back(std::move(layout));
+  }
+  if (this->comm_) {
+    const int buffers = config.overlap ? 2 : 1;
+    gathered_pool_.reserve(largest_unit_, buffers);
+    reducing_pool_.reserve(largest_unit_, buffers);
   }
   // Each rank generates only its own shard of the initial weights (padding stays zero), in
   // fp32 for typed storage: the optimizer's master, of which the 16-bit values are the rounding.
@@ -57,7 +63,7 @@ void FullyShardedTrainer<T>::start_gather(int unit) {
   if (!this->comm_ || unit < 0 || unit >= static_cast<int>(units_.size()) ||
       gathered_.count(unit))
     return;
-  Gathered g{Buffer<T>(this->device_, units_[unit].count), nullptr};
+  Gathered g{gathered_pool_.take(largest_unit_), nullptr};
   g.pending = this->comm_->all_gather_async(unit_shard(shard_values_, unit), g.values.data(),
                                             shard_count(unit), data_type_of<T>());
   gathered_.emplace(unit, std::move(g));
@@ -81,7 +87,10 @@ void FullyShardedTrainer<T>::use_gathered(int unit) {
 template <typename T>
 void FullyShardedTrainer<T>::release(int unit) {
   for (Parameter<T>* p : this->unit_parameters(unit)) p->value = Buffer<T>();
-  gathered_.erase(unit);
+  const auto it = gathered_.find(unit);
+  if (it == gathered_.end()) return;
+  gathered_pool_.give(std::move(it->second.values));
+  gathered_.erase(it);
 }
 
 template <typename T>
@@ -99,8 +108,9 @@ void FullyShardedTrainer<T>::before_backward(int unit) {
   if (this->config_.overlap) start_gather(unit - 1);  // backward runs units in reverse
   Acc<T>* grads = unit_shard(shard_grads_, unit);  // G = 1: the whole unit, in place
   if (this->comm_) {
-    Reducing r{unit, Buffer<Acc<T>>(this->device_, units_[unit].count), nullptr};
-    r.grads.zero();  // the padding is reduced too
+    Reducing r{unit, reducing_pool_.take(largest_unit_), nullptr};
+    // The unit's part, padding included (it is reduced too); the rest is not read.
+    this->device_.zero(r.grads.data(), sizeof(Acc<T>) * static_cast<size_t>(units_[unit].count));
     grads = r.grads.data();
     reducing_.push_back(std::move(r));
   }
@@ -130,6 +140,7 @@ void FullyShardedTrainer<T>::finish_reductions(size_t keep) {
   while (reducing_.size() > keep) {
     reducing_.front().pending->wait();
     replicate(reducing_.front().unit);
+    reducing_pool_.give(std::move(reducing_.front().grads));
     reducing_.erase(reducing_.begin());
   }
 }

@@ -2,7 +2,7 @@
 // ZeRO-3 / FSDP: each rank stores 1/G of every unit's parameters (flattened, padded to a
 // multiple of G), gradients and optimizer state, G the ranks of its group (all N by default).
 // A unit is all-gathered in the group before its forward and again before its backward (the
-// next unit's gather prefetched) and freed after use; its gradients are reduce-scattered into
+// next unit's gather prefetched) into one of two kept buffers; its gradients are reduce-scattered into
 // the shard as soon as its backward is done. Hybrid sharding (G < N): each reduced shard is
 // then all-reduced across the N/G groups, which hold the same shard. With G = 1 a rank holds
 // whole units: they are used in place, and their gradients only all-reduced, as DDP's.
@@ -10,6 +10,7 @@
 // gradients, reduced as the emulation's fp32 buffers are.
 #include <map>
 
+#include "src/buffer_pool.h"
 #include "src/schemes/data_parallel_base.h"
 
 namespace mlps {
@@ -61,6 +62,12 @@ class FullyShardedTrainer : public DataParallelBase<T> {
   int64_t shard_count(int unit) const { return units_[unit].count / this->shard_ranks(); }
 
   std::vector<UnitLayout> units_;
+  // A unit's gathered values and the gradients it reduce-scatters live in buffers of the
+  // largest unit's size: two each with overlap (the unit computing and its neighbour being
+  // gathered or reduced), one without; allocated before the first step (G > 1).
+  int64_t largest_unit_ = 0;
+  BufferPool<T> gathered_pool_{this->device_};
+  BufferPool<Acc<T>> reducing_pool_{this->device_};
   Buffer<T> shard_values_;
   Buffer<Acc<T>> shard_grads_;
   std::map<int, Gathered> gathered_;

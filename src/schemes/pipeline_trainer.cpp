@@ -42,6 +42,7 @@ PipelineTrainer<T>::PipelineTrainer(const TrainerSetup& s, const PipelineLayout&
     Chunk& chunk = chunks_[c];
     const int vs = shape_.virtual_stage(stage_, c);
     chunk.virtual_stage = vs;
+    chunk.deferred_pool = BufferPool<T>(device_);
     chunk.model = std::make_unique<PipelineStage<T>>(device_, s.model,
                                                      layout.partition.first_unit(vs),
                                                      layout.partition.end_unit(vs), micro_rows_,
@@ -77,8 +78,14 @@ template <typename T>
 typename PipelineTrainer<T>::Slot& PipelineTrainer<T>::acquire_slot(int chunk, int micro_batch) {
   auto& slot = slot_ptr(chunk, micro_batch);
   if (slot) return *slot;
-  slot = std::make_unique<Slot>();
-  slot->activations = chunks_[chunk].model->make_activations(micro_rows_);
+  slot = std::make_unique<Slot>(chunks_[chunk].deferred_pool);
+  auto& spare = chunks_[chunk].spare_activations;
+  if (spare.empty()) {
+    slot->activations = chunks_[chunk].model->make_activations(micro_rows_);
+  } else {
+    slot->activations = std::move(spare.back());
+    spare.pop_back();
+  }
   const size_t bytes = slot->activations.bytes();
   slot_bytes_ = std::max(slot_bytes_, bytes);
   ++held_;
@@ -92,6 +99,7 @@ void PipelineTrainer<T>::release_slot(int chunk, int micro_batch) {
   if (slot->output_send) slot->output_send->wait();  // its output buffer is still being sent
   note_activation_bytes(0, slot->activations.bytes());
   --held_;
+  chunks_[chunk].spare_activations.push_back(std::move(slot->activations));
   slot.reset();
 }
 
@@ -275,7 +283,7 @@ void PipelineTrainer<T>::run_weight(const PipelineAction& action, PhaseTimer& ti
 }
 
 template <typename T>
-double PipelineTrainer<T>::train_step(const HostBatch& rows, int64_t global_batch,
+void PipelineTrainer<T>::train_step(const HostBatch& rows, int64_t global_batch,
                                       PhaseTimer& timer) {
   start_iteration();
   grads_zeroed_ = optimizer_.gradients_zeroed();
@@ -328,7 +336,7 @@ double PipelineTrainer<T>::train_step(const HostBatch& rows, int64_t global_batc
   step_history_.push_back(std::chrono::duration<double>(Clock::now() - step_start).count());
   bubble_history_.push_back(bubble_seconds_);
   pass_history_.push_back({pass_seconds_[0], pass_seconds_[1], pass_seconds_[2]});
-  return loss_sum / static_cast<double>(global_batch);
+  step_loss_ = loss_sum / static_cast<double>(global_batch);
 }
 
 template <typename T>

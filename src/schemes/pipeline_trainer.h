@@ -44,7 +44,9 @@ class PipelineTrainer : public SchemeTrainer<T> {
   std::string scheme() const override { return "pipeline"; }
   std::string grid() const override { return layout_.grid(); }
   BatchSlice batch_slice(int64_t global_rows) const override;
-  double train_step(const HostBatch& rows, int64_t global_batch, PhaseTimer& timer) override;
+  // The loss is complete at the step's flush, inside the step (step_loss returns it).
+  void train_step(const HostBatch& rows, int64_t global_batch, PhaseTimer& timer) override;
+  double step_loss() override { return step_loss_; }
   Evaluation evaluate(const HostBatch& rows, int64_t global_rows) override;
   std::vector<NamedTensor> gather_parameters() override;
   // Blocked in sends and the gradient all-reduce; receive waits (and the end of the step's
@@ -70,9 +72,14 @@ class PipelineTrainer : public SchemeTrainer<T> {
     Buffer<T> input_grads[2];  // ∂L/∂input being sent to the previous stage (double-buffered)
     PendingComm input_grad_sends[2];
     int backwards = 0, weights = 0;  // of this step: B's (or whole backwards) and W's done
+    // What a released slot leaves for the next one (its activations, W's copies): a
+    // steady-state step allocates none, and each chunk keeps as many as it held at once.
+    std::vector<StageActivations<T>> spare_activations;
+    BufferPool<T> deferred_pool;
   };
   // One micro-batch in flight on one chunk.
   struct Slot {
+    explicit Slot(BufferPool<T>& deferred_pool) : deferred(deferred_pool) {}
     StageActivations<T> activations;
     DeferredWeightGrads<T> deferred;  // after its B, before its W
     PendingComm input_recv;   // its input, from the previous stage
@@ -132,6 +139,7 @@ class PipelineTrainer : public SchemeTrainer<T> {
   size_t activation_bytes_ = 0, activation_peak_bytes_ = 0, slot_bytes_ = 0;
   Buffer<Acc<T>> row_loss_;      // last virtual stage: each row's loss over the step
   std::vector<T> staged_;        // host copy of a micro-batch's images in T
+  double step_loss_ = 0;         // the last step's mean loss
   double bubble_seconds_ = 0;    // this iteration's
   double exposed_seconds_ = 0;   // this iteration's blocked time outside receive waits
   std::vector<double> bubble_history_, step_history_;

@@ -95,14 +95,12 @@ class SchemeTrainer : public Trainer {
 template <typename T>
 class ForwardBackwardTrainer : public SchemeTrainer<T> {
  public:
-  // Forward, backward, optimizer, each timed; the speakers' losses summed over metrics_comm()
-  // and divided by the global batch.
-  double train_step(const HostBatch& rows, int64_t global_batch, PhaseTimer& timer) final {
+  // Forward, backward, optimizer, each timed; nothing read back.
+  void train_step(const HostBatch& rows, int64_t global_batch, PhaseTimer& timer) final {
     this->discard_untaken_comm();
-    double loss_sum = 0;
     {
       ScopedPhase phase(timer, Phase::forward);
-      loss_sum = forward(rows);
+      forward(rows);
     }
     {
       ScopedPhase phase(timer, Phase::backward);
@@ -113,9 +111,14 @@ class ForwardBackwardTrainer : public SchemeTrainer<T> {
       this->optimizer_.step();
       after_optimizer_step();
     }
-    double local = speaker() ? loss_sum : 0.0, total = 0;
+    global_batch_ = global_batch;
+  }
+
+  // The speakers' losses summed over metrics_comm() and divided by the global batch.
+  double step_loss() final {
+    double local = speaker() ? loss_sum() : 0.0, total = 0;
     MPI_Allreduce(&local, &total, 1, MPI_DOUBLE, MPI_SUM, metrics_comm());
-    return total / static_cast<double>(global_batch);
+    return total / static_cast<double>(global_batch_);
   }
 
   // The forward pass alone, on every rank (rows or none: the collectives span the groups); the
@@ -123,10 +126,10 @@ class ForwardBackwardTrainer : public SchemeTrainer<T> {
   // part of the scheme's measured communication.
   Evaluation evaluate(const HostBatch& rows, int64_t /*global_rows*/) final {
     this->discard_untaken_comm();  // this pass's traffic is --inference's iteration
-    const double loss_sum = forward(rows);
+    forward(rows);
     double totals[2] = {0, 0};  // Σ loss, correct predictions
     if (speaker()) {
-      totals[0] = loss_sum;
+      totals[0] = loss_sum();
       const auto predicted = predictions(rows.rows);
       for (int64_t r = 0; r < rows.rows; ++r) totals[1] += predicted[r] == rows.labels[r];
     }
@@ -136,8 +139,10 @@ class ForwardBackwardTrainer : public SchemeTrainer<T> {
 
  protected:
   using SchemeTrainer<T>::SchemeTrainer;
-  // Σ over this rank's rows of the loss.
-  virtual double forward(const HostBatch& rows) = 0;
+  // Queues the forward pass over this rank's rows (FcNet::queue_forward).
+  virtual void forward(const HostBatch& rows) = 0;
+  // Σ over this rank's rows of the last forward's loss; waits for the device.
+  virtual double loss_sum() = 0;
   // Backward of the mean loss over global_batch samples; every gradient this rank's optimizer
   // reads is complete (synchronised) on return. Checkpointing's recompute is timed on `timer`.
   virtual void backward(int64_t rows, int64_t global_batch, PhaseTimer& timer) = 0;
@@ -148,6 +153,9 @@ class ForwardBackwardTrainer : public SchemeTrainer<T> {
   virtual MPI_Comm metrics_comm() const = 0;
   // Whether this rank counts its rows' loss (one rank of each group holding the same samples).
   virtual bool speaker() const { return true; }
+
+ private:
+  int64_t global_batch_ = 1;  // of the last step
 };
 
 }  // namespace mlps

@@ -32,11 +32,11 @@ FusedWeightUpdate<T>* SerialTrainer<T>::fused_update_for(bool wanted, const Mode
 }
 
 template <typename T>
-double SerialTrainer<T>::forward(const HostBatch& rows) {
+void SerialTrainer<T>::forward(const HostBatch& rows) {
   if (rows.rows > model_.max_rows())
     throw std::logic_error("batch of " + std::to_string(rows.rows) + " rows exceeds the model's " +
                            std::to_string(model_.max_rows()));
-  return model_.forward(rows);
+  model_.queue_forward(rows);
 }
 
 template <typename T>

@@ -23,7 +23,8 @@ class SerialTrainer : public ForwardBackwardTrainer<T> {
   std::vector<NamedTensor> gather_parameters() override;
 
  private:
-  double forward(const HostBatch& rows) override;
+  void forward(const HostBatch& rows) override;
+  double loss_sum() override { return model_.loss_sum(); }
   void backward(int64_t rows, int64_t global_batch, PhaseTimer& timer) override {
     model_.set_timer(&timer);
     if (fused_) optimizer_.open_step();

@@ -46,9 +46,12 @@ class Trainer {
   virtual std::string grid() const = 0;
   // The rows of a global batch of `global_rows` samples that this rank loads.
   virtual BatchSlice batch_slice(int64_t global_rows) const = 0;
-  // One optimizer step over the global batch, given this rank's rows. Returns the mean loss
-  // over the global batch, the same on every rank.
-  virtual double train_step(const HostBatch& rows, int64_t global_batch, PhaseTimer& timer) = 0;
+  // One optimizer step over the global batch, given this rank's rows: queued on the device,
+  // which the host waits for only where the scheme must (the step's end is the caller's).
+  virtual void train_step(const HostBatch& rows, int64_t global_batch, PhaseTimer& timer) = 0;
+  // The last step's mean loss over the global batch, the same on every rank: read after the
+  // step's end (it waits for the device); collective over the trainer's ranks.
+  virtual double step_loss() = 0;
   // Forward only (no optimizer step) over a global evaluation batch of global_rows samples,
   // given this rank's rows.
   virtual Evaluation evaluate(const HostBatch& rows, int64_t global_rows) = 0;

@@ -49,8 +49,17 @@ void* PhaseTimer::take_event() {
 #endif
 }
 
+StepCounts PhaseTimer::totals() const {
+  StepCounts counts{device_.allocations(), device_.frees(), {}};
+#ifdef MLPSCALE_WITH_CUDA
+  if (device_.kind() == DeviceKind::cuda) counts.runtime = cuda::runtime_counts();
+#endif
+  return counts;
+}
+
 void PhaseTimer::begin_iteration() {
   std::fill(host_seconds_.begin(), host_seconds_.end(), 0.0);
+  start_counts_ = totals();
   iteration_start_ = Clock::now();
 }
 
@@ -90,6 +99,13 @@ void PhaseTimer::stop(Phase phase) {
 std::vector<double> PhaseTimer::end_iteration() {
   device_.synchronize();
   const Clock::time_point end = Clock::now();
+  // The step ends here: reading its timing events afterwards is not the step's.
+  const StepCounts now_counts = totals();
+  const RuntimeCounts &a = start_counts_.runtime, &b = now_counts.runtime;
+  step_counts_ = {now_counts.allocations - start_counts_.allocations,
+                  now_counts.frees - start_counts_.frees,
+                  {b.counted, b.launches - a.launches, b.allocations - a.allocations,
+                   b.frees - a.frees, b.host_syncs - a.host_syncs}};
   const std::chrono::duration<double> step = end - iteration_start_;
 #ifdef MLPSCALE_WITH_CUDA
   // The trace places GPU events on the host clock: the idle device passes `now` at once, so

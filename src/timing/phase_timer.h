@@ -18,6 +18,16 @@ enum class Phase { forward, backward, optimizer, data, recompute, count };
 std::vector<std::string> phase_names();  // "step" first, then every Phase
 const char* to_string(Phase phase);      // "forward", ...
 
+// What one step asked of its device beyond the work: the Device's allocations and frees (every
+// backend) and, where the runtime counts them (the emulated GPU build, --device cuda), its
+// kernel launches, allocations, frees and host synchronisations, the step's closing one
+// included. A steady-state step allocates and frees nothing and synchronises once.
+struct StepCounts {
+  int64_t allocations = 0;
+  int64_t frees = 0;
+  RuntimeCounts runtime;
+};
+
 class PhaseTimer {
  public:
   explicit PhaseTimer(const Device& device);
@@ -31,6 +41,8 @@ class PhaseTimer {
   // Waits for the device, then returns seconds per name of phase_names() ("step" is the whole
   // iteration's host-clock time).
   std::vector<double> end_iteration();
+  // The counts of the iteration end_iteration closed.
+  const StepCounts& step_counts() const { return step_counts_; }
   // Also records every phase and each iteration as a whole into `trace` (null: none).
   void set_trace(TraceRecorder* trace) { trace_ = trace; }
 
@@ -44,6 +56,9 @@ class PhaseTimer {
   std::vector<EventPair> events_;  // CUDA: recorded this iteration
   std::vector<void*> spare_events_;
   TraceRecorder* trace_ = nullptr;  // not owned
+  StepCounts start_counts_;  // totals so far at begin_iteration
+  StepCounts step_counts_;
+  StepCounts totals() const;
   void* take_event();
   bool on_device_events(Phase phase) const;
 };

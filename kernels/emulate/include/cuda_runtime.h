@@ -8,9 +8,34 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+
+namespace mlps::emulate {
+
+// What the emulated runtime counts of the project's calls (mlps::cuda::runtime_counts): the
+// calls a GPU step must not make inside it (allocations, frees, host synchronisations) and the
+// kernels it launches. The stand-ins of cuBLAS and NCCL count one launch per call and wait for
+// their inputs through HIP directly: on a GPU those waits do not happen.
+struct RuntimeTally {
+  std::atomic<int64_t> launches{0};
+  std::atomic<int64_t> allocations{0};
+  std::atomic<int64_t> frees{0};
+  std::atomic<int64_t> host_syncs{0};
+};
+inline RuntimeTally& tally() {
+  static RuntimeTally counts;
+  return counts;
+}
+// Counts `status`'s call when it succeeded.
+inline hipError_t counted(hipError_t status, std::atomic<int64_t>& counter) {
+  if (status == hipSuccess) counter.fetch_add(1, std::memory_order_relaxed);
+  return status;
+}
+
+}  // namespace mlps::emulate
 
 using cudaError_t = hipError_t;
 inline constexpr cudaError_t cudaSuccess = hipSuccess;
@@ -50,9 +75,24 @@ struct cudaDeviceProp {
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device);
 
 // Memory: the emulated GPU's memory is host memory.
-inline cudaError_t cudaMalloc(void** p, size_t bytes) { return hipMalloc(p, bytes); }
-inline cudaError_t cudaFree(void* p) { return hipFree(p); }
+inline cudaError_t cudaMalloc(void** p, size_t bytes) {
+  return mlps::emulate::counted(hipMalloc(p, bytes), mlps::emulate::tally().allocations);
+}
+// cudaFree waits for the whole device before it frees: a host synchronisation too.
+inline cudaError_t cudaFree(void* p) {
+  if (!p) return hipSuccess;
+  mlps::emulate::tally().host_syncs.fetch_add(1, std::memory_order_relaxed);
+  return mlps::emulate::counted(hipFree(p), mlps::emulate::tally().frees);
+}
 inline cudaError_t cudaMemGetInfo(size_t* free, size_t* total) { return hipMemGetInfo(free, total); }
+// Pinned host memory: the emulated GPU's memory is host memory already. A runtime allocation
+// and free as any other (a step must make neither).
+inline cudaError_t cudaMallocHost(void** p, size_t bytes) {
+  return mlps::emulate::counted(hipHostMalloc(p, bytes), mlps::emulate::tally().allocations);
+}
+inline cudaError_t cudaFreeHost(void* p) {
+  return mlps::emulate::counted(hipHostFree(p), mlps::emulate::tally().frees);
+}
 // Stream-ordered allocation pools: the emulated GPU allocates from host memory at once, so a
 // pool's attributes change nothing.
 using cudaMemPool_t = void*;
@@ -70,10 +110,13 @@ inline cudaError_t cudaMemPoolSetAttribute(cudaMemPool_t, cudaMemPoolAttr, void*
 // immediate allocation is valid earlier than stream order needs, so it keeps that contract.
 template <typename T>
 cudaError_t cudaMallocAsync(T** p, size_t bytes, cudaStream_t) {
-  return hipMalloc(reinterpret_cast<void**>(p), bytes);
+  return mlps::emulate::counted(hipMalloc(reinterpret_cast<void**>(p), bytes),
+                                mlps::emulate::tally().allocations);
 }
 // The free is queued on the stream, after the work that may still read the memory.
-inline cudaError_t cudaFreeAsync(void* p, cudaStream_t s) { return hipFreeAsync(p, s); }
+inline cudaError_t cudaFreeAsync(void* p, cudaStream_t s) {
+  return mlps::emulate::counted(hipFreeAsync(p, s), mlps::emulate::tally().frees);
+}
 inline cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
                                    cudaStream_t s) {
   return hipMemcpyAsync(dst, src, bytes, kind, s);
@@ -93,7 +136,9 @@ inline cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, hipStreamFlags fla
   return hipStreamCreateWithFlags(s, flags);
 }
 inline cudaError_t cudaStreamDestroy(cudaStream_t s) { return hipStreamDestroy(s); }
-inline cudaError_t cudaStreamSynchronize(cudaStream_t s) { return hipStreamSynchronize(s); }
+inline cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+  return mlps::emulate::counted(hipStreamSynchronize(s), mlps::emulate::tally().host_syncs);
+}
 // HIP-CPU queues a task that blocks until the event completes, but it runs the queues of all
 // streams from one processor thread, so that task can block the very task that would record the
 // event on the other stream (a deadlock). Waiting on the host instead orders everything queued
@@ -104,7 +149,9 @@ inline cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t e, unsigned int
 inline cudaError_t cudaEventCreate(cudaEvent_t* e) { return hipEventCreate(e); }
 inline cudaError_t cudaEventDestroy(cudaEvent_t e) { return hipEventDestroy(e); }
 inline cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) { return hipEventRecord(e, s); }
-inline cudaError_t cudaEventSynchronize(cudaEvent_t e) { return hipEventSynchronize(e); }
+inline cudaError_t cudaEventSynchronize(cudaEvent_t e) {
+  return mlps::emulate::counted(hipEventSynchronize(e), mlps::emulate::tally().host_syncs);
+}
 inline cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t a, cudaEvent_t b) {
   return hipEventElapsedTime(ms, a, b);
 }

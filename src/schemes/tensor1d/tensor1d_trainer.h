@@ -62,9 +62,10 @@ class Tensor1dTrainer : public ForwardBackwardTrainer<T>, private LayerSet<T>, p
   // A unit's gradients are complete: with replicas, start their all-reduce over "data".
   void after_backward(int unit) override;
   // Sequence parallelism pads an evaluation's short last batch to rows the T ranks split.
-  double forward(const HostBatch& rows) override {
-    return model_->forward(rows, pass_rows(plan_, rows.rows));
+  void forward(const HostBatch& rows) override {
+    model_->queue_forward(rows, pass_rows(plan_, rows.rows));
   }
+  double loss_sum() override { return model_->loss_sum(); }
   // Backward, then the wait for the replicas' gradient all-reduces.
   void backward(int64_t rows, int64_t global_batch, PhaseTimer& timer) override;
   std::vector<int32_t> predictions(int64_t rows) const override {

@@ -55,7 +55,8 @@ class Tensor2dTrainer : public ForwardBackwardTrainer<T>, private LayerSet<T>, p
   };
   // A grid row holds a row group's samples (none when the batch has fewer rows than row
   // groups: its collectives then carry 0 elements on the whole grid row).
-  double forward(const HostBatch& rows) override { return net_->forward(rows); }
+  void forward(const HostBatch& rows) override { net_->queue_forward(rows); }
+  double loss_sum() override { return net_->loss_sum(); }
   // Backward of the mean loss; on return every gradient is complete.
   void backward(int64_t rows, int64_t global_batch, PhaseTimer& timer) override;
   std::vector<int32_t> predictions(int64_t rows) const override { return net_->predictions(rows); }

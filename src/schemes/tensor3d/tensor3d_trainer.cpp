@@ -179,9 +179,9 @@ void Tensor3dTrainer<T>::initialise(uint64_t seed) {
 }
 
 template <typename T>
-double Tensor3dTrainer<T>::forward(const HostBatch& rows) {
+void Tensor3dTrainer<T>::forward(const HostBatch& rows) {
   for (Linear3d<T>* layer : linears_) layer->invalidate();
-  return net_->forward(rows);
+  net_->queue_forward(rows);
 }
 
 template <typename T>

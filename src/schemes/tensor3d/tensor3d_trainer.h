@@ -51,7 +51,8 @@ class Tensor3dTrainer : public ForwardBackwardTrainer<T>, private LayerSet<T> {
   int64_t scratch_bytes() const { return scratch_ ? scratch_->bytes() : 0; }
 
  private:
-  double forward(const HostBatch& rows) override;
+  void forward(const HostBatch& rows) override;
+  double loss_sum() override { return net_->loss_sum(); }
   // Backward of the mean loss; on return every gradient is complete.
   void backward(int64_t rows, int64_t global_batch, PhaseTimer& timer) override;
   std::vector<int32_t> predictions(int64_t rows) const override { return net_->predictions(rows); }
