@@ -44,9 +44,11 @@ else ifneq ($(WITH_CUDA),)
   LDLIBS += -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) -lcublas -lcudart
   NVCCFLAGS ?= $(OPTFLAGS)
   CUDA_PTX_ARCH := $(shell printf '%s\n' $(CUDA_ARCHS) | sort -n | tail -n1)
+  # -lineinfo: Nsight Compute and compute-sanitizer name the source line of a kernel's code.
   # Machine code for each listed architecture, and PTX for the highest, which the driver
   # compiles at load time for any newer GPU (without it those fail at the first launch).
-  NVCCFLAGS += -std=c++20 -I. -DMLPSCALE_WITH_CUDA -MMD -MP -ccbin $(firstword $(shell $(MPICXX) -show)) \
+  NVCCFLAGS += -std=c++20 -I. -DMLPSCALE_WITH_CUDA -MMD -MP -lineinfo \
+    -ccbin $(firstword $(shell $(MPICXX) -show)) \
     -Xcompiler -Wall,-Wextra $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
     -gencode arch=compute_$(CUDA_PTX_ARCH),code=compute_$(CUDA_PTX_ARCH)
   COMPILE_CU = $(NVCC) $(NVCCFLAGS) -c $< -o $@

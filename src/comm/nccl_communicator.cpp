@@ -3,6 +3,7 @@
 #include "src/comm/nccl_communicator.h"
 
 #include <algorithm>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 
@@ -35,12 +36,44 @@ ncclDataType_t nccl_type(DataType type) {
   return type == DataType::f64 ? ncclDouble : ncclFloat;
 }
 
-// One CUDA event, destroyed with its owner (never throwing: that runs from destructors).
+// Events between uses: every operation records five, and creating and destroying them each
+// time costs host time in every step. Kept for the process, as the CUDA context is (destroying
+// CUDA objects from static destructors races the driver's own shutdown).
+struct SpareEvents {
+  std::mutex mutex;
+  std::vector<cudaEvent_t> events;
+};
+SpareEvents& spare_events() {
+  static SpareEvents* const spare = new SpareEvents();
+  return *spare;
+}
+
+// One CUDA event, taken from the spare ones (or created) and given back with its owner (never
+// throwing: that runs from destructors). A reused event's new record replaces the old one;
+// whoever waited on the old one waited for it when it called.
 class GpuEvent {
  public:
-  GpuEvent() { MLPS_CUDA_CHECK(cudaEventCreate(&event_)); }
+  GpuEvent() {
+    {
+      SpareEvents& spare = spare_events();
+      const std::lock_guard<std::mutex> lock(spare.mutex);
+      if (!spare.events.empty()) {
+        event_ = spare.events.back();
+        spare.events.pop_back();
+        return;
+      }
+    }
+    MLPS_CUDA_CHECK(cudaEventCreate(&event_));
+  }
   ~GpuEvent() {
-    if (event_ && cudaEventDestroy(event_) != cudaSuccess) (void)cudaGetLastError();
+    if (!event_) return;
+    try {
+      SpareEvents& spare = spare_events();
+      const std::lock_guard<std::mutex> lock(spare.mutex);
+      spare.events.push_back(event_);
+    } catch (...) {  // no memory for the list: destroy it instead
+      if (cudaEventDestroy(event_) != cudaSuccess) (void)cudaGetLastError();
+    }
   }
   GpuEvent(const GpuEvent&) = delete;
   GpuEvent& operator=(const GpuEvent&) = delete;

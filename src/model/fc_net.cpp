@@ -8,6 +8,7 @@
 
 #include "src/model/predicted_classes.h"
 #include "src/model/sliced_ops.h"
+#include "src/timing/nvtx_range.h"
 
 namespace mlps {
 
@@ -120,6 +121,7 @@ template <typename T>
 template <typename Pass>
 void FcNet<T>::run_unit(size_t unit, bool backward, Pass pass) {
   const int id = first_ + static_cast<int>(unit);
+  const nvtx::Scope range(backward ? "backward unit" : "forward unit", id);
   if (hooks_) backward ? hooks_->before_backward(id) : hooks_->before_forward(id);
   pass();
   if (hooks_) backward ? hooks_->after_backward(id) : hooks_->after_forward(id);

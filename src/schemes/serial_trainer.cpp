@@ -14,14 +14,36 @@ SerialTrainer<T>::SerialTrainer(const DeviceConfig& device, const ModelConfig& m
                                 bool fuse_update)
     : ForwardBackwardTrainer<T>(device, model, optimizer, MPI_COMM_SELF),
       fused_(fuse_update && fused_update_applies(device_.kind(), device_.storage_format())),
-      model_(device_, model, max_rows, ParameterStorage::owned, fused_update_for(fused_, model)) {
-  // Typed storage: the master starts from the fp32 values, as emulated.
-  model_.parameters().initialise(seed, [&](Parameter<T>& p, const std::vector<Acc<T>>& wide) {
-    optimizer_.add(p.value.data(), p.grad.data(), p.size(),
-                   is_16bit_v<T> ? wide.data() : nullptr);
+      model_(device_, model, max_rows,
+             fused_ ? ParameterStorage::owned : ParameterStorage::external,
+             fused_update_for(fused_, model)) {
+  ParameterList<T>& params = model_.parameters();
+  if (fused_) {  // the fused update applies each Linear's weights tensor by tensor
+    // Typed storage: the master starts from the fp32 values, as emulated.
+    params.initialise(seed, [&](Parameter<T>& p, const std::vector<Acc<T>>& wide) {
+      optimizer_.add(p.value.data(), p.grad.data(), p.size(),
+                     is_16bit_v<T> ? wide.data() : nullptr);
+    });
+    return;
+  }
+  // Values and gradients flat in tensor order, each tensor a view: the optimizer updates the
+  // whole model in one pass (one kernel launch a step, not one per tensor).
+  const int64_t elements = params.element_count();
+  values_ = Buffer<T>(device_, elements);
+  grads_ = Buffer<Acc<T>>(device_, elements);
+  int64_t offset = 0;
+  for (auto& p : params) {
+    p->value = Buffer<T>::view(device_, values_.data() + offset, p->size());
+    p->grad = Buffer<Acc<T>>::view(device_, grads_.data() + offset, p->size());
+    offset += p->size();
+  }
+  std::vector<Acc<T>> master;  // typed storage's fp32 master starts from the wide values
+  params.initialise(seed, [&](Parameter<T>&, const std::vector<Acc<T>>& wide) {
+    if constexpr (is_16bit_v<T>) master.insert(master.end(), wide.begin(), wide.end());
   });
+  optimizer_.add(values_.data(), grads_.data(), elements, master.empty() ? nullptr : master.data());
   // Every gradient is the optimizer's: zeroed by its update, added into by the next backward.
-  if (!fused_) optimizer_.zero_gradients_after_step();
+  optimizer_.zero_gradients_after_step();
 }
 
 template <typename T>

@@ -39,6 +39,9 @@ class SerialTrainer : public ForwardBackwardTrainer<T> {
   FusedWeightUpdate<T>* fused_update_for(bool wanted, const ModelConfig& model);
   bool fused_;
   SerialNet<T> model_;
+  // Without the fused update: every parameter's value and gradient, flat in tensor order.
+  Buffer<T> values_;
+  Buffer<Acc<T>> grads_;
 };
 
 }  // namespace mlps

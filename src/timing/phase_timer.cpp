@@ -1,5 +1,6 @@
 #include "src/timing/phase_timer.h"
 
+#include "src/timing/nvtx_range.h"
 #include "src/timing/trace_recorder.h"
 
 namespace mlps {
@@ -26,7 +27,7 @@ std::vector<std::string> phase_names() {
 }
 
 PhaseTimer::PhaseTimer(const Device& device)
-    : device_(device), host_start_(kPhases), host_seconds_(kPhases, 0.0) {}
+    : device_(device), host_start_(kPhases), host_seconds_(kPhases, 0.0), nvtx_open_(kPhases) {}
 
 PhaseTimer::~PhaseTimer() {
 #ifdef MLPSCALE_WITH_CUDA
@@ -69,6 +70,7 @@ bool PhaseTimer::on_device_events(Phase phase) const {
 }
 
 void PhaseTimer::start(Phase phase) {
+  nvtx_open_[static_cast<int>(phase)].push_back(nvtx::start(to_string(phase)));
 #ifdef MLPSCALE_WITH_CUDA
   if (on_device_events(phase)) {
     events_.push_back({take_event(), take_event(), phase});
@@ -80,6 +82,11 @@ void PhaseTimer::start(Phase phase) {
 }
 
 void PhaseTimer::stop(Phase phase) {
+  std::vector<uint64_t>& open = nvtx_open_[static_cast<int>(phase)];
+  if (!open.empty()) {
+    nvtx::end(open.back());
+    open.pop_back();
+  }
 #ifdef MLPSCALE_WITH_CUDA
   if (on_device_events(phase)) {
     // The innermost open pair of this phase is the last one pushed for it.

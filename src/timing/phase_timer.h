@@ -56,6 +56,7 @@ class PhaseTimer {
   std::vector<EventPair> events_;  // CUDA: recorded this iteration
   std::vector<void*> spare_events_;
   TraceRecorder* trace_ = nullptr;  // not owned
+  std::vector<std::vector<uint64_t>> nvtx_open_;  // per phase: its open NVTX ranges
   StepCounts start_counts_;  // totals so far at begin_iteration
   StepCounts step_counts_;
   StepCounts totals() const;
