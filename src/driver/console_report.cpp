@@ -70,7 +70,8 @@ void print_step_counts(const RunRecord& record, int64_t warmup) {
   const auto most = [&](const char* name) {
     double m = 0;
     const IterationRankTable& t = record.counters.at(name);
-    for (int64_t i = warmup * t.ranks; i < t.iterations * t.ranks; ++i) m = std::max(m, t.values[i]);
+    for (int64_t i = warmup * t.ranks; i < t.iterations * t.ranks; ++i)
+      m = std::max(m, t.values[i]);
     return static_cast<long long>(m);
   };
   if (!record.counters.contains("allocations")) return;
