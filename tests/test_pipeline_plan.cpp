@@ -73,6 +73,23 @@ TEST(PipelineSchedule, EveryRankRunsEachPassOnceInOrderWithinItsActivationBudget
           }
 }
 
+// NCCL's untagged point-to-point matches in call order: the schedules it can carry.
+TEST(PipelineSchedule, TransfersArriveInOrderWhereNcclCanCarryThem) {
+  for (auto kind : {Kind::gpipe, Kind::one_f_one_b, Kind::interleaved, Kind::zb_h1})
+    for (int p = 1; p <= 6; ++p)
+      for (int m = 1; m <= 12; ++m)
+        for (const PipelineShape& shape : shapes_of(kind, p, m))
+          EXPECT_TRUE(transfers_arrive_in_order(shape))
+              << to_string(kind) << " P=" << p << " M=" << m << " chunks=" << shape.chunks;
+  // ZB-V beyond M = P: rank s sends virtual stage s's activations and virtual stage
+  // 2P − 1 − s's input gradients to rank s + 1 on one link, wanted in another order (at P = 2,
+  // M = 4 an emulated NCCL run trained wrong weights before this check existed).
+  for (int p = 2; p <= 6; ++p)
+    for (int m = 1; m <= 12; ++m)
+      EXPECT_EQ(transfers_arrive_in_order(make_pipeline_shape(Kind::zb_v, p, m)), m <= p)
+          << "zb-v P=" << p << " M=" << m;
+}
+
 TEST(PipelineSchedule, OneFOneBWarmsUpWithPMinusSMinusOneForwards) {
   const auto shape = make_pipeline_shape(Kind::one_f_one_b, 4, 8);
   const auto actions = stage_actions(shape, 1);

@@ -81,7 +81,15 @@ class CommLog {
 
   void record(CommKind kind, const std::string& group, int group_size, double bytes,
               double seconds);
-  void add_blocked(double seconds) { blocked_seconds_ += seconds; }
+  // Blocked time of this rank, exposed communication unless waits are idle (below).
+  void add_blocked(double seconds) {
+    if (!idle_waits_) blocked_seconds_ += seconds;
+  }
+  // While set, a wait is a stage idling for its neighbour (a pipeline's bubble, which the caller
+  // times itself): its blocked time is not exposed communication and is dropped. A wait whose
+  // figures are deferred reads the setting when it is called.
+  void set_idle_waits(bool idle) { idle_waits_ = idle; }
+  bool idle_waits() const { return idle_waits_; }
   // A record whose figures are known only later (GPU events still pending): `settle` is called
   // with this log before the totals are next taken, so a wait() need not block the host.
   void defer(std::function<void(CommLog&)> settle) { deferred_.push_back(std::move(settle)); }
@@ -97,6 +105,7 @@ class CommLog {
   void settle_deferred();
   std::map<std::string, CommTotals> totals_;
   double blocked_seconds_ = 0;
+  bool idle_waits_ = false;
   std::vector<std::function<void(CommLog&)>> deferred_;
   mutable std::mutex calls_mutex_;
   std::deque<std::pair<int64_t, CommCall>> calls_;

@@ -193,13 +193,14 @@ class NcclCommunicator::Request : public LoggedRequest<NcclCommunicator> {
     }
     owner.log().defer([launch = launch_, reached, resumed, kind = kind_, bytes = bytes_,
                        group = owner.name(), size = owner.size(),
+                       idle = owner.log().idle_waits(),
                        traced = std::move(traced_)](CommLog& log) mutable {
       launch->done.wait_on_host();
       resumed->wait_on_host();
       const double share = launch->bytes > 0 ? bytes / launch->bytes : 1.0;
       const double blocked = std::max(0.0, elapsed_seconds(*reached, launch->done));
       log.record(kind, group, size, bytes, elapsed_seconds(launch->start, launch->done) * share);
-      log.add_blocked(blocked);
+      if (!idle) log.add_blocked(blocked);
       if (CommEventSink* sink = log.event_sink(); sink && traced) {
         // GPU times onto the host clock: settled after the step's synchronisation, the GPU
         // passes an event recorded now at once.

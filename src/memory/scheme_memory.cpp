@@ -276,6 +276,8 @@ MemoryNeed pipeline_memory(const Options& o, const PipelineLayout& layout, int s
   }
   need.buffers += typed_scratch_bytes(
       o, largest_part(o.batch, layout.replicas) / layout.micro_batches, true, &linears);
+  // The flush's one value: the all-reduce over the ranks that ends a step.
+  need.buffers += element_sizes(o.precision, true).kept;
   // The slots along the actions as PipelineTrainer holds them: set aside in action order while
   // fewer than the schedule's peak are held, released by the backward (or W) that ends them.
   // A released slot's activations and W's copies are kept for the next ones of their chunk, so

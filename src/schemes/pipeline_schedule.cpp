@@ -1,6 +1,8 @@
 #include "src/schemes/pipeline_schedule.h"
 
 #include <algorithm>
+#include <map>
+#include <utility>
 
 #include "src/errors.h"
 #include "src/schemes/pipeline_simulation.h"
@@ -139,6 +141,35 @@ std::vector<PipelineAction> stage_actions(const PipelineShape& shape, int stage)
       return zb_v_actions(shape)[static_cast<size_t>(stage)];
   }
   return {};
+}
+
+bool transfers_arrive_in_order(const PipelineShape& shape) {
+  struct Transfer {
+    int virtual_stage;  // the receiving one
+    bool gradient;
+    int micro_batch;
+    bool operator==(const Transfer&) const = default;
+  };
+  const int last = shape.virtual_stages() - 1;
+  // Per (from rank, to rank): the transfers in the sender's order, and in the receiver's.
+  std::map<std::pair<int, int>, std::vector<Transfer>> sent, wanted;
+  for (int rank = 0; rank < shape.stages; ++rank)
+    for (const PipelineAction& a : stage_actions(shape, rank)) {
+      if (a.pass == Pass::backward_weight) continue;  // W moves nothing
+      const int vs = shape.virtual_stage(rank, a.chunk), m = a.micro_batch;
+      if (a.pass == Pass::forward) {
+        if (vs > 0 && shape.rank_of(vs - 1) != rank)  // its input, at the action's start
+          wanted[{shape.rank_of(vs - 1), rank}].push_back({vs, false, m});
+        if (vs < last && shape.rank_of(vs + 1) != rank)  // its output, at the end
+          sent[{rank, shape.rank_of(vs + 1)}].push_back({vs + 1, false, m});
+      } else {
+        if (vs < last && shape.rank_of(vs + 1) != rank)  // its output's gradient
+          wanted[{shape.rank_of(vs + 1), rank}].push_back({vs, true, m});
+        if (vs > 0 && shape.rank_of(vs - 1) != rank)  // its input's gradient
+          sent[{rank, shape.rank_of(vs - 1)}].push_back({vs - 1, true, m});
+      }
+    }
+  return sent == wanted;
 }
 
 int max_in_flight(const PipelineShape& shape, int stage) {

@@ -55,6 +55,14 @@ std::vector<PipelineAction> stage_actions(const PipelineShape& shape, int stage)
 // the warm-up plus one for interleaved, 2P for ZB-V.
 int max_in_flight(const PipelineShape& shape, int stage);
 
+// True when, between any two ranks and in each direction, a step's transfers (activations
+// forward, their gradients back) are wanted by the receiver, action by action, in the order the
+// sender's actions send them. NCCL's point-to-point calls carry no tag and match in call order,
+// so it carries exactly these schedules (MPI tags each stream). All are but ZB-V with more
+// micro-batches than stages: rank s sends virtual stage s's activations and virtual stage
+// 2P − 1 − s's input gradients to rank s + 1 on one link, which wants them in another order.
+bool transfers_arrive_in_order(const PipelineShape& shape);
+
 // Per-chunk times of one micro-batch's forward, B and W (for a full backward, B + W).
 struct PassTimes {
   double forward = 1, input = 1, weight = 1;

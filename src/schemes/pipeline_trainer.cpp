@@ -23,17 +23,23 @@ PipelineTrainer<T>::PipelineTrainer(const TrainerSetup& s, const PipelineLayout&
       data_(layout.replicas > 1 ? grid_.communicator("data", s.backend, device_, "data", log_,
                                                    CommRole::weight_gradients)
                                 : nullptr),
+      flush_log_(std::make_shared<CommLog>()),
+      flush_(make_communicator(s.backend, device_, grid_.world(), "flush", flush_log_)),
+      flush_value_(device_, 1),
       post_early_(s.backend == CommBackend::mpi),
       micro_rows_(layout.replica_rows(s.global_batch, replica_).count / layout.micro_batches),
       actions_(stage_actions(shape_, stage_)),
       budget_(max_in_flight(shape_, stage_)),
-      slots_(static_cast<size_t>(layout.chunks * layout.micro_batches)) {
-  const bool plain = layout.schedule == PipelineScheduleKind::gpipe ||
-                     layout.schedule == PipelineScheduleKind::one_f_one_b;
-  if (!post_early_ && !plain)
-    throw InputError(std::string("--schedule ") + to_string(layout.schedule) +
-                     " needs the MPI backend (--comm mpi): its tagged point-to-point streams are "
-                     "not written for NCCL");
+      slots_(static_cast<size_t>(layout.chunks * layout.micro_batches)),
+      marks_(device_) {
+  flush_value_.zero();
+  if (!post_early_ && !transfers_arrive_in_order(shape_))
+    throw InputError(std::string("--schedule ") + to_string(layout.schedule) + " with " +
+                     std::to_string(layout.micro_batches) + " micro-batches on " +
+                     std::to_string(layout.stages) +
+                     " stages sends activations and gradients between two ranks in an order "
+                     "their receiver does not want them, which NCCL's untagged point-to-point "
+                     "cannot carry: use --comm mpi (or at most as many micro-batches as stages)");
   for (const PipelineAction& a : actions_)
     ++pass_count_[a.pass == Pass::forward ? 0 : a.pass == Pass::backward_weight ? 2 : 1];
   const int last_vs = shape_.virtual_stages() - 1;
@@ -57,7 +63,14 @@ PipelineTrainer<T>::PipelineTrainer(const TrainerSetup& s, const PipelineLayout&
                    master_start.empty() ? nullptr : master_start.data());
     if (vs > 0 && !chunk.prev_local)
       for (auto& b : chunk.input_grads) b = Buffer<T>(device_, micro_rows_ * s.model.hidden);
-    if (vs == last_vs) row_loss_ = Buffer<Acc<T>>(device_, micro_rows_ * layout.micro_batches);
+    const int64_t step_rows = micro_rows_ * layout.micro_batches;
+    if (vs == 0)
+      staged_images_ = HostBuffer<T>(device_, step_rows * chunk.model->input_features());
+    if (vs == last_vs) {
+      row_loss_ = Buffer<Acc<T>>(device_, step_rows);
+      host_losses_ = HostBuffer<Acc<T>>(device_, step_rows);
+      staged_labels_ = HostBuffer<int32_t>(device_, step_rows);
+    }
   }
   optimizer_.zero_gradients_after_step();  // it holds every chunk's gradients
 }
@@ -133,23 +146,51 @@ void PipelineTrainer<T>::set_aside_ahead() {
   }
 }
 
+namespace {
+// Marks the log's waits as idle for a scope (CommLog::set_idle_waits).
+class IdleWaits {
+ public:
+  explicit IdleWaits(CommLog& log) : log_(log) { log_.set_idle_waits(true); }
+  ~IdleWaits() { log_.set_idle_waits(false); }
+  IdleWaits(const IdleWaits&) = delete;
+  IdleWaits& operator=(const IdleWaits&) = delete;
+
+ private:
+  CommLog& log_;
+};
+}  // namespace
+
 template <typename T>
 void PipelineTrainer<T>::wait_for_neighbour(PendingComm& request) {
-  device_.synchronize();  // this stage's own work so far is compute, not bubble
-  exposed_seconds_ += log_->take_blocked_seconds();
-  const auto start = Clock::now();
-  // Idle: give the core to a stage sharing it (ranks oversubscribing cores) while polling.
-  while (!request->ready()) std::this_thread::yield();
-  request->wait();
-  device_.synchronize();
-  bubble_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
-  log_->take_blocked_seconds();  // this wait is bubble, not exposed communication
+  // From the end of this stage's own work so far (compute, not bubble) to the device resuming
+  // after the transfer: on the GPU the kernel stream waits for it without the host.
+  const size_t from = start_span();
+  {
+    IdleWaits idle(*log_);
+    // Idle: give the core to a stage sharing it (ranks oversubscribing cores) while polling.
+    while (!request->ready()) std::this_thread::yield();
+    request->wait();
+  }
+  stop_span(from, bubble_span);
   request.reset();
 }
 
 template <typename T>
-double PipelineTrainer<T>::take_blocked_comm_seconds() {
-  return std::exchange(exposed_seconds_, 0.0) + log_->take_blocked_seconds();
+void PipelineTrainer<T>::settle_step() {
+  double pass[3] = {0, 0, 0}, bubble = 0;
+  for (const Span& span : spans_) {
+    const double seconds = marks_.seconds(span.from, span.to);
+    if (span.kind == bubble_span) bubble += seconds;
+    else pass[span.kind] += seconds;
+  }
+  step_history_.push_back(marks_.seconds(step_start_, step_end_));
+  bubble_history_.push_back(bubble);
+  pass_history_.push_back({pass[0], pass[1], pass[2]});
+  bubble_seconds_ = bubble;
+  flush_log_->take_totals();
+  spans_.clear();
+  marks_.clear();
+  step_unread_ = false;
 }
 
 template <typename T>
@@ -164,9 +205,11 @@ bool PipelineTrainer<T>::next_action_receives(size_t index) const {
 
 template <typename T>
 void PipelineTrainer<T>::start_iteration() {
+  if (step_unread_) settle_step();  // a caller that did not take the last step's timings
   this->discard_untaken_comm();
-  exposed_seconds_ = 0;
   bubble_seconds_ = 0;
+  spans_.clear();
+  marks_.clear();
 }
 
 template <typename T>
@@ -180,19 +223,34 @@ void PipelineTrainer<T>::upload_images(T* input, const HostBatch& rows, int64_t 
   device_.round_to_storage(input, static_cast<int64_t>(staged_.size()));  // as FcNet's input
 }
 
+// The last step's queued copies out of the staging are complete: its end synchronised.
 template <typename T>
-void PipelineTrainer<T>::upload_inputs(const Chunk& chunk, Slot& slot, const HostBatch& rows,
-                                       int64_t first, int64_t count) {
-  StageActivations<T>& a = slot.activations;
-  if (chunk.model->is_first()) upload_images(a.input.data(), rows, first, count);
-  if (chunk.model->is_last())
-    device_.to_device(a.labels.data(), rows.labels.data() + first,
-                      sizeof(int32_t) * static_cast<size_t>(count));
+void PipelineTrainer<T>::stage_inputs(const HostBatch& rows) {
+  if (staged_images_.size() > 0) {
+    if (static_cast<int64_t>(rows.pixels.size()) != staged_images_.size())
+      throw std::logic_error("PipelineTrainer: a step's images must fill the first stage's staging");
+    std::transform(rows.pixels.begin(), rows.pixels.end(), staged_images_.data(),
+                   [](float v) { return narrow<T>(v); });
+  }
+  if (staged_labels_.size() > 0)
+    std::copy_n(rows.labels.begin(), staged_labels_.size(), staged_labels_.data());
 }
 
 template <typename T>
-void PipelineTrainer<T>::run_forward(const PipelineAction& action, const HostBatch& rows,
-                                     size_t index, PhaseTimer& timer) {
+void PipelineTrainer<T>::upload_inputs(const Chunk& chunk, Slot& slot, int64_t first,
+                                       int64_t count) {
+  StageActivations<T>& a = slot.activations;
+  if (chunk.model->is_first()) {
+    const int64_t features = chunk.model->input_features();
+    staged_images_.upload(a.input.data(), first * features, count * features);
+    device_.round_to_storage(a.input.data(), count * features);  // as FcNet's input
+  }
+  if (chunk.model->is_last()) staged_labels_.upload(a.labels.data(), first, count);
+}
+
+template <typename T>
+void PipelineTrainer<T>::run_forward(const PipelineAction& action, size_t index,
+                                     PhaseTimer& timer) {
   const Chunk& chunk = chunks_[action.chunk];
   const int m = action.micro_batch;
   const int64_t n = micro_rows_;
@@ -202,14 +260,14 @@ void PipelineTrainer<T>::run_forward(const PipelineAction& action, const HostBat
     wait_for_neighbour(slot.input_recv);
   }
   ScopedPhase phase(timer, Phase::forward);
-  const auto start = Clock::now();
+  const size_t from = start_span();
   if (chunk.prev_local) {  // the previous virtual stage's output, on this rank
     const Chunk& prev = chunks_[shape_.chunk_of(chunk.virtual_stage - 1)];
     const Slot& from = *slot_ptr(shape_.chunk_of(chunk.virtual_stage - 1), m);
     device_.copy(slot.activations.input.data(), prev.model->output(from.activations),
                  sizeof(T) * static_cast<size_t>(n * chunk.model->input_features()));
   }
-  upload_inputs(chunk, slot, rows, m * n, n);
+  upload_inputs(chunk, slot, m * n, n);
   const bool last = chunk.next_rank < 0;
   chunk.model->forward(slot.activations, n, last ? row_loss_.data() + m * n : nullptr);
   if (!last && !chunk.next_local) {
@@ -219,8 +277,7 @@ void PipelineTrainer<T>::run_forward(const PipelineAction& action, const HostBat
     if (post_early_) post_grad_recv(chunk, slot);
     else if (!next_action_receives(index)) slot.output_send->wait();  // NCCL: launch it now
   }
-  device_.synchronize();
-  pass_seconds_[0] += std::chrono::duration<double>(Clock::now() - start).count();
+  stop_span(from, forward_pass);
 }
 
 template <typename T>
@@ -235,7 +292,7 @@ void PipelineTrainer<T>::run_backward(const PipelineAction& action, int64_t glob
     wait_for_neighbour(slot.grad_recv);
   }
   ScopedPhase phase(timer, Phase::backward);
-  const auto start = Clock::now();
+  const size_t from = start_span();
   // Checkpointing rewrites the stage's output in the backward: its send must be complete (it
   // is in effect: its gradient is back). release_slot waits for it otherwise.
   if (chunk.model->checkpointed()) complete(slot.output_send);
@@ -262,8 +319,7 @@ void PipelineTrainer<T>::run_backward(const PipelineAction& action, int64_t glob
                              chunk.prev_rank, tag_backward(chunk.virtual_stage - 1));
     if (!post_early_ && !next_action_receives(index)) send->wait();  // NCCL: launch it now
   }
-  device_.synchronize();
-  pass_seconds_[1] += std::chrono::duration<double>(Clock::now() - start).count();
+  stop_span(from, backward_pass);
   if (!split) release_slot(action.chunk, m);
 }
 
@@ -272,13 +328,12 @@ void PipelineTrainer<T>::run_weight(const PipelineAction& action, PhaseTimer& ti
   Chunk& chunk = chunks_[action.chunk];
   Slot& slot = *slot_ptr(action.chunk, action.micro_batch);
   ScopedPhase phase(timer, Phase::backward);
-  const auto start = Clock::now();
+  const size_t from = start_span();
   const size_t deferred = slot.deferred.bytes();
   slot.deferred.run(chunk.weights > 0 || grads_zeroed_);
   ++chunk.weights;
   note_activation_bytes(0, deferred);
-  device_.synchronize();
-  pass_seconds_[2] += std::chrono::duration<double>(Clock::now() - start).count();
+  stop_span(from, weight_pass);
   release_slot(action.chunk, action.micro_batch);
 }
 
@@ -291,10 +346,11 @@ void PipelineTrainer<T>::train_step(const HostBatch& rows, int64_t global_batch,
     chunk.model->set_timer(&timer);
     chunk.backwards = chunk.weights = 0;
   }
-  const auto step_start = Clock::now();
-  for (double& t : pass_seconds_) t = 0;
   if (rows.rows != micro_rows_ * layout_.micro_batches)
     throw std::logic_error("PipelineTrainer: a step's rows must be the replica's share");
+  global_batch_ = global_batch;
+  step_start_ = marks_.mark();
+  stage_inputs(rows);
   cursor_ = 0;
   set_aside_ahead();
   for (size_t i = 0; i < actions_.size(); ++i) {
@@ -302,7 +358,7 @@ void PipelineTrainer<T>::train_step(const HostBatch& rows, int64_t global_batch,
     // Waiting for the neighbour is bubble, outside the phases; a phase holds the compute and
     // the sends it posts (and, as in bin/data, any wait for their completion).
     const PipelineAction& action = actions_[i];
-    if (action.pass == Pass::forward) run_forward(action, rows, i, timer);
+    if (action.pass == Pass::forward) run_forward(action, i, timer);
     else if (action.pass == Pass::backward_weight) run_weight(action, timer);
     else run_backward(action, global_batch, i, timer);
     set_aside_ahead();
@@ -313,15 +369,15 @@ void PipelineTrainer<T>::train_step(const HostBatch& rows, int64_t global_batch,
     for (auto& send : chunk.input_grad_sends)
       if (send) wait_for_neighbour(send);
 
-  // The flush: the loss is complete once the last stage's last forward is; a stage done
-  // earlier waits here for the slowest one.
-  double loss_sum = 0;
-  if (row_loss_.size() > 0)
-    for (Acc<T> v : row_loss_.download()) loss_sum += static_cast<double>(v);
-  device_.synchronize();
-  const auto flush_start = Clock::now();
-  MPI_Allreduce(MPI_IN_PLACE, &loss_sum, 1, MPI_DOUBLE, MPI_SUM, grid_.world());
-  bubble_seconds_ += std::chrono::duration<double>(Clock::now() - flush_start).count();
+  // The flush: a one-value all-reduce over the world (on the GPU in stream order), so that a
+  // stage done earlier waits here for the slowest one, as bubble. The loss rows go down queued;
+  // step_loss reads them after the step.
+  {
+    const size_t from = start_span();
+    flush_->all_reduce(flush_value_.data(), 1);
+    stop_span(from, bubble_span);
+  }
+  if (row_loss_.size() > 0) host_losses_.download(row_loss_.data(), 0, row_loss_.size());
 
   if (data_) {
     ScopedPhase phase(timer, Phase::backward);
@@ -332,15 +388,23 @@ void PipelineTrainer<T>::train_step(const HostBatch& rows, int64_t global_batch,
     ScopedPhase phase(timer, Phase::optimizer);
     optimizer_.step();
   }
-  device_.synchronize();
-  step_history_.push_back(std::chrono::duration<double>(Clock::now() - step_start).count());
-  bubble_history_.push_back(bubble_seconds_);
-  pass_history_.push_back({pass_seconds_[0], pass_seconds_[1], pass_seconds_[2]});
-  step_loss_ = loss_sum / static_cast<double>(global_batch);
+  step_end_ = marks_.mark();
+  step_unread_ = true;
+}
+
+template <typename T>
+double PipelineTrainer<T>::step_loss() {
+  device_.synchronize();  // the loss rows' copies are complete
+  double local = 0, total = 0;
+  for (int64_t r = 0; r < host_losses_.size(); ++r)
+    local += static_cast<double>(host_losses_.data()[r]);
+  MPI_Allreduce(&local, &total, 1, MPI_DOUBLE, MPI_SUM, grid_.world());
+  return total / static_cast<double>(global_batch_);
 }
 
 template <typename T>
 std::vector<double> PipelineTrainer<T>::take_extra_timings() {
+  if (step_unread_) settle_step();
   return {std::exchange(bubble_seconds_, 0.0)};
 }
 

@@ -86,8 +86,10 @@ Evaluation PipelineTrainer<T>::evaluate(const HostBatch& rows, int64_t /*global_
                      sizeof(T) * static_cast<size_t>(m * chunk.model->input_features()));
       } else {
         if (!f.recv) post_recv(c, k);
-        wait_for_neighbour(f.recv);  // synchronises: micro-batch k − 1's forward is done, so
-        if (post_early_ && k + 1 < count) post_recv(c, k + 1);  // its input buffer is free
+        wait_for_neighbour(f.recv);
+        // Micro-batch k − 1's forward has read its input buffer (MPI copies a receive's data
+        // in at its wait, ordered after the device's work so far).
+        if (post_early_ && k + 1 < count) post_recv(c, k + 1);
       }
       if (f.send) f.send->wait();  // micro-batch k − 2 has left this output buffer
       chunk.model->forward_only(f.input.data(), f.output.data(), m, scratch[c]);
@@ -113,8 +115,12 @@ Evaluation PipelineTrainer<T>::evaluate(const HostBatch& rows, int64_t /*global_
     const auto predicted = predicted_classes(device_, probs.data(), rows.rows, classes);
     for (int64_t r = 0; r < rows.rows; ++r) totals[1] += predicted[r] == rows.labels[r];
   }
-  // The flush, as in training: every rank waits here for the last micro-batch's last stage.
   device_.synchronize();
+  for (const Span& span : spans_)  // the receive waits
+    if (span.kind == bubble_span) bubble_seconds_ += marks_.seconds(span.from, span.to);
+  spans_.clear();
+  marks_.clear();
+  // The flush, as in training: every rank waits here for the last micro-batch's last stage.
   const auto flush_start = Clock::now();
   MPI_Allreduce(MPI_IN_PLACE, totals, 2, MPI_DOUBLE, MPI_SUM, grid_.world());
   bubble_seconds_ += std::chrono::duration<double>(Clock::now() - flush_start).count();
