@@ -23,6 +23,9 @@ SCRIPT_SUITES=(tests/cli_tests.sh tests/startup_agreement_tests.sh tests/job_end
                tests/sweep_tests.sh tests/slurm_tests.sh)
 passed=0
 failed=0
+# Each suite's wall time (from the end of the one before), listed at the end.
+suite_start=$SECONDS
+suite_times=()
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
@@ -32,6 +35,8 @@ plain() { sed 's/\x1b\[[0-9;]*m//g' "$log"; }
 # $1: the suite's name, $2: its exit status, $3/$4: the counts parsed from its summary ("" if none).
 add_suite() {
   local name=$1 rc=$2 npass=$3 nfail=$4
+  suite_times+=("$(printf '%5d s  %s' $((SECONDS - suite_start)) "$name")")
+  suite_start=$SECONDS
   if [[ -z $npass && -z $nfail ]]; then
     echo "$name: no summary line (exit status $rc): counted as 1 failed"
     failed=$((failed + 1))
@@ -138,6 +143,8 @@ else
   echo "=== emulated GPU: HIP-CPU not found (HIP_CPU_HOME=${HIP_CPU_HOME:-unset}): the CUDA backend is not run; CUDA tests above are skipped without a GPU"
 fi
 
+echo "=== suite times (wall)"
+printf '%s\n' "${suite_times[@]}"
 echo "=== all suites"
 echo "$passed passed, $failed failed"
 (( failed == 0 ))
