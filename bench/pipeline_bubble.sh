@@ -3,7 +3,7 @@
 # two-chunk schedules get one block per virtual stage) under GPipe, 1F1B, interleaved 1F1B
 # (v = 2), ZB-H1 and ZB-V for M = 4, 8, 16 micro-batches (P, 2P, 4P). Prints, per M and
 # schedule, the measured bubble fraction (mean over stages of bubble / (step - data), median
-# over the timed iterations) beside the schedule's ideal (README, Pipeline schedules: the
+# over the timed iterations) beside the schedule's ideal (docs/pipeline.md: the
 # zero-bubble ideals use the run's own measured F, B and W pass times), then each stage's peak
 # activation memory per schedule at M = 8. Result files go to results/bench/, with a --trace
 # timeline of each schedule at M = 8 (make plots draws them).

@@ -1,6 +1,6 @@
 // bin/plan: every scheme and grid that fits a model on N ranks of a machine, ranked by predicted
 // step time, from the schemes' own volume and memory accounting and the machine's rates
-// (inputs/machines/*.json; README, Planning). Runs nothing on the cluster: it answers "which
+// (inputs/machines/*.json; docs/planning.md). Runs nothing on the cluster: it answers "which
 // configuration, and why" before any run.
 #include <cstdio>
 #include <algorithm>
@@ -193,8 +193,8 @@ int main(int argc, char** argv) {
                 static_cast<long long>(o.model.hidden), static_cast<long long>(o.model.layers),
                 static_cast<long long>(o.model.ffn_hidden()),
                 static_cast<long long>(o.model.image_size), static_cast<long long>(o.batch));
-    std::printf("%zu configurations, %zu fit in memory; predicted, not measured (README, "
-                "Planning)\n", plan.size(), fitting);
+    std::printf("%zu configurations, %zu fit in memory; predicted, not measured (docs/"
+                "planning.md)\n", plan.size(), fitting);
     print_gemm_rates(stdout, plan);
     print_plan_table(stdout, plan, top);
     if (explain > 0) print_explanation(stdout, plan[explain - 1], explain);

@@ -1,7 +1,7 @@
 #pragma once
 // --prefetch: the next batch loaded on a thread while the step computes, or in its data phase.
 // auto is on unless the node's ranks' compute threads fill its cores, where the loader would
-// time-share a core with a rank (README, "The model, data and results"). The runs and bin/plan
+// time-share a core with a rank (docs/model-and-data.md). The runs and bin/plan
 // both decide by loads_ahead.
 namespace mlps {
 

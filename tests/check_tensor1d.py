@@ -1,11 +1,11 @@
-"""Checks bin/tensor1d result files against the analytic model of README's tensor1d section.
+"""Checks bin/tensor1d result files against the analytic model of docs/tensor1d.md.
 
 usage: check_tensor1d.py volumes FILE
            every iteration's /comm bytes on every rank equal the formulas exactly, the kinds
            present are exactly those the formulas make non-zero, group sizes are T and D
            (training, with --checkpoint-activations one more all-reduce per block whose
            forward has one; --inference files: the forward collectives alone; with
-           --sequence-parallel, grid "sp=1", README's all-gathers and reduce-scatters)
+           --sequence-parallel, grid "sp=1", docs/tensor1d.md's all-gathers and reduce-scatters)
        check_tensor1d.py memory FILE...   (same model, increasing T, D = 1)
            each rank's peak memory holds at least its parameters, gradients and Adam moments
            (4 x local parameters x bytes), and peak memory falls as 1/T (within 10%)

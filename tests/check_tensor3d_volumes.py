@@ -5,7 +5,7 @@ usage: check_tensor3d_volumes.py FILE
            the kinds present are exactly those the formulas make non-zero, group sizes match
        check_tensor3d_volumes.py memory FILE...   (one grid and model, different flags)
            peak memory minus the depth scratch the flags call for is the same in every file,
-           rank by rank: the scratch is shared across layers as README states
+           rank by rank: the scratch is shared across layers as docs/tensor3d.md states
        check_tensor3d_volumes.py vs-tensor1d FILE_3D FILE_1D   ([G,1,1] vs --tp G, mlp blocks)
        check_tensor3d_volumes.py vs-zero3 FILE_3D FILE_DATA     ([1,1,G] vs bin/data --zero 3)
            the recorded bytes, minus the stated difference between the schemes, are equal

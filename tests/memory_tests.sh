@@ -3,7 +3,7 @@
 # peak (/memory/estimated_bytes, /memory/peak_bytes) and refuses, before allocating, a run that
 # cannot fit, in one line per rank naming both figures. serial, data and pipeline account their
 # allocations exactly (but for ZeRO 2 with buckets smaller than the model's units); the
-# tensor-parallel schemes within +20% / -5% (README, Memory).
+# tensor-parallel schemes within +20% / -5% (docs/memory.md).
 source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
 
 small=(--image-size 12 --hidden 48 --layers 2 --iters 2 --warmup 1 --print-every 0

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bin/plan (README, Planning): it ranks the configurations of a model on N ranks of a machine
+# bin/plan (docs/planning.md): it ranks the configurations of a model on N ranks of a machine
 # description; every configuration it offers is a grid its executable accepts (checked with that
 # executable's --check-grid dry run); --json holds every row; --explain breaks one down; bad
 # input is refused in one line. Ends with "N passed, N failed".

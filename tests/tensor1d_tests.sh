@@ -92,7 +92,7 @@ else
   skip "peak memory" "h5py not available in .venv"
 fi
 
-# Sequence parallelism: the same checks (run_case), volumes by README's sequence-parallel
+# Sequence parallelism: the same checks (run_case), volumes by docs/tensor1d.md's sequence-parallel
 # formulas; the short last evaluation batch (22 = 12 + 10 samples, 10 rows over T = 4) is padded.
 run_case "sequence parallel, tp 2" 2 --tp 2 --sequence-parallel
 run_case "sequence parallel, tp 3" 3 --tp 3 --sequence-parallel

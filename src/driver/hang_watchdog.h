@@ -13,7 +13,7 @@
 namespace mlps {
 
 // After `limit_seconds` (<= 0: never) without a completed step or evaluation batch, prints the
-// rank's last communication calls on stderr and exits with 124 (README, --timeout).
+// rank's last communication calls on stderr and exits with 124 (docs/running.md).
 class HangWatchdog {
  public:
   HangWatchdog(double limit_seconds, std::string who, const CommLog* log);

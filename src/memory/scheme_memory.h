@@ -4,8 +4,8 @@
 // allocations exactly (up to bucket padding; ZeRO 2's live gradient buckets, when smaller than
 // a unit, are estimated as the largest unit plus two buckets); the tensor-parallel schemes
 // count the rank's shard of the parameters (P/T for 1D exactly, P/q² and P/(x·y·z) for 2D and
-// 3D) and the activations at their slice widths, so they are approximate (how close: README,
-// Memory).
+// 3D) and the activations at their slice widths, so they are approximate (how close:
+// docs/memory.md).
 #include "src/memory/memory_need.h"
 #include "src/options.h"
 #include "src/schemes/data_parallel_base.h"

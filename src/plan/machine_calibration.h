@@ -30,8 +30,9 @@ struct CalibrationInputs {
   std::string cold_comm_path = {};
 };
 
-// This machine's description from `in`'s files, each figure's derivation in its "source" (README,
-// Planning). CPU ranks share their node's rates and do not overlap communication with compute.
+// This machine's description from `in`'s files, each figure's derivation in its "source"
+// (docs/planning.md). CPU ranks share their node's rates and do not overlap communication with
+// compute.
 nlohmann::json calibrated_machine(const CalibrationInputs& in);
 
 // A link's cold_bandwidth_bytes_fraction: at each size both sweeps timed, the busbw with the

@@ -48,7 +48,7 @@ GroupPlacement place_group(const std::vector<GridAxis>& axes, const std::string&
   return placement;
 }
 
-// What a rank waits for when collectives progress during compute (README, Planning).
+// What a rank waits for when collectives progress during compute (docs/planning.md).
 double exposed_communication(const PlanCandidate& c, const StepPrediction& p, double work,
                              double backward) {
   double exposed = 0;

@@ -2,8 +2,7 @@
 // bin/plan's model of one training step of a candidate on a machine, per rank (the slowest
 // rank where they differ), from the schemes' own accounting: their analytic communication
 // volumes (what every run's measured bytes are checked against) and their memory estimates
-// (what every run checks before it allocates). The formulas and what they ignore: README,
-// Planning.
+// (what every run checks before it allocates). The formulas and what they ignore: docs/planning.md.
 #include <map>
 #include <string>
 

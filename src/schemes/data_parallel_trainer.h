@@ -1,5 +1,5 @@
 #pragma once
-// Data parallelism with ZeRO 0-2 (README, Data parallelism): zero 0 all-reduces gradient
+// Data parallelism with ZeRO 0-2 (docs/data-parallel.md): zero 0 all-reduces gradient
 // buckets as backward produces them (after it with --no-overlap); zero 1 reduce-scatters them
 // after backward, updates this rank's 1/N and all-gathers the parameters; zero 2 starts the
 // reduce-scatters during backward and keeps a bucket's full gradients only until its

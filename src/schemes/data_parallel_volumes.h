@@ -1,5 +1,5 @@
 #pragma once
-// bin/data's communication volumes (README, Data parallelism), from the configuration alone:
+// bin/data's communication volumes (docs/data-parallel.md), from the configuration alone:
 // what each rank moves per training iteration, or with `inference` per forward pass, in
 // nccl-tests sizes, keyed as the results store them ("allreduce", "allgather:shard", ...).
 #include <cstddef>

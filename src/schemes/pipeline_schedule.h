@@ -1,6 +1,6 @@
 #pragma once
 // The order in which one pipeline rank runs the passes of a step's micro-batches, as data: an
-// action list per rank (README's pipeline section). GPipe and 1F1B (PipeDream-Flush) run one
+// action list per rank (docs/pipeline.md). GPipe and 1F1B (PipeDream-Flush) run one
 // chunk of the model per rank; interleaved 1F1B (Megatron) v chunks, rank r holding virtual
 // stages r, r + P, ...; ZB-V two, in a V (rank r holds virtual stages r and 2P − 1 − r). The
 // zero-bubble schedules ZB-H1 and ZB-V split each backward into B (the input gradient) and W

@@ -1,5 +1,5 @@
 #pragma once
-// Pipeline parallelism, optionally × data parallelism (README, Pipeline parallelism: layout,
+// Pipeline parallelism, optionally × data parallelism (docs/pipeline.md: layout,
 // schedules, what /timing/bubble and exposed_comm count, the forward-only stream of evaluate()).
 // Each rank runs its chunks (one, or several virtual stages) through the actions of
 // pipeline_schedule.h; micro-batches flow between virtual stages by asynchronous send/recv on

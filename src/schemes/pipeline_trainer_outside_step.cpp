@@ -1,5 +1,5 @@
 // PipelineTrainer outside its training step: evaluate(), the forward-only stream of
-// micro-batches through the stages (README, Pipeline parallelism: --inference), and the
+// micro-batches through the stages (docs/pipeline.md: --inference), and the
 // parameters --verify gathers.
 #include <algorithm>
 #include <array>

@@ -1,5 +1,5 @@
 #pragma once
-// bin/pipeline's communication volumes (README, Pipeline parallelism), from the layout alone,
+// bin/pipeline's communication volumes (docs/pipeline.md), from the layout alone,
 // for one rank per training iteration (with `inference`, per forward pass), keyed as the results
 // store them: "sendrecv:pipe" every activation of the replica's rows sent to the next virtual
 // stage and its gradient sent back, counted on both ends, per boundary between one of the

@@ -4,7 +4,7 @@
 // rank, as one Chrome trace-event JSON file (Perfetto, chrome://tracing): a process per rank
 // ("rank r"), its phases on thread 0 and its communication on threads 1, 2, ... (a call
 // overlapping an earlier one still in flight takes the next thread, so slices always nest).
-// The clock (CommLog::steady_seconds()) and the origin: README, "Timelines (--trace)".
+// The clock (CommLog::steady_seconds()) and the origin: docs/timelines-and-plots.md.
 #include <mpi.h>
 
 #include <cstdint>

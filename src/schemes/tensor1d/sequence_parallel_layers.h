@@ -1,7 +1,7 @@
 #pragma once
-// bin/tensor1d --sequence-parallel's layers (Megatron-LM sequence parallelism; README, Sequence
-// parallelism). FcNet runs on a replica's R rows, but the H-wide activations between the
-// Linears are held split by rows: tp rank p holds rows [p·R/T, (p+1)·R/T), so those widths are
+// bin/tensor1d --sequence-parallel's layers (Megatron-LM sequence parallelism; docs/tensor1d.md).
+// FcNet runs on a replica's R rows, but the H-wide activations between the Linears are held split
+// by rows: tp rank p holds rows [p·R/T, (p+1)·R/T), so those widths are
 // reported per replica row as H/T (the same R·H/T elements). LayerNorm and the residual add act
 // on the local rows; the LayerNorm's output is all-gathered for the column-parallel fc1, and the
 // row-parallel fc2's partial output is reduce-scattered back to rows. Every collective is the
@@ -54,7 +54,7 @@ class SequenceParallelLayerNorm : public LayerNorm<T> {
 };
 
 // One Linear of the plan under sequence parallelism; what it communicates follows from where it
-// sits (README's table):
+// sits (docs/tensor1d.md's table):
 //   column fc1      input already gathered by its LayerNorm; partial dX left to it to scatter
 //   row (fc2/embed) forward: partial output reduce-scattered to rows; backward: dY all-gathered
 //   replicated embed  the local rows only; weight and bias gradients all-reduced

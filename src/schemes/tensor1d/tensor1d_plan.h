@@ -1,11 +1,11 @@
 #pragma once
 // How bin/tensor1d splits FC_Net's Linear layers over T tensor-parallel ranks (Megatron-LM:
-// column, row or replicated; README's table, Tensor parallelism in 1D), decided from the
+// column, row or replicated; docs/tensor1d.md), decided from the
 // options alone so every rank reaches the same plan (or the same InputError) before any work.
 // Residual blocks: fc1 column, fc2 row. Plain blocks pair up: block 2k column, 2k+1 row, an
 // odd last block replicated. The embed is row-parallel when T divides S², the classifier
 // column-parallel when T divides the classes; otherwise each is replicated.
-// Sequence parallelism (Megatron-LM; README, Sequence parallelism): the activations between
+// Sequence parallelism (Megatron-LM; docs/tensor1d.md): the activations between
 // the Linears are split by rows over the T ranks; residual blocks only, T must divide H.
 #include <cstdint>
 #include <map>
@@ -54,8 +54,9 @@ int64_t local_parameter_count(const Tensor1dPlan& plan);
 // Bytes each collective kind moves per training iteration (with `inference`, per forward pass)
 // on a rank whose data replica trains on `rows` rows: nccl-tests sizes, keyed as the results
 // store them ("allreduce:tp", "allgather:tp", "reduce_scatter:tp", "allreduce:data"); the
-// formulas are README's. With sequence parallelism "allreduce:tp" carries only the gradients of
-// the parameters every tp rank holds but applies to its own rows (γ, β, a replicated embed), at
+// formulas are docs/tensor1d.md's. With sequence parallelism "allreduce:tp" carries only the
+// gradients of the parameters every tp rank holds but applies to its own rows (γ, β, a replicated
+// embed), at
 // grad_element_bytes each. `calls`: where given, each kind's calls per iteration are added.
 std::map<std::string, double> tensor1d_comm_bytes(const Tensor1dPlan& plan, int64_t rows,
                                                   size_t element_bytes, int dp,

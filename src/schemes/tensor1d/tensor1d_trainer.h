@@ -1,6 +1,6 @@
 #pragma once
 // bin/tensor1d: Megatron-LM tensor parallelism over T ranks × D data-parallel replicas (rank
-// layout, splits and volumes: README, Tensor parallelism in 1D). Communicators "tp" and "data".
+// layout, splits and volumes: docs/tensor1d.md). Communicators "tp" and "data".
 // Each rank generates only its own shards of the initial weights into one flat buffer in FcNet's
 // tensor order, which gradients and the optimizer state mirror. With D > 1 each unit's gradient
 // range is all-reduced over "data" as soon as its backward is done, overlapping the rest.

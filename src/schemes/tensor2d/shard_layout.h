@@ -1,6 +1,6 @@
 #pragma once
 // Where rank (i, j) of a q × q grid keeps its shard of every FcNet tensor, in one flat buffer
-// (README's table, Tensor parallelism in 2D). No padding: the q² shards tile every tensor, so
+// (docs/tensor2d.md). No padding: the q² shards tile every tensor, so
 // shard sizes differ between ranks when q does not divide a dimension. Per unit (embed, each
 // block, the classifier) the weight blocks come first, then the vector slices, so that a unit's
 // vectors (summed down the grid column) and a whole unit (summed over replicas) are contiguous.

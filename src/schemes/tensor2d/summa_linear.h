@@ -1,5 +1,5 @@
 #pragma once
-// Linear(in → out) as a SUMMA product on the q × q grid (README, Tensor parallelism in 2D), with
+// Linear(in → out) as a SUMMA product on the q × q grid (docs/tensor2d.md), with
 // the blocks of balanced_split.h: k_l = part_size(in, q, l), n_j = part_size(out, q, j). Rank
 // (i, j) holds X_ij [rows × k_j], W(i, j) = W[out part j, in part i] stored [n_j × k_i] as
 // PyTorch stores W, and the bias part b_j. Forward broadcasts X_il along the row and W(l, j)

@@ -2,7 +2,7 @@
 // The communication of one bin/tensor2d training step (with `inference`, of one evaluate() of a
 // global batch) for the rank at (replica, grid row, grid column), from the configuration alone:
 // nccl-tests sizes as CommLog records them, keyed as the result file's /comm groups. The
-// formulas, with checkpointing's and inference's, are README's (Tensor parallelism in 2D).
+// formulas, with checkpointing's and inference's, are docs/tensor2d.md's.
 // element_bytes is an element's size on the wire (2 for bf16/fp16 payloads; the caller prices
 // "data" at 4 with --fp32-grad-comm). `calls`: where given, each kind's calls are added.
 #include <cstddef>

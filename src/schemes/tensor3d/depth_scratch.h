@@ -1,8 +1,9 @@
 #pragma once
 // The full weight blocks a depth group all-gathers and the full dW blocks it reduce-scatters
 // (G_d > 1 only), shared by the layers since they live only while a layer computes; sizes per
-// overlap flag are README's (AxoNN 3D, Memory). Consecutive layers take alternate buffers, so a
-// buffer is rewritten only after the layer before last is done with it; on the GPU every
+// overlap flag are docs/tensor3d.md's and docs/memory.md's. Consecutive layers take alternate
+// buffers, so a buffer is rewritten only after the layer before last is done with it; on the GPU
+// every
 // collective's launch is ordered after the kernels already queued, so no extra synchronisation
 // is needed. Checkpointing keeps the rule: a block's recompute gathers fc1 then fc2 after the
 // next block's backward is done, and fc2 keeps its block for its backward, which runs next.

@@ -1,5 +1,5 @@
 #pragma once
-// One Linear(in → out) of FC_Net on the AxoNN 3D grid (README, AxoNN 3D tensor parallelism).
+// One Linear(in → out) of FC_Net on the AxoNN 3D grid (docs/tensor3d.md).
 // Its inputs are sharded over group `in` (g_in ranks, this rank's index i), its outputs over
 // `out` (g_out, index o): normal layers in = inner, out = outer, transposed ones swapped. The
 // rank's block of W[out × in] (rows o·out/g_out.., cols i·in/g_in..) is flattened row-major and

@@ -1,6 +1,6 @@
 #pragma once
 // bin/tensor3d's scheme: AxoNN 3D tensor parallelism on a G_r × G_c × G_d grid × D data-parallel
-// replicas (README, AxoNN 3D tensor parallelism), the ProcessGrid (data, depth, outer, inner)
+// replicas (docs/tensor3d.md), the ProcessGrid (data, depth, outer, inner)
 // with communicators "inner", "outer", "depth" and "data", each ranked by its own coordinate. Replica p, depth d trains on part p·G_d + d of
 // the global batch's D·G_d parts; every rank of its inner × outer plane loads them. FcNet runs
 // on this trainer's layer set (Linear3d, SlicedLayerNorm): activations are feature-sharded over

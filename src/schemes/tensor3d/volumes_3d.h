@@ -2,7 +2,7 @@
 // The communication of one bin/tensor3d training step (with `inference`, of one forward pass),
 // per rank and layer, from the configuration alone: nccl-tests sizes as CommLog records them
 // (all-reduce the message, all-gather the gathered output, reduce-scatter the input). The
-// formulas, with checkpointing's and inference's, are README's (AxoNN 3D tensor parallelism).
+// formulas, with checkpointing's and inference's, are docs/tensor3d.md's.
 // Groups of one rank communicate nothing.
 #include <cstddef>
 #include <map>
