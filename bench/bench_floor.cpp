@@ -28,7 +28,7 @@
 #include "src/mpi_session.h"
 #include "src/results/run_info.h"
 #include "src/results/run_record.h"
-#include "src/schemes/serial_trainer.h"
+#include "src/schemes/serial/serial_trainer.h"
 #include "src/timing/step_statistics.h"
 
 namespace mlps {

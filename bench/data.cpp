@@ -9,8 +9,8 @@
 #include "src/driver/training_driver.h"
 #include "src/errors.h"
 #include "src/memory/scheme_memory.h"
-#include "src/schemes/data_parallel_trainer.h"
-#include "src/schemes/fully_sharded_trainer.h"
+#include "src/schemes/data/data_parallel_trainer.h"
+#include "src/schemes/data/fully_sharded_trainer.h"
 
 int main(int argc, char** argv) {
   using namespace mlps;

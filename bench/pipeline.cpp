@@ -8,8 +8,8 @@
 #include "src/driver/training_driver.h"
 #include "src/comm/comm_volume_report.h"
 #include "src/memory/scheme_memory.h"
-#include "src/schemes/pipeline_trainer.h"
-#include "src/schemes/pipeline_volumes.h"
+#include "src/schemes/pipeline/pipeline_trainer.h"
+#include "src/schemes/pipeline/pipeline_volumes.h"
 
 int main(int argc, char** argv) {
   using namespace mlps;

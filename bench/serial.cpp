@@ -7,7 +7,7 @@
 #include "src/errors.h"
 #include "src/memory/scheme_memory.h"
 #include "src/model/fused_weight_update.h"
-#include "src/schemes/serial_trainer.h"
+#include "src/schemes/serial/serial_trainer.h"
 
 int main(int argc, char** argv) {
   using namespace mlps;

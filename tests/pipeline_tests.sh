@@ -76,7 +76,7 @@ run_case() {
     not_ok "$name activation memory" "$why"
     return
   fi
-  # Rank 0's table: the C++ volumes (src/schemes/pipeline_volumes.h) against its measured bytes.
+  # Rank 0's table: the C++ volumes (src/schemes/pipeline/pipeline_volumes.h) against its measured bytes.
   if grep -q DIFFERENT "$log" ||
       { grep -q "communication per iteration" "$log" && ! grep -q " equal$" "$log"; }; then
     not_ok "$name volume table" "$(grep -A4 'communication per iteration' "$log" | tr '\n' '|')"

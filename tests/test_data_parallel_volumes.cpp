@@ -1,8 +1,8 @@
-// bin/data's analytic volumes (src/schemes/data_parallel_volumes.h) against hand counts on a
+// bin/data's analytic volumes (src/schemes/data/data_parallel_volumes.h) against hand counts on a
 // small model; data_parallel_tests.sh checks them against every run's measured bytes.
 #include <gtest/gtest.h>
 
-#include "src/schemes/data_parallel_volumes.h"
+#include "src/schemes/data/data_parallel_volumes.h"
 #include "tests/model_shapes.h"
 
 namespace mlps {

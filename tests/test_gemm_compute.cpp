@@ -15,7 +15,7 @@
 #include "src/data/dataset.h"
 #include "src/data/shuffle.h"
 #include "src/options.h"
-#include "src/schemes/serial_trainer.h"
+#include "src/schemes/serial/serial_trainer.h"
 #include "tests/model_shapes.h"
 
 #ifdef MLPSCALE_CUDA_EMULATE

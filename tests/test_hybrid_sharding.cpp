@@ -5,7 +5,7 @@
 
 #include "src/errors.h"
 #include "src/memory/scheme_memory.h"
-#include "src/schemes/data_parallel_base.h"
+#include "src/schemes/data/data_parallel_base.h"
 
 namespace mlps {
 namespace {

@@ -13,7 +13,7 @@
 #include "src/data/shuffle.h"
 #include "src/optim/loss_scaler.h"
 #include "src/optim/optimizer.h"
-#include "src/schemes/serial_trainer.h"
+#include "src/schemes/serial/serial_trainer.h"
 #include "tests/model_shapes.h"
 
 namespace mlps {

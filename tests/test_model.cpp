@@ -7,7 +7,7 @@
 #include "src/data/dataset.h"
 #include "src/data/shuffle.h"
 #include "src/model/serial_net.h"
-#include "src/schemes/serial_trainer.h"
+#include "src/schemes/serial/serial_trainer.h"
 #include "tests/model_shapes.h"
 
 namespace mlps {

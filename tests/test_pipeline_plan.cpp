@@ -10,8 +10,8 @@
 #include <tuple>
 
 #include "src/errors.h"
-#include "src/schemes/pipeline_layout.h"
-#include "src/schemes/pipeline_simulation.h"
+#include "src/schemes/pipeline/pipeline_layout.h"
+#include "src/schemes/pipeline/pipeline_simulation.h"
 #include "tests/small_pipeline_model.h"
 
 namespace mlps {

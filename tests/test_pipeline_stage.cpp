@@ -8,8 +8,8 @@
 #include <numeric>
 
 #include "src/model/serial_net.h"
-#include "src/schemes/pipeline_partition.h"
-#include "src/schemes/pipeline_stage.h"
+#include "src/schemes/pipeline/pipeline_partition.h"
+#include "src/schemes/pipeline/pipeline_stage.h"
 #include "tests/small_pipeline_model.h"
 
 namespace mlps {

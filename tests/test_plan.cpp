@@ -6,7 +6,7 @@
 #include "src/memory/scheme_memory.h"
 #include "src/plan/plan_candidates.h"
 #include "src/plan/step_prediction.h"
-#include "src/schemes/pipeline_volumes.h"
+#include "src/schemes/pipeline/pipeline_volumes.h"
 #include "tests/plan_test_inputs.h"
 
 namespace mlps {

@@ -15,7 +15,7 @@
 #include "src/plan/machine_description.h"
 #include "src/plan/plan_candidates.h"
 #include "src/plan/step_prediction.h"
-#include "src/schemes/gradient_bucketer.h"
+#include "src/schemes/data/gradient_bucketer.h"
 #include "tests/plan_test_inputs.h"
 #include "tests/temp_dir_test.h"
 

@@ -10,7 +10,7 @@
 #include "kernels/half_types.h"
 #include "src/data/dataset.h"
 #include "src/data/shuffle.h"
-#include "src/schemes/serial_trainer.h"
+#include "src/schemes/serial/serial_trainer.h"
 #include "tests/cuda_test_support.h"
 #include "tests/model_shapes.h"
 

@@ -9,7 +9,7 @@
 #include "src/data/shuffle.h"
 #include "src/human_bytes.h"
 #include "src/memory/scheme_memory.h"
-#include "src/schemes/serial_trainer.h"
+#include "src/schemes/serial/serial_trainer.h"
 
 namespace mlps {
 

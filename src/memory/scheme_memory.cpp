@@ -5,8 +5,8 @@
 
 #include "src/device.h"
 #include "src/model/fused_weight_update.h"
-#include "src/schemes/pipeline_partition.h"
-#include "src/schemes/pipeline_schedule.h"
+#include "src/schemes/pipeline/pipeline_partition.h"
+#include "src/schemes/pipeline/pipeline_schedule.h"
 #include "src/schemes/tensor2d/balanced_split.h"
 #include "src/schemes/tensor2d/shard_layout.h"
 #include "src/schemes/tensor3d/depth_scratch.h"

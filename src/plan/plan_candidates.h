@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "src/options.h"
-#include "src/schemes/data_parallel_base.h"
-#include "src/schemes/pipeline_layout.h"
+#include "src/schemes/data/data_parallel_base.h"
+#include "src/schemes/pipeline/pipeline_layout.h"
 #include "src/schemes/tensor1d/tensor1d_plan.h"
 #include "src/schemes/tensor2d/grid_2d.h"
 #include "src/schemes/tensor3d/grid_3d.h"

@@ -3,9 +3,9 @@
 #include <cmath>
 
 #include "src/memory/scheme_memory.h"
-#include "src/schemes/data_parallel_volumes.h"
-#include "src/schemes/gradient_bucketer.h"
-#include "src/schemes/pipeline_volumes.h"
+#include "src/schemes/data/data_parallel_volumes.h"
+#include "src/schemes/data/gradient_bucketer.h"
+#include "src/schemes/pipeline/pipeline_volumes.h"
 #include "src/schemes/tensor2d/balanced_split.h"
 #include "src/schemes/tensor2d/volumes_2d.h"
 #include "src/schemes/tensor3d/volumes_3d.h"

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "kernels/half_types.h"
-#include "src/schemes/data_parallel_trainer.h"
-#include "src/schemes/fully_sharded_trainer.h"
+#include "src/schemes/data/data_parallel_trainer.h"
+#include "src/schemes/data/fully_sharded_trainer.h"
 #include "tests/model_shapes.h"
 #include "tests/mpi/mpi_test.h"
 #include "tests/mpi/typed_equivalence.h"

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "kernels/half_types.h"
-#include "src/schemes/pipeline_trainer.h"
+#include "src/schemes/pipeline/pipeline_trainer.h"
 #include "tests/model_shapes.h"
 #include "tests/mpi/mpi_test.h"
 #include "tests/mpi/typed_equivalence.h"

@@ -1,4 +1,4 @@
-#include "src/schemes/serial_trainer.h"
+#include "src/schemes/serial/serial_trainer.h"
 
 #include <algorithm>
 #include <stdexcept>

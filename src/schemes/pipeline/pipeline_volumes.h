@@ -10,7 +10,7 @@
 #include <string>
 
 #include "src/comm/comm_volume_report.h"
-#include "src/schemes/pipeline_layout.h"
+#include "src/schemes/pipeline/pipeline_layout.h"
 
 namespace mlps {
 

@@ -1,4 +1,4 @@
-#include "src/schemes/gradient_bucketer.h"
+#include "src/schemes/data/gradient_bucketer.h"
 
 #include <algorithm>
 #include <stdexcept>

@@ -1,4 +1,4 @@
-#include "src/schemes/pipeline_zero_bubble.h"
+#include "src/schemes/pipeline/pipeline_zero_bubble.h"
 
 #include <algorithm>
 #include <deque>

@@ -1,4 +1,4 @@
-#include "src/schemes/pipeline_simulation.h"
+#include "src/schemes/pipeline/pipeline_simulation.h"
 
 #include <algorithm>
 

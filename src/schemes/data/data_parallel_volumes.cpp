@@ -1,7 +1,7 @@
-#include "src/schemes/data_parallel_volumes.h"
+#include "src/schemes/data/data_parallel_volumes.h"
 
-#include "src/schemes/gradient_bucketer.h"
-#include "src/schemes/pipeline_partition.h"
+#include "src/schemes/data/gradient_bucketer.h"
+#include "src/schemes/pipeline/pipeline_partition.h"
 
 namespace mlps {
 

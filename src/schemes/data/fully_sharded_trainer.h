@@ -11,7 +11,7 @@
 #include <map>
 
 #include "src/buffer_pool.h"
-#include "src/schemes/data_parallel_base.h"
+#include "src/schemes/data/data_parallel_base.h"
 
 namespace mlps {
 

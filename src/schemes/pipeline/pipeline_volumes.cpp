@@ -1,4 +1,4 @@
-#include "src/schemes/pipeline_volumes.h"
+#include "src/schemes/pipeline/pipeline_volumes.h"
 
 #include <vector>
 

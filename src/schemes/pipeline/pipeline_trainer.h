@@ -32,9 +32,9 @@
 #include "src/comm/make_communicator.h"
 #include "src/model/deferred_weight_grads.h"
 #include "src/grid/process_grid.h"
-#include "src/schemes/pipeline_layout.h"
-#include "src/schemes/pipeline_report.h"
-#include "src/schemes/pipeline_stage.h"
+#include "src/schemes/pipeline/pipeline_layout.h"
+#include "src/schemes/pipeline/pipeline_report.h"
+#include "src/schemes/pipeline/pipeline_stage.h"
 #include "src/schemes/scheme_trainer.h"
 #include "src/timing/device_marks.h"
 

@@ -7,8 +7,8 @@
 // storage: 16-bit values (all-gathered as they are), fp32 gradients and fp32 buckets, so each
 // reduction sees what the emulation's fp32 buffers hold.
 #include "src/buffer_pool.h"
-#include "src/schemes/data_parallel_base.h"
-#include "src/schemes/gradient_bucketer.h"
+#include "src/schemes/data/data_parallel_base.h"
+#include "src/schemes/data/gradient_bucketer.h"
 
 namespace mlps {
 

@@ -1,4 +1,4 @@
-#include "src/schemes/pipeline_partition.h"
+#include "src/schemes/pipeline/pipeline_partition.h"
 
 #include <algorithm>
 #include <limits>

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "src/schemes/pipeline_layout.h"
+#include "src/schemes/pipeline/pipeline_layout.h"
 
 namespace mlps {
 

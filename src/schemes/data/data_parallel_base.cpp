@@ -1,7 +1,7 @@
-#include "src/schemes/data_parallel_base.h"
+#include "src/schemes/data/data_parallel_base.h"
 
 #include "src/errors.h"
-#include "src/schemes/data_parallel_volumes.h"
+#include "src/schemes/data/data_parallel_volumes.h"
 
 namespace mlps {
 

@@ -1,4 +1,4 @@
-#include "src/schemes/pipeline_trainer.h"
+#include "src/schemes/pipeline/pipeline_trainer.h"
 
 #include <algorithm>
 #include <array>

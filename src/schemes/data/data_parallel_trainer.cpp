@@ -1,4 +1,4 @@
-#include "src/schemes/data_parallel_trainer.h"
+#include "src/schemes/data/data_parallel_trainer.h"
 
 #include <algorithm>
 #include <vector>

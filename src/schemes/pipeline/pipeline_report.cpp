@@ -1,4 +1,4 @@
-#include "src/schemes/pipeline_report.h"
+#include "src/schemes/pipeline/pipeline_report.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "src/human_bytes.h"
-#include "src/schemes/pipeline_simulation.h"
+#include "src/schemes/pipeline/pipeline_simulation.h"
 
 namespace mlps {
 

@@ -1,4 +1,4 @@
-#include "src/schemes/fully_sharded_trainer.h"
+#include "src/schemes/data/fully_sharded_trainer.h"
 
 #include "src/schemes/named_tensors.h"
 

@@ -8,7 +8,7 @@
 
 #include "src/comm/comm_volume_report.h"
 #include "src/model_config.h"
-#include "src/schemes/data_parallel_base.h"
+#include "src/schemes/data/data_parallel_base.h"
 
 namespace mlps {
 

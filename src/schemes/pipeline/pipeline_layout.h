@@ -8,8 +8,8 @@
 
 #include "src/grid/process_grid.h"
 #include "src/model_config.h"
-#include "src/schemes/pipeline_partition.h"
-#include "src/schemes/pipeline_schedule.h"
+#include "src/schemes/pipeline/pipeline_partition.h"
+#include "src/schemes/pipeline/pipeline_schedule.h"
 #include "src/schemes/trainer.h"
 
 namespace mlps {

@@ -1,4 +1,4 @@
-#include "src/schemes/pipeline_stage.h"
+#include "src/schemes/pipeline/pipeline_stage.h"
 
 namespace mlps {
 

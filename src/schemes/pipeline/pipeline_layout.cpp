@@ -1,4 +1,4 @@
-#include "src/schemes/pipeline_layout.h"
+#include "src/schemes/pipeline/pipeline_layout.h"
 
 #include "src/errors.h"
 

@@ -6,7 +6,7 @@
 
 #include "src/model/predicted_classes.h"
 #include "src/schemes/named_tensors.h"
-#include "src/schemes/pipeline_trainer.h"
+#include "src/schemes/pipeline/pipeline_trainer.h"
 
 namespace mlps {
 

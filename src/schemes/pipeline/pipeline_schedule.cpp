@@ -1,12 +1,12 @@
-#include "src/schemes/pipeline_schedule.h"
+#include "src/schemes/pipeline/pipeline_schedule.h"
 
 #include <algorithm>
 #include <map>
 #include <utility>
 
 #include "src/errors.h"
-#include "src/schemes/pipeline_simulation.h"
-#include "src/schemes/pipeline_zero_bubble.h"
+#include "src/schemes/pipeline/pipeline_simulation.h"
+#include "src/schemes/pipeline/pipeline_zero_bubble.h"
 
 namespace mlps {
 
