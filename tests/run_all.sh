@@ -3,8 +3,8 @@
 # GoogleTest binary under mpiexec with 1, 2, 3 and 4 ranks (each a suite; oversubscribed cores
 # are fine), then the script suites of SCRIPT_SUITES below (each executable's command line and
 # equivalence with serial, volumes, mixed precision, timelines, memory, analysis, the sweep
-# driver, Slurm); then, when HIP_CPU_HOME names a HIP-CPU checkout, the same GoogleTest suites
-# and every scheme's --device cuda in the emulated-GPU build. Each suite's output stays visible;
+# driver, Slurm); then, when HIP_CPU_HOME names a HIP-CPU checkout, the unit tests, the MPI
+# tests on the GPU and every scheme's --device cuda in the emulated-GPU build. Each suite's output stays visible;
 # the last line sums them as "N passed, N failed". Exits non-zero if any test failed or a suite
 # ended without its summary. Extra arguments go to bin/unit_tests (e.g. --gtest_filter=Adam*).
 set -u -o pipefail
@@ -97,8 +97,8 @@ for script in "${SCRIPT_SUITES[@]}"; do
 done
 
 # The emulated-GPU build (make CUDA=emulate, built by `make test` when HIP-CPU is found): the
-# whole GoogleTest and MPI suites again, now with every CUDA test running on the CPU, then every
-# scheme's --device cuda. There the emulated GPU is always present, so a test skipped for lack
+# unit tests again, now with every CUDA test running on the CPU, the MPI tests' GPU suites, then
+# every scheme's --device cuda. There the emulated GPU is always present, so a test skipped for lack
 # of a GPU, or of NCCL, is a failure.
 add_emulated_gtest_suite() {
   local name=$1 rc=$2 nogpu
@@ -115,10 +115,13 @@ if [[ -n ${HIP_CPU_HOME:-} && -f $HIP_CPU_HOME/include/hip/hip_runtime.h ]]; the
     echo "=== emulated GPU: bin/emulate/unit_tests"
     bin/emulate/unit_tests 2>&1 | tee "$log"
     add_emulated_gtest_suite "emulated GPU: unit tests" $?
+    # Only the MPI tests on the GPU: the others run on the CPU device, as they did above.
+    gpu_filter='GpuCommTest.*:*GpuWireFormatTest*'
     for n in "${MPI_WORLD_SIZES[@]}"; do
-      echo "=== emulated GPU: mpiexec -n $n bin/emulate/mpi_tests"
+      echo "=== emulated GPU: mpiexec -n $n bin/emulate/mpi_tests --gtest_filter=$gpu_filter" \
+        "(the CPU-device tests ran above)"
       OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 timeout -k 10 300 mpiexec -n "$n" \
-        bin/emulate/mpi_tests 2>&1 | tee "$log"
+        bin/emulate/mpi_tests --gtest_filter="$gpu_filter" 2>&1 | tee "$log"
       add_emulated_gtest_suite "emulated GPU: MPI tests ($n ranks)" $?
     done
   else
