@@ -65,7 +65,7 @@ else ifneq ($(WITH_CUDA),)
   endif
 endif
 
-LIB_SRCS := $(wildcard src/*.cpp src/*/*.cpp src/*/*/*.cpp kernels/cpu/*.cpp) \
+LIB_SRCS := $(wildcard src/*/*.cpp src/*/*/*.cpp kernels/cpu/*.cpp) \
   $(if $(CUDA_EMULATE),$(wildcard kernels/emulate/*.cpp))
 CUDA_SRCS := $(if $(WITH_CUDA),$(wildcard kernels/cuda/*.cu))
 LIB_OBJS := $(LIB_SRCS:%.cpp=$(BUILD)/%.o) $(CUDA_SRCS:%.cu=$(BUILD)/%.o)

@@ -18,7 +18,7 @@
 #include "bench/support/elementwise_benchmarks.h"
 #include "bench/support/fma_peak.h"
 #include "bench/support/gemm_benchmarks.h"
-#include "src/errors.h"
+#include "src/base/errors.h"
 #include "bench/support/sample_load_benchmark.h"
 #include "bench/support/weight_restream_benchmarks.h"
 #include "bench/support/weight_update_benchmarks.h"
@@ -26,11 +26,11 @@
 #include "bench/support/kernel_bench_options.h"
 #include "bench/support/kernel_bench_registry.h"
 #include "kernels/cpu/blas_core.h"
-#include "src/device.h"
-#include "src/human_bytes.h"
+#include "src/device/device.h"
+#include "src/base/human_bytes.h"
 #include "src/memory/available_memory.h"
 #include "src/memory/memory_need.h"
-#include "src/model_config.h"
+#include "src/model/model_config.h"
 
 namespace mlps::kernel_bench {
 namespace {

@@ -8,14 +8,15 @@
 #include <optional>
 #include <thread>
 
-#include "src/cli_validators.h"
-#include "src/errors.h"
-#include "src/options.h"
+#include "src/options/cli_validators.h"
+#include "src/base/errors.h"
+#include "src/options/options.h"
 #include "src/memory/available_memory.h"
 #include "src/plan/machine_calibration.h"
 #include "src/plan/plan_report.h"
 #include "src/plan/run_prediction.h"
-#include "src/publish_file.h"
+#include "src/schemes/scheme_registry.h"
+#include "src/base/publish_file.h"
 
 namespace mlps {
 namespace {
@@ -101,6 +102,7 @@ int main(int argc, char** argv) {
         cold_comm_path;
     std::vector<std::string> precision_names, by_rows_paths, restream_paths;
     size_t top = 20, explain = 0;
+    bool list_schemes = false;
     CLI::App& app = parser.app();
     app.get_option("--machine")->description("machine description (inputs/machines/*.json; "
                                              "default: inputs/machines/local.json, which "
@@ -112,6 +114,8 @@ int main(int argc, char** argv) {
         ->delimiter(',')->check(CLI::IsMember({"fp32", "fp64", "bf16", "fp16"}));
     app.add_option("--top", top, "rows of the ranked table to print")
         ->capture_default_str()->check(integer_between(1, 1 << 30));
+    app.add_flag("--list-schemes", list_schemes, "print every scheme's executable name, one a "
+                 "line, in the registry's order, and exit (what jobs/sweep and the docs list)");
     app.add_option("--explain", explain, "print the breakdown of this row of the table (0: none)");
     app.add_option("--json", out, "write every candidate and its prediction to this JSON file");
     app.add_option("--calibrate", calibrate, "instead of planning, write this machine's "
@@ -152,6 +156,10 @@ int main(int argc, char** argv) {
       if (CLI::Option* option = app.get_option_no_throw(run_only)) option->group("");
     if (!parser.parse(argc, argv)) {
       std::printf("%s", parser.help_text().c_str());
+      return 0;
+    }
+    if (list_schemes) {
+      for (const auto& scheme : scheme_registry()) std::printf("%s\n", scheme->name().c_str());
       return 0;
     }
     const Options& o = parser.options();

@@ -10,9 +10,14 @@ set -u -o pipefail
 bin=${1:-$(dirname "${BASH_SOURCE[0]}")/../bin}
 export COLUMNS=100
 
-# The training executables, the planner, then the benchmarks (every bench/*.cpp is one).
-programs=(serial data pipeline tensor1d tensor2d tensor3d plan bench_comm bench_floor
-          bench_kernels)
+if [[ ! -x $bin/plan ]]; then
+  echo "generate_options.sh: $bin/plan not found (build with make first)" >&2
+  exit 1
+fi
+# The training executables (the scheme registry's, in its order), the planner, then the
+# benchmarks (every bench/bench_*.cpp is one).
+mapfile -t schemes < <("$bin/plan" --list-schemes)
+programs=("${schemes[@]}" plan bench_comm bench_floor bench_kernels)
 
 for name in "${programs[@]}"; do
   if [[ ! -x $bin/$name ]]; then

@@ -132,8 +132,8 @@ fi
 run_in_empty_dir "$serial" --help
 ((rc == 0)) || problem "exit status $rc"
 [[ -s $tmp/stderr ]] && problem "stderr not empty: $(first_line "$tmp/stderr")"
-declared=$(grep -oE '(add_option|add_flag|set_config)\("--[a-z0-9-]+"' src/options.cpp | grep -oE -- '--[a-z0-9-]+')
-[[ -n $declared ]] || problem "found no options in src/options.cpp"
+declared=$(grep -oE '(add_option|add_flag|set_config)\("--[a-z0-9-]+"' src/options/options.cpp | grep -oE -- '--[a-z0-9-]+')
+[[ -n $declared ]] || problem "found no options in src/options/options.cpp"
 for option in --layers --hidden --batch --verify --config --data --device --precision --out \
   --fused-update $declared; do
   grep -qE -- "(^|[ ,])$option([ =]|$)" "$tmp/stdout" || problem "--help does not mention $option"

@@ -13,7 +13,7 @@ bucket_elements=512
 tiny=(--hidden 24 --layers 2 --image-size 6 --ffn-mult 2 --batch 12 --iters 4 --warmup 1
       --print-every 0 --eval-samples 24 --precision fp64 --bucket-mb $bucket_mb)
 
-# expect_volume_table NAME LOG: rank 0's closing table (src/schemes/data/data_parallel_volumes.h)
+# expect_volume_table NAME LOG: rank 0's closing table (src/schemes/data/data_volumes.h)
 # found every collective's measured bytes equal to the analytic ones.
 expect_volume_table() {
   if grep -q "DIFFERENT" "$2" || ! grep -q " equal$" "$2"; then

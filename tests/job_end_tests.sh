@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# How a job ends when something goes wrong after start-up (src/mpi_session.h): a rank failing
+# How a job ends when something goes wrong after start-up (src/comm/mpi_session.h): a rank failing
 # alone ends the whole job at once in one line (no MPICH abort banner, no rank left waiting), a
 # full disk is an `error:` line with no orphan --trace file, several runs writing one --out all
 # succeed (the last to finish wins), and mpiexec returns 128 + signal after SIGTERM or SIGINT on
-# every try (src/mpi_session.cpp says why it once returned 0).
+# every try (src/comm/mpi_session.cpp says why it once returned 0).
 # Usage: bash tests/job_end_tests.sh. Ends with "N passed, N failed".
 source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
 

@@ -1,6 +1,6 @@
 #pragma once
 // Small FC_Net shapes for the tests in one call: image side S, hidden H, layers L, F = ffn_mult·H.
-#include "src/model_config.h"
+#include "src/model/model_config.h"
 
 namespace mlps {
 

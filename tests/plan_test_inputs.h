@@ -6,9 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "src/options.h"
+#include "src/options/options.h"
 #include "src/plan/machine_description.h"
 #include "src/plan/plan_candidates.h"
+#include "src/schemes/scheme_registry.h"
 #include "src/plan/step_prediction.h"
 
 namespace mlps {

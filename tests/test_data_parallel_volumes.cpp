@@ -1,15 +1,15 @@
-// bin/data's analytic volumes (src/schemes/data/data_parallel_volumes.h) against hand counts on a
+// bin/data's analytic volumes (src/schemes/data/data_volumes.h) against hand counts on a
 // small model; data_parallel_tests.sh checks them against every run's measured bytes.
 #include <gtest/gtest.h>
 
-#include "src/schemes/data/data_parallel_volumes.h"
+#include "src/schemes/data/data_volumes.h"
 #include "tests/model_shapes.h"
 
 namespace mlps {
 namespace {
 
-DataParallelConfig stage(int zero, int group = 0) {
-  DataParallelConfig config;
+DataGrid stage(int zero, int group = 0) {
+  DataGrid config;
   config.zero = zero;
   config.shard_group = group;
   config.bucket_mb = 1;

@@ -14,7 +14,7 @@
 #include "kernels/kernels.h"
 #include "src/data/dataset.h"
 #include "src/data/shuffle.h"
-#include "src/options.h"
+#include "src/options/options.h"
 #include "src/schemes/serial/serial_trainer.h"
 #include "tests/model_shapes.h"
 

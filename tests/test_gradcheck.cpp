@@ -5,7 +5,7 @@
 #include <cmath>
 #include <vector>
 
-#include "src/counter_hash.h"
+#include "src/base/counter_hash.h"
 #include "src/model/serial_net.h"
 #include "tests/model_shapes.h"
 

@@ -3,22 +3,22 @@
 // volumes run under mpiexec in tests/data_parallel_tests.sh.
 #include <gtest/gtest.h>
 
-#include "src/errors.h"
-#include "src/memory/scheme_memory.h"
-#include "src/schemes/data/data_parallel_base.h"
+#include "src/base/errors.h"
+#include "src/schemes/data/data_memory.h"
+#include "src/schemes/data/data_grid.h"
 
 namespace mlps {
 namespace {
 
-DataParallelConfig zero3(int group) {
-  DataParallelConfig config;
+DataGrid zero3(int group) {
+  DataGrid config;
   config.zero = 3;
   config.shard_group = group;
   return config;
 }
 
 TEST(HybridSharding, AbsentGroupIsAllRanksAndGridTextNamesOnlyAPartialGroup) {
-  DataParallelConfig config = zero3(0);
+  DataGrid config = zero3(0);
   resolve_shard_group(config, 4);
   EXPECT_EQ(config.shard_group, 4);
   EXPECT_EQ(data_grid_text(4, config), "dp=4,zero=3");
@@ -32,7 +32,7 @@ TEST(HybridSharding, AbsentGroupIsAllRanksAndGridTextNamesOnlyAPartialGroup) {
 }
 
 TEST(HybridSharding, GroupMustDivideTheRanksAndNeedsZero3) {
-  DataParallelConfig config = zero3(3);
+  DataGrid config = zero3(3);
   EXPECT_THROW(resolve_shard_group(config, 4), InputError);
   config = zero3(8);
   EXPECT_THROW(resolve_shard_group(config, 4), InputError);

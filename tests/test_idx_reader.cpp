@@ -12,7 +12,7 @@
 #include "src/data/dataset.h"
 #include "src/data/image_resize.h"
 #include "src/data/idx_reader.h"
-#include "src/errors.h"
+#include "src/base/errors.h"
 
 namespace mlps {
 namespace {

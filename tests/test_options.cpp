@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "src/errors.h"
-#include "src/options.h"
+#include "src/base/errors.h"
+#include "src/options/options.h"
 #include "tests/temp_dir_test.h"
 
 namespace mlps {

@@ -9,8 +9,8 @@
 #include <numeric>
 #include <tuple>
 
-#include "src/errors.h"
-#include "src/schemes/pipeline/pipeline_layout.h"
+#include "src/base/errors.h"
+#include "src/schemes/pipeline/pipeline_grid.h"
 #include "src/schemes/pipeline/pipeline_simulation.h"
 #include "tests/small_pipeline_model.h"
 
@@ -244,15 +244,15 @@ TEST(PipelinePartition, BadPartitionsAndTooManyStagesAreInputErrors) {
   EXPECT_EQ(balanced_partition(small_model(0), 1).text(), "0");  // one stage needs no block
 }
 
-TEST(PipelineLayout, GridsAreResolvedAndCheckedBeforeAnyWork) {
+TEST(PipelineGrid, GridsAreResolvedAndCheckedBeforeAnyWork) {
   const ModelConfig c = small_model(4);
   PipelineOptions o;
-  PipelineLayout l = resolve_pipeline_layout(o, c, 32, 4);  // default: every rank a stage
+  PipelineGrid l = resolve_pipeline_grid(o, c, 32, 4);  // default: every rank a stage
   EXPECT_EQ(l.stages, 4);
   EXPECT_EQ(l.replicas, 1);
   o.dp = 2;
   o.micro_batches = 8;
-  l = resolve_pipeline_layout(o, c, 32, 4);
+  l = resolve_pipeline_grid(o, c, 32, 4);
   EXPECT_EQ(l.stages, 2);
   EXPECT_EQ(l.rank_of(1, 1), 3);
   EXPECT_EQ(l.stage_of(3), 1);
@@ -260,18 +260,18 @@ TEST(PipelineLayout, GridsAreResolvedAndCheckedBeforeAnyWork) {
   EXPECT_EQ(l.replica_rows(32, 1).first, 16);
   EXPECT_EQ(l.grid(), "pp=2,dp=2,micro_batches=8,schedule=1f1b,partition=2,2");
   o.micro_batches = 3;  // does not divide 16 rows
-  EXPECT_THROW(resolve_pipeline_layout(o, c, 32, 4), InputError);
+  EXPECT_THROW(resolve_pipeline_grid(o, c, 32, 4), InputError);
   o = PipelineOptions{};
   o.pp = 3;
-  EXPECT_THROW(resolve_pipeline_layout(o, c, 32, 4), InputError);  // 3 does not divide 4
+  EXPECT_THROW(resolve_pipeline_grid(o, c, 32, 4), InputError);  // 3 does not divide 4
   o.dp = 2;
-  EXPECT_THROW(resolve_pipeline_layout(o, c, 32, 6 + 1), InputError);  // 3 x 2 != 7
+  EXPECT_THROW(resolve_pipeline_grid(o, c, 32, 6 + 1), InputError);  // 3 x 2 != 7
   o = PipelineOptions{};
   o.dp = 4;
   o.micro_batches = 1;
-  EXPECT_THROW(resolve_pipeline_layout(o, c, 3, 4), InputError);  // a replica without rows
+  EXPECT_THROW(resolve_pipeline_grid(o, c, 3, 4), InputError);  // a replica without rows
   o.schedule = "zigzag";
-  EXPECT_THROW(resolve_pipeline_layout(o, c, 32, 4), InputError);
+  EXPECT_THROW(resolve_pipeline_grid(o, c, 32, 4), InputError);
 }
 
 }  // namespace

@@ -3,7 +3,9 @@
 // test_plan_machine_file.cpp).
 #include <gtest/gtest.h>
 
-#include "src/memory/scheme_memory.h"
+#include "src/schemes/data/data_grid.h"
+#include "src/schemes/tensor1d/tensor1d_grid.h"
+#include "src/schemes/serial/serial_memory.h"
 #include "src/plan/plan_candidates.h"
 #include "src/plan/step_prediction.h"
 #include "src/schemes/pipeline/pipeline_volumes.h"
@@ -73,7 +75,7 @@ TEST(PlanCandidates, TensorParallelismIsWeighedWithAndWithoutSequenceParallelism
   const auto all = enumerate_candidates(o, 4, {Precision::fp32});
   const PlanCandidate* sp = find(all, "tensor1d --tp 2 --sequence-parallel --precision fp32");
   ASSERT_NE(sp, nullptr);
-  EXPECT_TRUE(sp->tensor1d->sequence_parallel);
+  EXPECT_TRUE(sp->grid_as<Tensor1dGrid>().sequence_parallel);
   EXPECT_NE(find(all, "tensor1d --tp 4 --sequence-parallel --precision fp32"), nullptr);
   // Each replica's 3 rows do not split over T = 2 ranks: only plain tensor parallelism.
   o.batch = 6;
@@ -103,14 +105,14 @@ PipelineOptions interleaved_options(int pp) {
 TEST(PipelineVolumes, BoundariesToOtherRanksCountedOnBothEnds) {
   const ModelConfig model = eight_blocks();
   PipelineOptions po = interleaved_options(4);
-  const PipelineLayout interleaved = resolve_pipeline_layout(po, model, 24, 4);
+  const PipelineGrid interleaved = resolve_pipeline_grid(po, model, 24, 4);
   const double boundary = 2.0 * 24 * 24 * 8;  // rows × H × fp64, forward and back
   // Rank 0 holds virtual stages 0 and 4: boundaries 0-1, 3-4 and 4-5; rank 1 holds 1 and 5.
   EXPECT_EQ(pipeline_comm_bytes(model, interleaved, 24, 0, 8, 8).at("sendrecv:pipe"), 3 * boundary);
   EXPECT_EQ(pipeline_comm_bytes(model, interleaved, 24, 1, 8, 8).at("sendrecv:pipe"), 4 * boundary);
   po.schedule = "zb-v";
   po.virtual_stages = 1;
-  const PipelineLayout v = resolve_pipeline_layout(po, model, 24, 4);
+  const PipelineGrid v = resolve_pipeline_grid(po, model, 24, 4);
   // The V: rank 0 holds the ends (0 and 7), rank 1 stages 1 and 6, rank 3 the turn (3 and 4,
   // whose boundary is local).
   EXPECT_EQ(pipeline_comm_bytes(model, v, 24, 0, 8, 8).at("sendrecv:pipe"), 2 * boundary);
@@ -119,7 +121,7 @@ TEST(PipelineVolumes, BoundariesToOtherRanksCountedOnBothEnds) {
   // Two replicas: each rank all-reduces its chunks' gradients once.
   po.schedule = "1f1b";
   po.pp = 2;
-  const PipelineLayout replicated = resolve_pipeline_layout(po, model, 24, 4);
+  const PipelineGrid replicated = resolve_pipeline_grid(po, model, 24, 4);
   const auto bytes = pipeline_comm_bytes(model, replicated, 24, 3, 2, 4);
   EXPECT_EQ(bytes.at("allreduce:data"),
             4.0 * static_cast<double>(pipeline_rank_parameters(model, replicated, 1)));
@@ -132,7 +134,7 @@ TEST(PipelineVolumes, CallsAreAMessagePerMicroBatchAndBoundaryEachWayAndAnAllRed
   const ModelConfig model = eight_blocks();
   const PipelineOptions po = interleaved_options(2);
   // 2 stages × 2 chunks × 2 replicas: rank 0 holds virtual stages 0 and 2 (3 boundaries).
-  const PipelineLayout layout = resolve_pipeline_layout(po, model, 24, 4);
+  const PipelineGrid layout = resolve_pipeline_grid(po, model, 24, 4);
   CommCalls calls, forward;
   pipeline_comm_bytes(model, layout, 24, 0, 8, 8, false, &calls);
   EXPECT_EQ(calls, (CommCalls{{"sendrecv:pipe", 3 * 2 * 4}, {"allreduce:data", 2}}));
@@ -202,7 +204,7 @@ TEST(PlanStep, DataParallelHidesReductionsBehindBackwardButNotZeroGathers) {
   MachineDescription m = test_machine(8);
   m.intra_node.bus_bandwidth = 1e6;  // slow enough that nothing hides completely
   PlanCandidate small_buckets = *find(all, "data --zero 0 --precision fp32");
-  small_buckets.data.bucket_mb = 0.01;  // many buckets: all but the last can hide
+  small_buckets.grid_as<DataGrid>().bucket_mb = 0.01;  // many buckets: all but the last can hide
   const StepPrediction ddp = predict_step(small_buckets, m);
   ASSERT_GT(ddp.collectives.at("allreduce").calls, 2);
   const StepPrediction zero1 = predict_step(*find(all, "data --zero 1 --precision fp32"), m);

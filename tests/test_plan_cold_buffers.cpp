@@ -6,10 +6,11 @@
 
 #include <string>
 
-#include "src/errors.h"
+#include "src/base/errors.h"
 #include "src/plan/machine_calibration.h"
 #include "src/plan/plan_candidates.h"
 #include "src/plan/step_prediction.h"
+#include "src/schemes/data/data_grid.h"
 #include "tests/plan_test_inputs.h"
 
 namespace mlps {
@@ -52,7 +53,7 @@ TEST(PlanLink, ACollectiveSpanningComputeMovesColdBuffersWhereNothingProgresses)
       EXPECT_DOUBLE_EQ(evicted.collectives.at(key).seconds, times * comm.seconds)
           << "--zero " << zero << ", " << key;
     }
-    c.data.overlap = false;  // each collective waited for where it is started
+    c.grid_as<DataGrid>().overlap = false;  // each collective waited for where it is started
     EXPECT_DOUBLE_EQ(predict_step(c, cold).comm, predict_step(c, hot).comm) << zero;
   }
   // Where collectives progress during compute (NCCL on its stream), nothing goes cold.

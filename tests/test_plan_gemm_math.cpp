@@ -8,9 +8,10 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "src/errors.h"
+#include "src/base/errors.h"
 #include "src/plan/plan_report.h"
 #include "src/plan/rank_work.h"
+#include "src/schemes/tensor2d/tensor2d_grid.h"
 #include "tests/plan_test_inputs.h"
 #include "tests/temp_dir_test.h"
 
@@ -170,7 +171,7 @@ TEST(PlanGemmMath, EachRanksGemmShapesAreItsShareOfTheModel) {
       double weights = 0;
       for (const LinearShape& l : w.gemm_linears)
         weights += static_cast<double>(l.in) * static_cast<double>(l.out);
-      if (c.scheme == "tensor2d") weights *= c.tensor2d.q;
+      if (c.scheme == "tensor2d") weights *= c.grid_as<Tensor2dGrid>().q;
       EXPECT_LE(weights, w.gemm_parameters) << c.label();  // biases and LayerNorm apart
       EXPECT_GT(weights, 0.9 * w.gemm_parameters) << c.label();
     }

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "src/comm/comm_volume_report.h"
-#include "src/errors.h"
+#include "src/base/errors.h"
 #include "src/plan/machine_calibration.h"
 #include "src/plan/machine_description.h"
 #include "src/plan/plan_candidates.h"

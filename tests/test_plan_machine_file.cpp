@@ -11,7 +11,7 @@
 #include <string>
 #include <tuple>
 
-#include "src/errors.h"
+#include "src/base/errors.h"
 #include "src/plan/machine_calibration.h"
 #include "src/plan/plan_candidates.h"
 #include "src/plan/step_prediction.h"

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <fstream>
 
-#include "src/errors.h"
+#include "src/base/errors.h"
 #include "src/plan/machine_calibration.h"
 #include "src/plan/plan_candidates.h"
 #include "src/plan/step_prediction.h"

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "src/errors.h"
+#include "src/base/errors.h"
 #include "src/results/run_info.h"
 #include "src/results/run_record.h"
 #include "src/results/schema.h"

@@ -3,7 +3,7 @@
 // requests takes only kept buffers.
 #include <gtest/gtest.h>
 
-#include "src/buffer_pool.h"
+#include "src/device/buffer_pool.h"
 #include "src/timing/phase_timer.h"
 
 namespace mlps {

@@ -4,10 +4,10 @@
 
 #include <string>
 
-#include "src/errors.h"
+#include "src/base/errors.h"
 #include "src/model/parameter.h"
 #include "src/schemes/tensor1d/sharded_linear.h"
-#include "src/schemes/tensor1d/tensor1d_plan.h"
+#include "src/schemes/tensor1d/tensor1d_grid.h"
 #include "tests/model_shapes.h"
 
 namespace mlps {
@@ -17,7 +17,7 @@ ModelConfig tiny(BlockKind block = BlockKind::residual_mlp, int64_t layers = 2) 
   return model_shape(6, 24, layers, 2, block);  // S² = 36, F = 48
 }
 
-std::vector<LinearSplit> splits(const Tensor1dPlan& plan) {
+std::vector<LinearSplit> splits(const Tensor1dGrid& plan) {
   std::vector<LinearSplit> out;
   for (const auto& l : plan.linears) out.push_back(l.split);
   return out;
@@ -25,42 +25,42 @@ std::vector<LinearSplit> splits(const Tensor1dPlan& plan) {
 
 using S = LinearSplit;
 
-TEST(Tensor1dPlan, ResidualBlocksAreColumnThenRowAndEmbedAndClassifierSplitWhereTheyDivide) {
-  EXPECT_EQ(splits(make_tensor1d_plan(tiny(), 2)),
+TEST(Tensor1dGrid, ResidualBlocksAreColumnThenRowAndEmbedAndClassifierSplitWhereTheyDivide) {
+  EXPECT_EQ(splits(make_tensor1d_grid(tiny(), 2)),
             (std::vector<S>{S::row, S::column, S::row, S::column, S::row, S::column}));
   // 10 classes do not divide by 3 or 4: the classifier stays whole.
-  EXPECT_EQ(splits(make_tensor1d_plan(tiny(), 3)),
+  EXPECT_EQ(splits(make_tensor1d_grid(tiny(), 3)),
             (std::vector<S>{S::row, S::column, S::row, S::column, S::row, S::replicated}));
   ModelConfig odd_image = tiny();
   odd_image.image_size = 5;  // S² = 25
-  EXPECT_EQ(make_tensor1d_plan(odd_image, 4).embed().split, S::replicated);
-  for (const auto& l : make_tensor1d_plan(tiny(), 1).linears) EXPECT_EQ(l.split, S::replicated);
+  EXPECT_EQ(make_tensor1d_grid(odd_image, 4).embed().split, S::replicated);
+  for (const auto& l : make_tensor1d_grid(tiny(), 1).linears) EXPECT_EQ(l.split, S::replicated);
 }
 
-TEST(Tensor1dPlan, PlainBlocksPairUpAndAnOddLastOneIsReplicated) {
-  EXPECT_EQ(splits(make_tensor1d_plan(tiny(BlockKind::plain, 3), 2)),
+TEST(Tensor1dGrid, PlainBlocksPairUpAndAnOddLastOneIsReplicated) {
+  EXPECT_EQ(splits(make_tensor1d_grid(tiny(BlockKind::plain, 3), 2)),
             (std::vector<S>{S::row, S::column, S::row, S::replicated, S::column}));
 }
 
-TEST(Tensor1dPlan, AWidthTheGridDoesNotDivideIsAnInputErrorNamingIt) {
+TEST(Tensor1dGrid, AWidthTheGridDoesNotDivideIsAnInputErrorNamingIt) {
   ModelConfig c = tiny();
   c.hidden = 16;  // F = 32
   try {
-    make_tensor1d_plan(c, 3);
+    make_tensor1d_grid(c, 3);
     FAIL() << "expected an InputError";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("--tp 3 does not divide the FFN width 32"),
               std::string::npos) << e.what();
   }
   c.block = BlockKind::plain;
-  EXPECT_THROW(make_tensor1d_plan(c, 3), InputError);
-  EXPECT_NO_THROW(make_tensor1d_plan(c, 4));
+  EXPECT_THROW(make_tensor1d_grid(c, 3), InputError);
+  EXPECT_NO_THROW(make_tensor1d_grid(c, 4));
   // A width set by --ffn-hidden is named as such.
   c = tiny();
   c.ffn_width = 30;
-  EXPECT_NO_THROW(make_tensor1d_plan(c, 3));
+  EXPECT_NO_THROW(make_tensor1d_grid(c, 3));
   try {
-    make_tensor1d_plan(c, 4);
+    make_tensor1d_grid(c, 4);
     FAIL() << "expected an InputError";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("the FFN width 30 (--ffn-hidden 30)"), std::string::npos)
@@ -68,33 +68,33 @@ TEST(Tensor1dPlan, AWidthTheGridDoesNotDivideIsAnInputErrorNamingIt) {
   }
 }
 
-TEST(Tensor1dPlan, LocalParametersAreTheWholeModelAtOneRankAndShrinkWithT) {
+TEST(Tensor1dGrid, LocalParametersAreTheWholeModelAtOneRankAndShrinkWithT) {
   for (BlockKind block : {BlockKind::residual_mlp, BlockKind::plain}) {
     const ModelConfig c = tiny(block, 3);
-    EXPECT_EQ(local_parameter_count(make_tensor1d_plan(c, 1)), parameter_count(c));
+    EXPECT_EQ(local_parameter_count(make_tensor1d_grid(c, 1)), parameter_count(c));
   }
   // T = 2 by hand: embed 36·24/2 + 24; per block LayerNorm 2·24, fc1 24·48/2 + 48/2,
   // fc2 48·24/2 + 24; classifier 10·24/2 + 10/2.
   const int64_t block = 48 + (576 + 24) + (576 + 24);
-  EXPECT_EQ(local_parameter_count(make_tensor1d_plan(tiny(), 2)), 456 + 2 * block + 125);
+  EXPECT_EQ(local_parameter_count(make_tensor1d_grid(tiny(), 2)), 456 + 2 * block + 125);
 }
 
-TEST(Tensor1dPlan, AnalyticVolumesCountEveryTensorParallelAllReduceAndTheDataGradients) {
-  const Tensor1dPlan plan = make_tensor1d_plan(tiny(), 2);
+TEST(Tensor1dGrid, AnalyticVolumesCountEveryTensorParallelAllReduceAndTheDataGradients) {
+  const Tensor1dGrid plan = make_tensor1d_grid(tiny(), 2);
   const auto bytes = tensor1d_comm_bytes(plan, 6, sizeof(double), 2);
   // rows·H·8 per all-reduce: embed forward, 2 per block, classifier backward.
   EXPECT_EQ(bytes.at("allreduce:tp"), 6.0 * 24 * 8 * (1 + 2 * 2 + 1));
   EXPECT_EQ(bytes.at("allgather:tp"), 6.0 * 10 * 8);
   EXPECT_EQ(bytes.at("allreduce:data"), 8.0 * local_parameter_count(plan));
-  EXPECT_TRUE(tensor1d_comm_bytes(make_tensor1d_plan(tiny(), 1), 6, 8, 1).empty());
-  EXPECT_EQ(tensor1d_comm_bytes(make_tensor1d_plan(tiny(), 3), 6, 8, 1).count("allgather:tp"), 0u);
+  EXPECT_TRUE(tensor1d_comm_bytes(make_tensor1d_grid(tiny(), 1), 6, 8, 1).empty());
+  EXPECT_EQ(tensor1d_comm_bytes(make_tensor1d_grid(tiny(), 3), 6, 8, 1).count("allgather:tp"), 0u);
 }
 
-TEST(Tensor1dPlan, AnalyticCallsAreTheCollectivesTheBytesCount) {
+TEST(Tensor1dGrid, AnalyticCallsAreTheCollectivesTheBytesCount) {
   // Tiny model, T = 2, D = 2 (as above): each all-reduce carries one [rows × H] activation, the
   // logits are gathered once and the data gradients go unit by unit (embed, 2 blocks, classifier).
   CommCalls calls;
-  const Tensor1dPlan plan = make_tensor1d_plan(tiny(), 2);
+  const Tensor1dGrid plan = make_tensor1d_grid(tiny(), 2);
   const auto bytes = tensor1d_comm_bytes(plan, 6, sizeof(double), 2, false, 0, &calls);
   EXPECT_EQ(calls.at("allreduce:tp"), bytes.at("allreduce:tp") / (6.0 * 24 * 8));
   EXPECT_EQ(calls.at("allgather:tp"), 1);
@@ -103,7 +103,7 @@ TEST(Tensor1dPlan, AnalyticCallsAreTheCollectivesTheBytesCount) {
   // Sequence parallel: one gather or scatter per activation (+ the logits), and one all-reduce
   // per LayerNorm γ and β.
   CommCalls sp_calls;
-  const auto sp = tensor1d_comm_bytes(make_tensor1d_plan(tiny(), 2, true), 6, 8, 1, false, 0,
+  const auto sp = tensor1d_comm_bytes(make_tensor1d_grid(tiny(), 2, true), 6, 8, 1, false, 0,
                                       &sp_calls);
   const double logits = 6.0 * 10 * 8, activation = 6.0 * 24 * 8;
   EXPECT_EQ(sp_calls.at("allgather:tp"), (sp.at("allgather:tp") - logits) / activation + 1);
@@ -111,10 +111,10 @@ TEST(Tensor1dPlan, AnalyticCallsAreTheCollectivesTheBytesCount) {
   EXPECT_EQ(sp_calls.at("allreduce:tp"), 2 * 2);
 }
 
-TEST(Tensor1dPlan, CheckpointingRepeatsEachBlocksForwardAllReduceAndInferenceHasOnlyForwards) {
+TEST(Tensor1dGrid, CheckpointingRepeatsEachBlocksForwardAllReduceAndInferenceHasOnlyForwards) {
   ModelConfig c = tiny();  // 2 residual blocks
   c.checkpoint_activations = true;
-  const Tensor1dPlan plan = make_tensor1d_plan(c, 2);
+  const Tensor1dGrid plan = make_tensor1d_grid(c, 2);
   const auto bytes = tensor1d_comm_bytes(plan, 6, sizeof(double), 2);
   // + one fc2 all-reduce per block in the recompute; the embed's is not rerun.
   EXPECT_EQ(bytes.at("allreduce:tp"), 6.0 * 24 * 8 * (1 + 3 * 2 + 1));
@@ -128,11 +128,11 @@ TEST(Tensor1dPlan, CheckpointingRepeatsEachBlocksForwardAllReduceAndInferenceHas
   // Plain blocks: 3 blocks are one column/row pair (one forward all-reduce) and a replicated one.
   ModelConfig plain = tiny(BlockKind::plain, 3);
   plain.checkpoint_activations = true;
-  const auto pair = tensor1d_comm_bytes(make_tensor1d_plan(plain, 2), 6, sizeof(double), 1);
+  const auto pair = tensor1d_comm_bytes(make_tensor1d_grid(plain, 2), 6, sizeof(double), 1);
   EXPECT_EQ(pair.at("allreduce:tp"), 6.0 * 24 * 8 * (1 + 3 * 1 + 1));
 }
 
-TEST(Tensor1dPlan, SequenceParallelMovesTheSameActivationBytesOnTheWireAsItsAllReduces) {
+TEST(Tensor1dGrid, SequenceParallelMovesTheSameActivationBytesOnTheWireAsItsAllReduces) {
   // Ring bytes per rank: an all-reduce 2(T−1)/T of its size, an all-gather or a reduce-scatter
   // (T−1)/T. With the embed row-split and the classifier column-split (T = 2 here) every
   // activation all-reduce becomes one all-gather and one reduce-scatter, so the logged sizes of
@@ -140,8 +140,8 @@ TEST(Tensor1dPlan, SequenceParallelMovesTheSameActivationBytesOnTheWireAsItsAllR
   for (bool checkpoint : {false, true}) {
     ModelConfig c = tiny();
     c.checkpoint_activations = checkpoint;
-    const auto plain = tensor1d_comm_bytes(make_tensor1d_plan(c, 2), 6, 8, 1);
-    const Tensor1dPlan plan = make_tensor1d_plan(c, 2, true);
+    const auto plain = tensor1d_comm_bytes(make_tensor1d_grid(c, 2), 6, 8, 1);
+    const Tensor1dGrid plan = make_tensor1d_grid(c, 2, true);
     ASSERT_TRUE(plan.sequence_parallel);
     const auto sp = tensor1d_comm_bytes(plan, 6, 8, 1);
     const double logits = 6.0 * 10 * 8;
@@ -151,16 +151,16 @@ TEST(Tensor1dPlan, SequenceParallelMovesTheSameActivationBytesOnTheWireAsItsAllR
     EXPECT_EQ(sp.at("allreduce:tp"), 8.0 * 2 * 2 * 24);
   }
   // At T = 1 the flag changes nothing.
-  EXPECT_FALSE(make_tensor1d_plan(tiny(), 1, true).sequence_parallel);
+  EXPECT_FALSE(make_tensor1d_grid(tiny(), 1, true).sequence_parallel);
 }
 
-TEST(Tensor1dPlan, SequenceParallelRefusesPlainBlocksAWidthTDoesNotDivideAndUnevenRows) {
-  EXPECT_THROW(make_tensor1d_plan(tiny(BlockKind::plain, 2), 2, true), InputError);
+TEST(Tensor1dGrid, SequenceParallelRefusesPlainBlocksAWidthTDoesNotDivideAndUnevenRows) {
+  EXPECT_THROW(make_tensor1d_grid(tiny(BlockKind::plain, 2), 2, true), InputError);
   ModelConfig c = tiny();
   c.hidden = 18;  // F = 36 divides by 4, H does not
-  EXPECT_NO_THROW(make_tensor1d_plan(c, 4));
-  EXPECT_THROW(make_tensor1d_plan(c, 4, true), InputError);
-  const Tensor1dPlan plan = make_tensor1d_plan(tiny(), 2, true);
+  EXPECT_NO_THROW(make_tensor1d_grid(c, 4));
+  EXPECT_THROW(make_tensor1d_grid(c, 4, true), InputError);
+  const Tensor1dGrid plan = make_tensor1d_grid(tiny(), 2, true);
   EXPECT_NO_THROW(check_sequence_parallel_rows(plan, 12, 2));
   EXPECT_THROW(check_sequence_parallel_rows(plan, 13, 2), InputError);  // 6 and 7 rows
   EXPECT_THROW(check_sequence_parallel_rows(plan, 10, 2), InputError);  // 5 and 5

@@ -12,12 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "src/errors.h"
+#include "src/base/errors.h"
 #include "src/model/serial_net.h"
-#include "src/schemes/tensor2d/balanced_split.h"
-#include "src/schemes/tensor2d/grid_2d.h"
+#include "src/base/balanced_split.h"
+#include "src/schemes/tensor2d/tensor2d_grid.h"
 #include "src/schemes/tensor2d/shard_layout.h"
-#include "src/schemes/tensor2d/volumes_2d.h"
+#include "src/schemes/tensor2d/tensor2d_volumes.h"
 #include "tests/model_shapes.h"
 
 namespace mlps {
@@ -132,9 +132,9 @@ TEST(Tensor2dLayout, InitialValuesAreTheModelsShards) {
 }
 
 TEST(Tensor2dGrid, ShapesAndEmptyPartsAreRefused) {
-  EXPECT_EQ(resolve_grid_shape({2, 2}, 0, 8).dp, 2);
-  EXPECT_EQ(resolve_grid_shape({}, 0, 9).q, 3);
-  EXPECT_EQ(resolve_grid_shape({}, 2, 8).q, 2);
+  EXPECT_EQ(resolve_tensor2d_grid({2, 2}, 0, 8).dp, 2);
+  EXPECT_EQ(resolve_tensor2d_grid({}, 0, 9).q, 3);
+  EXPECT_EQ(resolve_tensor2d_grid({}, 2, 8).q, 2);
   auto message = [](auto call) {
     try {
       call();
@@ -143,11 +143,11 @@ TEST(Tensor2dGrid, ShapesAndEmptyPartsAreRefused) {
     }
     return std::string("no InputError");
   };
-  EXPECT_NE(message([] { resolve_grid_shape({2, 3}, 0, 6); }).find("square"), std::string::npos);
-  EXPECT_NE(message([] { resolve_grid_shape({3, 3}, 0, 4); }).find("9 ranks"), std::string::npos);
-  EXPECT_NE(message([] { resolve_grid_shape({2, 2}, 3, 8); }).find("--dp 3"), std::string::npos);
-  EXPECT_NE(message([] { resolve_grid_shape({2}, 0, 4); }).find("--tp-dims 2"), std::string::npos);
-  EXPECT_NE(message([] { resolve_grid_shape({}, 0, 6); }).find("square"), std::string::npos);
+  EXPECT_NE(message([] { resolve_tensor2d_grid({2, 3}, 0, 6); }).find("square"), std::string::npos);
+  EXPECT_NE(message([] { resolve_tensor2d_grid({3, 3}, 0, 4); }).find("9 ranks"), std::string::npos);
+  EXPECT_NE(message([] { resolve_tensor2d_grid({2, 2}, 3, 8); }).find("--dp 3"), std::string::npos);
+  EXPECT_NE(message([] { resolve_tensor2d_grid({2}, 0, 4); }).find("--tp-dims 2"), std::string::npos);
+  EXPECT_NE(message([] { resolve_tensor2d_grid({}, 0, 6); }).find("square"), std::string::npos);
   ModelConfig model = small_model(BlockKind::residual_mlp);
   EXPECT_NO_THROW(check_grid_fits(model, 12, {3, 2}));
   model.image_size = 5;  // 25 features, H 10, B 7: nothing divides by 2 or 3, nothing is empty
@@ -255,7 +255,7 @@ TEST(Tensor2dVolumes, CheckpointingRepeatsTheBlocksForwardOnly) {
       const int q = 3;
       const int64_t batch = 14;
       const GridPosition at{1, 2, 1};
-      const GridShape shape{q, 2};
+      const Tensor2dGrid shape{q, 2};
       const double e = 8;
       const double b = static_cast<double>(part_size(batch, 2 * q, 1 * q + 2));
       const auto stored = tensor2d_volumes(model, batch, shape, 8, at);

@@ -3,7 +3,7 @@
 #include <mpi.h>
 
 #include "bench/support/comm_bench_report.h"
-#include "src/buffer.h"
+#include "src/device/buffer.h"
 
 namespace mlps::comm_bench {
 namespace {

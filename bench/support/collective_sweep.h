@@ -8,7 +8,7 @@
 #include "bench/support/collective_engines.h"
 #include "bench/support/comm_bench_options.h"
 #include "src/comm/communicator.h"
-#include "src/device.h"
+#include "src/device/device.h"
 #include "src/results/comm_bench_writer.h"
 
 namespace mlps::comm_bench {

@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <exception>
 
-#include "src/cli_validators.h"
-#include "src/errors.h"
+#include "src/options/cli_validators.h"
+#include "src/base/errors.h"
 
 namespace mlps::comm_bench {
 namespace {

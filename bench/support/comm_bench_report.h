@@ -9,7 +9,7 @@
 #include "bench/support/comm_bench_options.h"
 #include "src/comm/make_communicator.h"
 #include "src/comm/process_placement.h"
-#include "src/device.h"
+#include "src/device/device.h"
 #include "src/results/comm_bench_writer.h"
 
 namespace mlps::comm_bench {

@@ -9,7 +9,7 @@
 #include "kernels/cpu/parallel_loops.h"
 #include "kernels/cpu/reference_optimizer.h"
 #include "kernels/kernel_traffic.h"
-#include "src/model_config.h"
+#include "src/model/model_config.h"
 
 namespace mlps::kernel_bench {
 namespace {

@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "src/model_config.h"
+#include "src/model/model_config.h"
 
 namespace mlps::kernel_bench {
 namespace {

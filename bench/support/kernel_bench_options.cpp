@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "src/errors.h"
+#include "src/base/errors.h"
 
 namespace mlps::kernel_bench {
 

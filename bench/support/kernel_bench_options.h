@@ -6,7 +6,7 @@
 #include <variant>
 #include <vector>
 
-#include "src/model_config.h"
+#include "src/model/model_config.h"
 
 namespace mlps::kernel_bench {
 

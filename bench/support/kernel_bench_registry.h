@@ -12,7 +12,7 @@
 
 #include "bench/support/kernel_inputs.h"
 #include "bench/support/kernel_timing.h"
-#include "src/device.h"
+#include "src/device/device.h"
 
 namespace mlps::kernel_bench {
 

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "kernels/half_types.h"
-#include "src/buffer.h"
-#include "src/device.h"
+#include "src/device/buffer.h"
+#include "src/device/device.h"
 
 namespace mlps::kernel_bench {
 

@@ -5,7 +5,7 @@
 
 #include <chrono>
 
-#include "src/device.h"
+#include "src/device/device.h"
 
 namespace mlps::kernel_bench {
 

@@ -50,18 +50,28 @@ def run_executable(executable, args, what):
     return done.returncode, done.stdout, done.stderr
 
 
+_registered = []
+
+
+def registered_schemes():
+    """The schemes' executables in the registry's order (bin/plan --list-schemes), asked once."""
+    if not _registered:
+        status, out, err = run_executable("plan", ["--list-schemes"], "--list-schemes")
+        if status != 0:
+            last = (err.strip().splitlines() or ["no message"])[-1]
+            raise InputError(f"bin/plan --list-schemes failed (exit status {status}: {last})")
+        _registered.extend(out.split())
+    return _registered
+
+
 def training_program(name):
-    """Whether bin/<name> may be asked --list-options: a program of bench/*.cpp (the Makefile's
-    rule) other than the Google Benchmark ones, which, like the test binaries, would run."""
-    return (re.fullmatch(r"[A-Za-z0-9_-]+", name) is not None and not name.startswith("bench_")
-            and os.path.isfile(os.path.join(ROOT, "bench", name + ".cpp")))
+    """Whether bin/<name> is a scheme's executable, one that answers --list-options."""
+    return name in registered_schemes()
 
 
 def training_executables():
     """The built executables that answer --list-options."""
-    names = sorted(os.path.splitext(f)[0] for f in os.listdir(os.path.join(ROOT, "bench")))
-    return [n for n in names if training_program(n)
-            and os.access(os.path.join(ROOT, "bin", n), os.X_OK)
+    return [n for n in registered_schemes() if os.access(os.path.join(ROOT, "bin", n), os.X_OK)
             and run_executable(n, ["--list-options"], "--list-options")[0] == 0]
 
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "src/comm/mpi_communicator.h"
-#include "src/errors.h"
+#include "src/base/errors.h"
 
 #ifdef MLPSCALE_WITH_CUDA
 #include "kernels/cuda/device_select.h"

@@ -11,7 +11,7 @@
 #include <mpi.h>
 
 #include "src/comm/communicator.h"
-#include "src/device.h"
+#include "src/device/device.h"
 
 namespace mlps {
 

@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "kernels/kernels.h"
-#include "src/errors.h"
+#include "src/base/errors.h"
 
 #ifdef MLPSCALE_WITH_CUDA
 #include "kernels/cuda/device_select.h"

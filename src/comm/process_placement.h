@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "src/device.h"
+#include "src/device/device.h"
 
 namespace mlps {
 

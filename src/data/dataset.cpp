@@ -2,7 +2,7 @@
 
 #include "src/data/idx_reader.h"
 #include "src/data/synthetic_dataset.h"
-#include "src/errors.h"
+#include "src/base/errors.h"
 
 namespace mlps {
 

@@ -9,7 +9,7 @@
 #include <stdexcept>
 
 #include "src/data/image_resize.h"
-#include "src/errors.h"
+#include "src/base/errors.h"
 
 namespace mlps {
 namespace {

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "src/counter_hash.h"
+#include "src/base/counter_hash.h"
 
 namespace mlps {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "src/counter_hash.h"
+#include "src/base/counter_hash.h"
 #include "src/data/image_resize.h"
 
 namespace mlps {

@@ -5,7 +5,7 @@
 
 #include "kernels/cpu/blas_core.h"
 #include "src/comm/comm_log.h"
-#include "src/human_bytes.h"
+#include "src/base/human_bytes.h"
 #include "src/timing/step_statistics.h"
 
 namespace mlps {

@@ -14,7 +14,7 @@ struct RunContext {
   MPI_Comm comm = MPI_COMM_WORLD;
   int rank = 0;
   int size = 1;
-  // This rank's memory accounting (scheme_memory.h), bytes: recorded beside the measured peak.
+  // This rank's memory accounting (<scheme>_memory.h), bytes: recorded beside the measured peak.
   double estimated_bytes = 0;
   double largest_estimated_bytes = 0;  // the largest rank's
   // What bin/plan's model predicts for this run (--machine), recorded beside the measurement.

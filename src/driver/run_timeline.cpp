@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "src/driver/training_driver.h"
-#include "src/errors.h"
+#include "src/base/errors.h"
 
 namespace mlps {
 

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "src/driver/run_context.h"
-#include "src/options.h"
+#include "src/options/options.h"
 #include "src/schemes/trainer.h"
 #include "src/timing/trace_recorder.h"
 

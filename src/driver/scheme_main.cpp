@@ -4,10 +4,10 @@
 #include <thread>
 
 #include "src/driver/startup_agreement.h"
-#include "src/errors.h"
+#include "src/base/errors.h"
 #include "src/memory/available_memory.h"
-#include "src/memory/scheme_memory.h"
-#include "src/mpi_session.h"
+#include "src/memory/model_memory.h"
+#include "src/comm/mpi_session.h"
 #include "src/plan/run_prediction.h"
 #include "src/results/run_info.h"
 
@@ -33,11 +33,11 @@ void account_memory(RunContext& context, const MemoryNeed& need, DeviceKind devi
 
 // The model's prediction for this run on --machine (none for --inference: it predicts a training
 // step), made on every rank so a malformed description stops each with the same line.
-RecordedPrediction predict_this_run(const SchemeDefinition& scheme, const SchemeStart& s) {
+RecordedPrediction predict_this_run(const Scheme& scheme, const SchemeStart& s) {
   const std::string machine = machine_file_for_run(s.options.machine);
   if (machine.empty() || s.options.inference) return {};
   PlanCandidate c;
-  c.scheme = scheme.name;
+  c.scheme = scheme.name();
   c.options = s.options;
   c.world = s.context.size;
   c.ranks_on_node = s.placement.local_size;
@@ -48,22 +48,22 @@ RecordedPrediction predict_this_run(const SchemeDefinition& scheme, const Scheme
 
 // --check-grid N: the grid rules for N ranks on this one process (no ranks needed), for
 // jobs/sweep: 0 and the grid when it fits, 3 and the reason when it does not.
-int dry_run_grid(const MpiSession& mpi, const SchemeDefinition& scheme, const Options& o) {
+int dry_run_grid(const MpiSession& mpi, Scheme& scheme, const Options& o) {
   const auto ranks = static_cast<int>(o.check_grid);
   try {
     const std::string grid = scheme.check_grid(o, ranks);
     if (mpi.rank() == 0)
-      std::printf("%s: fits %d ranks: %s\n", scheme.name.c_str(), ranks, grid.c_str());
+      std::printf("%s: fits %d ranks: %s\n", scheme.name().c_str(), ranks, grid.c_str());
     return 0;
   } catch (const InputError& e) {
-    std::fprintf(stderr, "%s: does not fit %d ranks: %s\n", scheme.name.c_str(), ranks,
+    std::fprintf(stderr, "%s: does not fit %d ranks: %s\n", scheme.name().c_str(), ranks,
                  e.what());
     return 3;
   }
 }
 
-int start(const MpiSession& mpi, int argc, char** argv, const SchemeDefinition& scheme) {
-  OptionParser parser(scheme.name, scheme.description);
+int start(const MpiSession& mpi, int argc, char** argv, Scheme& scheme) {
+  OptionParser parser(scheme.name(), scheme.description());
   scheme.add_options(parser.app());
   // Every rank parses and checks; then one collective, so that a rank refused alone does not
   // leave the others waiting in their first collective.
@@ -83,7 +83,7 @@ int start(const MpiSession& mpi, int argc, char** argv, const SchemeDefinition& 
     return 0;
   }
   const Options& o = parser.options();
-  agree_configuration(MPI_COMM_WORLD, scheme.name, o.resolved_json);
+  agree_configuration(MPI_COMM_WORLD, scheme.name(), o.resolved_json);
   if (o.list_options) {
     if (mpi.rank() == 0) std::printf("%s\n", parser.options_json().c_str());
     return 0;
@@ -91,7 +91,7 @@ int start(const MpiSession& mpi, int argc, char** argv, const SchemeDefinition& 
   if (o.check_grid > 0) return dry_run_grid(mpi, scheme, o);
   check_launch_matches_slurm(mpi.size());
   scheme.check_grid(o, mpi.size());
-  SchemeStart s{o, RunContext{scheme.name, command_line(argc, argv), MPI_COMM_WORLD, mpi.rank(),
+  SchemeStart s{o, RunContext{scheme.name(), command_line(argc, argv), MPI_COMM_WORLD, mpi.rank(),
                               mpi.size()}};
   s.placement = discover_placement(MPI_COMM_WORLD);
   s.device = DeviceConfig(resolve_device(o.device), storage_format(o.precision),
@@ -119,9 +119,9 @@ int start(const MpiSession& mpi, int argc, char** argv, const SchemeDefinition& 
 
 }  // namespace
 
-int scheme_main(int argc, char** argv, const SchemeDefinition& scheme) {
+int scheme_main(int argc, char** argv, Scheme& scheme) {
   MpiSession mpi(argc, argv);
-  return mpi.run(scheme.name, [&] { return start(mpi, argc, argv, scheme); });
+  return mpi.run(scheme.name(), [&] { return start(mpi, argc, argv, scheme); });
 }
 
 }  // namespace mlps

@@ -16,7 +16,7 @@
 #include "src/driver/training_driver.h"
 #include "src/driver/training_schedule.h"
 #include "src/memory/memory_need.h"
-#include "src/options.h"
+#include "src/options/options.h"
 #include "src/plan/plan_candidates.h"
 #include "src/schemes/scheme_trainer.h"
 
@@ -58,28 +58,44 @@ int train_in_precision(SchemeStart& s, Make make, Report report = [](const Train
   return s.options.precision == Precision::fp64 ? run(0.0) : run(0.0f);
 }
 
-struct SchemeDefinition {
-  std::string name;         // "data": the program name in messages and results
-  std::string description;  // the first line of --help
-  // Adds the scheme's flags to the shared table (bound to the caller's variables).
-  std::function<void(CLI::App&)> add_options = [](CLI::App&) {};
+// One scheme: everything its executable and bin/plan know of it. Each folder
+// src/schemes/<scheme>/ implements one in <scheme>_scheme.cpp (its flags are its members), and
+// src/schemes/scheme_registry.cpp lists them all.
+class Scheme {
+ public:
+  // name: "data" for the executable bin/data, and the program name in messages and results;
+  // description: the first line of its --help.
+  Scheme(std::string name, std::string description)
+      : name_(std::move(name)), description_(std::move(description)) {}
+  virtual ~Scheme() = default;
+  const std::string& name() const { return name_; }
+  const std::string& description() const { return description_; }
+  // Adds the scheme's flags to the shared table (bound to the scheme's members).
+  virtual void add_options(CLI::App&) {}
   // Refuses (InputError) what is wrong in the flags themselves, whatever the ranks, batch and
   // model: --check-grid answers those with status 2, a grid that does not fit with 3.
-  std::function<void(const Options&)> check_options = [](const Options&) {};
+  virtual void check_options(const Options&) {}
   // Resolves the grid for `ranks` ranks and checks that the model and batch fit it: an
   // InputError naming the problem, else the grid as --check-grid prints it. Called first, so
-  // memory() and train() may use what it resolved.
-  std::function<std::string(const Options&, int ranks)> check_grid;
-  // Sets the grid check_grid resolved in the candidate the run's own prediction is made for
-  // (src/plan/run_prediction.h); serial has none.
-  std::function<void(PlanCandidate&)> describe = [](PlanCandidate&) {};
-  // What world rank `rank` of `ranks` will hold at its peak (src/memory/scheme_memory.h).
-  std::function<MemoryNeed(const Options&, int rank, int ranks)> memory;
+  // the functions below may use what it resolved.
+  virtual std::string check_grid(const Options& o, int ranks) = 0;
+  // Sets the resolved grid, and the accounting of its ranks' work, in the candidate the run's
+  // own prediction is made for (src/plan/run_prediction.h).
+  virtual void describe(PlanCandidate& c) const = 0;
+  // bin/plan's candidates for base.world ranks: copies of `base` (its model, batch, precision)
+  // with each grid the scheme accepts.
+  virtual void add_candidates(std::vector<PlanCandidate>& out,
+                              const PlanCandidate& base) const = 0;
+  // What world rank `rank` of `ranks` will hold at its peak (<scheme>_memory.h).
+  virtual MemoryNeed memory(const Options& o, int rank, int ranks) const = 0;
   // Builds the trainer and trains; returns the exit code.
-  std::function<int(SchemeStart&)> train;
+  virtual int train(SchemeStart& s) = 0;
+
+ private:
+  std::string name_, description_;
 };
 
 // main() of a training executable.
-int scheme_main(int argc, char** argv, const SchemeDefinition& scheme);
+int scheme_main(int argc, char** argv, Scheme& scheme);
 
 }  // namespace mlps

@@ -5,8 +5,8 @@
 #include <utility>
 #include <vector>
 
-#include "src/broadcast_refusal.h"
-#include "src/errors.h"
+#include "src/comm/broadcast_refusal.h"
+#include "src/base/errors.h"
 
 namespace mlps {
 namespace {

@@ -19,8 +19,8 @@
 #include "src/driver/iteration_recorder.h"
 #include "src/driver/run_timeline.h"
 #include "src/driver/verification.h"
-#include "src/broadcast_refusal.h"
-#include "src/publish_file.h"
+#include "src/comm/broadcast_refusal.h"
+#include "src/base/publish_file.h"
 #include "src/results/run_info.h"
 
 namespace mlps {

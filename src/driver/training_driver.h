@@ -4,7 +4,7 @@
 #include "src/data/dataset.h"
 #include "src/driver/run_context.h"
 #include "src/driver/training_schedule.h"
-#include "src/options.h"
+#include "src/options/options.h"
 #include "src/schemes/trainer.h"
 
 namespace mlps {

@@ -5,8 +5,8 @@
 #include <string>
 
 #include "src/data/dataset.h"
-#include "src/errors.h"
-#include "src/options.h"
+#include "src/base/errors.h"
+#include "src/options/options.h"
 
 namespace mlps {
 

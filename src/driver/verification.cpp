@@ -7,8 +7,8 @@
 #include <stdexcept>
 
 #include "src/data/shuffle.h"
-#include "src/human_bytes.h"
-#include "src/memory/scheme_memory.h"
+#include "src/base/human_bytes.h"
+#include "src/memory/model_memory.h"
 #include "src/schemes/serial/serial_trainer.h"
 
 namespace mlps {

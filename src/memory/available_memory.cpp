@@ -5,8 +5,8 @@
 #include <sstream>
 
 #include "kernels/cuda/device_select.h"
-#include "src/broadcast_refusal.h"
-#include "src/human_bytes.h"
+#include "src/comm/broadcast_refusal.h"
+#include "src/base/human_bytes.h"
 
 namespace mlps {
 namespace {

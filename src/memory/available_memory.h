@@ -3,13 +3,13 @@
 // MemAvailable, lowered to the cgroup's limit in a container or a Slurm job) shared by the
 // node's ranks; on the GPU the free memory of its GPU shared by the ranks bound to that GPU.
 // check_memory_fits refuses, before any large allocation, a run whose accounting
-// (scheme_memory.h, or a benchmark's buffers) does not fit in it.
+// (src/schemes/<scheme>/<scheme>_memory.h, or a benchmark's buffers) does not fit in it.
 #include <mpi.h>
 
 #include <string>
 
 #include "src/comm/process_placement.h"
-#include "src/device.h"
+#include "src/device/device.h"
 
 namespace mlps {
 
@@ -25,7 +25,7 @@ AvailableMemory available_memory_per_rank(DeviceKind device, const RankPlacement
 void check_memory_fits(MPI_Comm comm, double need, const std::string& what,
                        const AvailableMemory& available);
 
-// Collective over comm: --verify's serial replay (`replay_bytes`, scheme_memory.h) runs on rank
+// Collective over comm: --verify's serial replay (`replay_bytes`, model_memory.h) runs on rank
 // 0's host beside what the ranks sharing that memory hold (`rank_need` each, counted on CPUs
 // only). Every rank throws the same AgreedError when the host does not have it available.
 void check_verify_memory_fits(MPI_Comm comm, double rank_need, DeviceKind device,

@@ -1,7 +1,7 @@
 #include "src/memory/memory_need.h"
 
-#include "src/human_bytes.h"
-#include "src/options.h"
+#include "src/base/human_bytes.h"
+#include "src/options/options.h"
 
 namespace mlps {
 

@@ -2,7 +2,7 @@
 // What one rank of a run holds at its peak, from the configuration alone: computed before any
 // allocation, so a run that cannot fit is refused in one line (available_memory.h), and recorded
 // beside the measured peak (/memory/estimated_bytes) so the estimate is checked on every run.
-// scheme_memory.h holds each scheme's accounting.
+// src/schemes/<scheme>/<scheme>_memory.h holds each scheme's accounting.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -24,7 +24,7 @@ struct MemoryNeed {
 
 // Bytes per stored element: 8 for fp64, else 4 (bf16/fp16 emulated: fp32 storage holding values
 // rounded to 16 bits, see Device; typed storage (bin/serial, bin/data) is counted in
-// scheme_memory).
+// model_memory.h).
 size_t element_bytes(Precision precision);
 // Bytes per element of what a rank stores: `stored`, activations, their gradients and parameter
 // values; `kept`, what beside them stays wide (LayerNorm statistics, probabilities, losses,

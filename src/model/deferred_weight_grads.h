@@ -6,7 +6,7 @@
 // come from a pool and go back to it after W, so a steady-state step allocates none.
 #include <vector>
 
-#include "src/buffer_pool.h"
+#include "src/device/buffer_pool.h"
 #include "src/model/layers.h"
 
 namespace mlps {

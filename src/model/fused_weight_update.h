@@ -8,8 +8,8 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "src/device.h"
-#include "src/model_config.h"
+#include "src/device/device.h"
+#include "src/model/model_config.h"
 
 namespace mlps {
 

@@ -9,10 +9,10 @@
 #include <memory>
 #include <vector>
 
-#include "src/buffer.h"
+#include "src/device/buffer.h"
 #include "src/model/deferred_weight_grads.h"
 #include "src/model/layers.h"
-#include "src/model_config.h"
+#include "src/model/model_config.h"
 
 namespace mlps {
 

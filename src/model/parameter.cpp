@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "kernels/stored_values.h"
-#include "src/counter_hash.h"
+#include "src/base/counter_hash.h"
 
 namespace mlps {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "kernels/stored_values.h"
-#include "src/buffer.h"
+#include "src/device/buffer.h"
 
 namespace mlps {
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "src/device.h"
+#include "src/device/device.h"
 
 namespace mlps {
 

@@ -5,7 +5,7 @@
 // GEMMs read them next, and on tensor cores only 16-bit inputs multiply exactly (typed 16-bit
 // storage writes them rounded). Row statistics and partial sums are Acc<T>.
 #include "kernels/sliced_rows.h"
-#include "src/device.h"
+#include "src/device/device.h"
 
 namespace mlps::sliced {
 

@@ -22,10 +22,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "src/buffer.h"
+#include "src/device/buffer.h"
 #include "src/model/fused_weight_update.h"
 #include "src/optim/loss_scaler.h"
-#include "src/optimizer_config.h"
+#include "src/optim/optimizer_config.h"
 
 namespace mlps {
 

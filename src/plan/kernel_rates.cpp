@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "src/errors.h"
+#include "src/base/errors.h"
 
 namespace mlps {
 

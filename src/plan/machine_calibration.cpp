@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "src/comm/comm_log.h"
-#include "src/errors.h"
+#include "src/base/errors.h"
 
 namespace mlps {
 

@@ -6,9 +6,9 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "src/errors.h"
-#include "src/file_kind.h"
-#include "src/options.h"
+#include "src/base/errors.h"
+#include "src/base/file_kind.h"
+#include "src/options/options.h"
 
 namespace mlps {
 

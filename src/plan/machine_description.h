@@ -11,7 +11,7 @@
 
 #include "kernels/kernels.h"
 #include "src/comm/comm_log.h"
-#include "src/prefetch_mode.h"
+#include "src/options/prefetch_mode.h"
 
 namespace mlps {
 

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "src/human_bytes.h"
-#include "src/publish_file.h"
+#include "src/base/human_bytes.h"
+#include "src/base/publish_file.h"
 
 namespace mlps {
 

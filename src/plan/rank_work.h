@@ -3,17 +3,35 @@
 // rows they run on, the weights they read, element-wise bytes on the rank's own activations, the
 // parameters it updates, the samples its loader makes, each collective's volume (the scheme's
 // own analytic tables) and calls, and its memory; and how the scheme's groups map onto its grid.
-// bin/plan's step model (step_prediction.h) prices it on a machine.
+// bin/plan's step model (step_prediction.h) prices it on a machine. Each scheme fills it in
+// its own folder (src/schemes/<scheme>/<scheme>_scheme.cpp); nothing here knows a scheme.
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "src/grid/process_grid.h"
 #include "src/memory/memory_need.h"
-#include "src/model_config.h"
-#include "src/plan/plan_candidates.h"
+#include "src/model/model_config.h"
+#include "src/options/options.h"
 
 namespace mlps {
+
+struct PlanCandidate;
+
+// Which of a rank's collectives hide behind its compute when collectives progress during it
+// (docs/planning.md); the rest wait in the open.
+struct CommHiding {
+  enum class Window { none, backward, step };
+  Window window = Window::none;     // what the hidden ones overlap (none: nothing hides)
+  bool allgathers_exposed = false;  // all-gathers wait all the same (after the update)
+  // Keys of which only this many calls wait, each at the key's mean call (a pipeline's sends
+  // at its stage boundaries); their other calls overlap the neighbours' compute.
+  std::map<std::string, double> exposed_calls;
+  // Its buffers are started before compute and waited for after it: with no progress
+  // meanwhile, they have left the caches (ZeRO-3's overlapped units).
+  bool cold_buffers = false;
+};
 
 struct RankWork {
   double gemm_flops = 0;         // forward, backward and any recompute
@@ -38,6 +56,12 @@ struct RankWork {
   // where communication progresses during compute (else all of them as one message).
   std::map<std::string, std::vector<double>> call_shares;
   MemoryNeed memory;
+  CommHiding hiding;
+  // The micro-batches its GEMMs run over, each re-reading the weights (a pipeline's M).
+  int micro_batches = 1;
+  // A pipeline's idle fraction of the step, from the step's forward, backward (W's included)
+  // and weight-gradient seconds; empty where no rank waits on another's compute.
+  std::function<double(double forward, double backward, double weight)> bubble_fraction;
 };
 
 // How a scheme's groups map onto its grid.
@@ -47,7 +71,21 @@ struct SchemeShape {
 };
 
 // Every rank whose work differs (a pipeline's stages; one rank for the other schemes), with the
-// scheme's grid written into `shape`.
+// scheme's grid written into `shape`: the candidate's own accounting (PlanCandidate::work).
 std::vector<RankWork> rank_work(const PlanCandidate& c, SchemeShape& shape);
+
+// The building blocks of the schemes' accounting.
+// The work of a rank that runs `share` of its replica's model on `rows` rows. Its element-wise
+// kernels: on `own` activations where the scheme gives them (a tensor-parallel rank's, at the
+// slice widths its memory counts: whole where it replicates them, as tensor1d's LayerNorm and
+// residual without sequence parallelism), else `share` of the replica's. `typed`: bf16 and
+// fp16 in 16-bit buffers, as every executable trains them.
+RankWork replica_share(const Options& o, double rows, double share,
+                       const ActivationSlice* own = nullptr, bool typed = false);
+// The most rows one of `parts` gets of `batch`.
+double max_rows(int64_t batch, int parts);
+// Bytes per element on the wire: values, and gradients (fp32 with --fp32-grad-comm).
+size_t value_wire_bytes(const Options& o);
+size_t gradient_wire_bytes(const Options& o);
 
 }  // namespace mlps

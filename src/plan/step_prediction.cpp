@@ -48,32 +48,25 @@ GroupPlacement place_group(const std::vector<GridAxis>& axes, const std::string&
   return placement;
 }
 
-// What a rank waits for when collectives progress during compute (docs/planning.md).
-double exposed_communication(const PlanCandidate& c, const StepPrediction& p, double work,
+// What a rank waits for when collectives progress during compute (docs/planning.md): what its
+// scheme says hides (RankWork::hiding) hides behind its window but for its last call.
+double exposed_communication(const CommHiding& hiding, const StepPrediction& p, double work,
                              double backward) {
-  double exposed = 0;
-  if (c.scheme == "data") {
-    if (!c.data.overlap) return p.comm;  // --no-overlap: after the backward pass
-    const double window = c.data.zero == 3 ? work : backward;
-    double hidden = 0, last = 0;
-    for (const auto& [key, comm] : p.collectives) {
-      if (c.data.zero != 3 && key.starts_with("allgather")) {
-        exposed += comm.seconds;
-        continue;
-      }
+  double exposed = 0, hidden = 0, last = 0;
+  for (const auto& [key, comm] : p.collectives) {
+    const auto partial = hiding.exposed_calls.find(key);
+    if (partial != hiding.exposed_calls.end()) {
+      exposed += partial->second * comm.seconds / comm.calls;
+    } else if (hiding.window == CommHiding::Window::none ||
+               (hiding.allgathers_exposed && key.starts_with("allgather"))) {
+      exposed += comm.seconds;
+    } else {
       hidden += comm.seconds;
       last = std::max(last, comm.seconds / comm.calls);
     }
-    return hidden > 0 ? exposed + std::max(hidden - window, last) : exposed;
   }
-  if (c.pipeline) {
-    const int boundaries = c.pipeline->shape().virtual_stages() - 1;
-    for (const auto& [key, comm] : p.collectives)
-      exposed += key == "sendrecv:pipe" ? 2.0 * boundaries * comm.seconds / comm.calls
-                                        : comm.seconds;
-    return exposed;
-  }
-  return p.comm;
+  const double window = hiding.window == CommHiding::Window::step ? work : backward;
+  return hidden > 0 ? exposed + std::max(hidden - window, last) : exposed;
 }
 
 // A rank's GEMM time per pass on tensor cores: its counted flops (RankWork::gemm_flops) at the
@@ -138,8 +131,8 @@ StepPrediction predict_rank(const PlanCandidate& c, const MachineDescription& m,
     const double memory_passes = w.weights_gathered ? 2 : forward_passes + backward_passes;
     p.weights_from_memory = memory_passes * weight_pass;
     // Later micro-batches re-read the weights evicted meanwhile (weight_restream times 4 passes).
-    if (c.pipeline && m.weight_restream_bandwidth > 0)
-      p.weights_from_memory += (c.pipeline->micro_batches - 1.0) *
+    if (w.micro_batches > 1 && m.weight_restream_bandwidth > 0)
+      p.weights_from_memory += (w.micro_batches - 1.0) *
                                (forward_passes + backward_passes) / 4 * w.gemm_parameters *
                                element / m.restream_bandwidth(on_node, c.threads_per_rank,
                                                               w.gemm_rows);
@@ -153,10 +146,9 @@ StepPrediction predict_rank(const PlanCandidate& c, const MachineDescription& m,
                             ? traffic::adam_update(static_cast<int64_t>(w.optimized_parameters))
                             : traffic::sgd_update(static_cast<int64_t>(w.optimized_parameters));
   p.optimizer = update * sizes.kept / m.update_bandwidth(on_node, c.threads_per_rank);
-  // ZeRO-3's overlapped units are started before compute and waited for after it: with no
-  // progress meanwhile, their buffers have left the caches (DDP's buckets all move at the end).
-  const bool cold =
-      !m.comm_overlaps_compute && c.scheme == "data" && c.data.overlap && c.data.zero == 3;
+  // Buffers started before compute and waited for after it, with no progress meanwhile, have
+  // left the caches (ZeRO-3's overlapped units; DDP's buckets all move at the end).
+  const bool cold = !m.comm_overlaps_compute && w.hiding.cold_buffers;
   for (const auto& [key, bytes] : w.bytes) {
     PredictedComm& comm = p.collectives[key];
     const GroupPlacement placement =
@@ -191,17 +183,12 @@ StepPrediction predict_rank(const PlanCandidate& c, const MachineDescription& m,
   // F: the forward GEMMs and element-wise kernels; W the weight gradients' GEMMs; B the rest.
   const double forward = forward_gemm + w.elementwise.forward / bandwidth;
   const double backward = work - forward;
-  if (c.pipeline) {
-    const PipelineShape ps = c.pipeline->shape();
-    const double passes = static_cast<double>(c.pipeline->micro_batches) * ps.chunks;
-    PassTimes t;
-    t.forward = forward / passes;
-    t.weight = weight_gemm / passes;
-    t.input = backward / passes - t.weight;
-    p.bubble_fraction = ideal_bubble_fraction(ps, t);
+  if (w.bubble_fraction) {
+    p.bubble_fraction = w.bubble_fraction(forward, backward, weight_gemm);
     p.bubble = work * p.bubble_fraction / (1 - p.bubble_fraction);
   }
-  p.exposed_comm = m.comm_overlaps_compute ? exposed_communication(c, p, work, backward) : p.comm;
+  p.exposed_comm =
+      m.comm_overlaps_compute ? exposed_communication(w.hiding, p, work, backward) : p.comm;
   // The copies happen inside the call that starts the reduce-scatter: communication time that
   // nothing hides, as the runs count it.
   p.exposed_comm += p.send_buffer_copies;

@@ -3,7 +3,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "src/errors.h"
+#include "src/base/errors.h"
 #include "src/results/comm_bench_writer.h"
 #include "src/results/hdf5_handle.h"
 

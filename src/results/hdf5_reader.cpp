@@ -9,7 +9,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "src/errors.h"
+#include "src/base/errors.h"
 #include "src/results/hdf5_handle.h"
 #include "src/results/run_record.h"
 #include "src/results/schema.h"

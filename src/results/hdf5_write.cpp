@@ -8,8 +8,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "src/errors.h"
-#include "src/publish_file.h"
+#include "src/base/errors.h"
+#include "src/base/publish_file.h"
 
 namespace mlps::hdf5 {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "src/errors.h"
+#include "src/base/errors.h"
 
 namespace mlps {
 namespace {

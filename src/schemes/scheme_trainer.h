@@ -13,7 +13,7 @@
 
 #include "src/comm/comm_volume_report.h"
 #include "src/comm/make_communicator.h"
-#include "src/model_config.h"
+#include "src/model/model_config.h"
 #include "src/optim/optimizer.h"
 #include "src/schemes/trainer.h"
 

@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "src/device.h"
+#include "src/device/device.h"
 
 namespace mlps {
 

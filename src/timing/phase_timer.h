@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "src/device.h"
+#include "src/device/device.h"
 
 namespace mlps {
 

@@ -8,7 +8,7 @@
 #include <numeric>
 #include <stdexcept>
 
-#include "src/publish_file.h"
+#include "src/base/publish_file.h"
 
 namespace mlps {
 namespace {

@@ -107,7 +107,7 @@ expect_run() {
   report "$name"
 }
 
-# Parameters of FC_Net: embed S²→H, L blocks, classifier H→10 (src/model_config.h).
+# Parameters of FC_Net: embed S²→H, L blocks, classifier H→10 (src/model/model_config.h).
 parameters() {
   local side=$1 hidden=$2 layers=$3 block=$4 ffn=$((4 * $2)) per_block
   if [[ $block == plain ]]; then

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "src/buffer.h"
+#include "src/device/buffer.h"
 #include "src/comm/communicator.h"
 
 namespace mlps::testing {

@@ -10,7 +10,7 @@
 
 #include "src/comm/make_communicator.h"
 #include "src/comm/process_placement.h"
-#include "src/errors.h"
+#include "src/base/errors.h"
 #include "tests/mpi/mpi_test.h"
 
 namespace mlps {

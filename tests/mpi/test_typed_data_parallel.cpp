@@ -18,10 +18,7 @@
 namespace mlps {
 namespace {
 
-using testing::adam_setup;
-using testing::expect_typed_equals_emulated;
-using testing::MpiTest;
-using testing::train_five_steps;
+using namespace testing;  // typed_equivalence.h and MpiTest
 
 // Five steps of ZeRO `zero` over all ranks (ZeRO-3 sharding within groups of `shard_group`
 // ranks, 0: all), typed S against the emulation, with buckets small enough that the model spans
@@ -36,7 +33,7 @@ void typed_equals_emulated(int zero, OptimizerKind kind, const std::string& what
     TrainerSetup setup = adam_setup(storage, model_shape(6, 16, 2, 2), kBatch);
     setup.optimizer.kind = kind;
     if (kind == OptimizerKind::sgd) setup.optimizer.lr = 0.05;
-    DataParallelConfig config;
+    DataGrid config;
     config.zero = zero;
     config.bucket_mb = 0.002;  // 2 KiB of fp32 gradients
     config.shard_group = shard_group;

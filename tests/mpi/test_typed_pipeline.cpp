@@ -17,10 +17,7 @@
 namespace mlps {
 namespace {
 
-using testing::adam_setup;
-using testing::expect_typed_equals_emulated;
-using testing::MpiTest;
-using testing::train_five_steps;
+using namespace testing;  // typed_equivalence.h and MpiTest
 
 constexpr int64_t kBatch = 24;
 
@@ -38,7 +35,7 @@ void typed_equals_emulated(const Variant& variant) {
     model.checkpoint_activations = variant.checkpoint;
     PipelineTrainer<decltype(zero)> trainer(
         adam_setup(storage, model, kBatch),
-        resolve_pipeline_layout(variant.options, model, kBatch, testing::world_size()));
+        resolve_pipeline_grid(variant.options, model, kBatch, testing::world_size()));
     return train_five_steps(trainer, kBatch, model.image_size);
   };
   expect_typed_equals_emulated<bf16>(train, variant.what);

@@ -18,10 +18,7 @@
 namespace mlps {
 namespace {
 
-using testing::adam_setup;
-using testing::expect_typed_equals_emulated;
-using testing::MpiTest;
-using testing::train_five_steps;
+using namespace testing;  // typed_equivalence.h and MpiTest
 
 constexpr int64_t kBatch = 12;
 
@@ -42,7 +39,7 @@ void typed_equals_emulated(const Variant& variant) {
     model.checkpoint_activations = variant.checkpoint;
     Tensor1dTrainer<decltype(zero)> trainer(
         adam_setup(storage, model, kBatch),
-        make_tensor1d_plan(model, variant.tp, variant.sequence_parallel),
+        make_tensor1d_grid(model, variant.tp, variant.sequence_parallel),
         testing::world_size() / variant.tp);
     return train_five_steps(trainer, kBatch, model.image_size);
   };

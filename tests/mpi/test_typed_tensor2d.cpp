@@ -18,16 +18,13 @@
 namespace mlps {
 namespace {
 
-using testing::adam_setup;
-using testing::expect_typed_equals_emulated;
-using testing::MpiTest;
-using testing::train_five_steps;
+using namespace testing;  // typed_equivalence.h and MpiTest
 
 constexpr int64_t kBatch = 12;
 
 struct Variant {
   std::string what;
-  GridShape shape;
+  Tensor2dGrid shape;
   int64_t hidden = 24;
   bool checkpoint = false;
 };
@@ -47,12 +44,12 @@ void typed_equals_emulated(const Variant& variant) {
 TEST_F(MpiTest, TypedTensor2dEqualsTheEmulationBitForBit) {
   const int ranks = testing::world_size();
   std::vector<Variant> variants{{"1 x 1 grids, " + std::to_string(ranks) + " replicas",
-                                 GridShape{1, ranks}}};
+                                 Tensor2dGrid{1, ranks}}};
   if (ranks == 4) {
-    variants.push_back({"2 x 2 grid", GridShape{2, 1}});
+    variants.push_back({"2 x 2 grid", Tensor2dGrid{2, 1}});
     // H 15 and F 30 split 8 + 7 and 15 + 15: unequal LayerNorm slices, padded reduce-scatters.
-    variants.push_back({"2 x 2 grid, uneven splits", GridShape{2, 1}, 15});
-    variants.push_back({"2 x 2 grid, checkpointing", GridShape{2, 1}, 24, true});
+    variants.push_back({"2 x 2 grid, uneven splits", Tensor2dGrid{2, 1}, 15});
+    variants.push_back({"2 x 2 grid, checkpointing", Tensor2dGrid{2, 1}, 24, true});
   }
   for (const Variant& v : variants) typed_equals_emulated(v);
 }

@@ -19,14 +19,11 @@
 namespace mlps {
 namespace {
 
-using testing::adam_setup;
-using testing::expect_typed_equals_emulated;
-using testing::MpiTest;
-using testing::train_five_steps;
+using namespace testing;  // typed_equivalence.h and MpiTest
 
 struct Variant {
   std::string what;
-  Shape3d shape;
+  Tensor3dGrid shape;
   Overlap3d overlap;
   bool checkpoint = false;
 };
@@ -54,13 +51,13 @@ TEST_F(MpiTest, TypedTensor3dEqualsTheEmulationBitForBit) {
   Overlap3d cached;
   cached.cache_weights = true;
   std::vector<Variant> variants{
-      {"outer " + ranks, Shape3d{n, 1, 1, 1}, Overlap3d{}},
-      {"inner " + ranks, Shape3d{1, n, 1, 1}, Overlap3d{}},
-      {"depth " + ranks, Shape3d{1, 1, n, 1}, Overlap3d{}},
-      {"depth " + ranks + ", every overlap", Shape3d{1, 1, n, 1}, all},
-      {"depth " + ranks + ", cached weights, checkpointing", Shape3d{1, 1, n, 1}, cached, true},
-      {ranks + " replicas", Shape3d{1, 1, 1, n}, Overlap3d{}}};
-  if (n == 4) variants.push_back({"2 x 1 x 2", Shape3d{2, 1, 2, 1}, all});
+      {"outer " + ranks, Tensor3dGrid{n, 1, 1, 1}, Overlap3d{}},
+      {"inner " + ranks, Tensor3dGrid{1, n, 1, 1}, Overlap3d{}},
+      {"depth " + ranks, Tensor3dGrid{1, 1, n, 1}, Overlap3d{}},
+      {"depth " + ranks + ", every overlap", Tensor3dGrid{1, 1, n, 1}, all},
+      {"depth " + ranks + ", cached weights, checkpointing", Tensor3dGrid{1, 1, n, 1}, cached, true},
+      {ranks + " replicas", Tensor3dGrid{1, 1, 1, n}, Overlap3d{}}};
+  if (n == 4) variants.push_back({"2 x 1 x 2", Tensor3dGrid{2, 1, 2, 1}, all});
   for (const Variant& v : variants) typed_equals_emulated(v);
 }
 

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "src/buffer.h"
+#include "src/device/buffer.h"
 #include "src/comm/comm_log.h"
 #include "src/comm/make_communicator.h"
 #include "src/comm/process_placement.h"

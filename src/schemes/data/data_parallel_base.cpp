@@ -1,7 +1,7 @@
 #include "src/schemes/data/data_parallel_base.h"
 
-#include "src/errors.h"
-#include "src/schemes/data/data_parallel_volumes.h"
+#include "src/base/errors.h"
+#include "src/schemes/data/data_volumes.h"
 
 namespace mlps {
 
@@ -39,40 +39,8 @@ std::unique_ptr<Communicator> axis_communicator(const ProcessGrid& grid, const c
 
 }  // namespace
 
-void check_shard_group_stage(const DataParallelConfig& config) {
-  if (config.shard_group > 0 && config.zero != 3)
-    throw InputError("--shard-group " + std::to_string(config.shard_group) + " needs --zero 3 "
-                     "(hybrid sharding of parameters, gradients and optimizer state), not "
-                     "--zero " + std::to_string(config.zero));
-}
-
-void resolve_shard_group(DataParallelConfig& config, int ranks) {
-  const int group = config.shard_group;
-  if (group == 0) {
-    config.shard_group = ranks;
-    return;
-  }
-  check_shard_group_stage(config);
-  if (ranks % group != 0)
-    throw InputError("--shard-group " + std::to_string(group) + " does not divide the " +
-                     std::to_string(ranks) + " ranks into groups of consecutive ranks");
-}
-
-std::string data_grid_text(int ranks, const DataParallelConfig& config) {
-  std::string text = "dp=" + std::to_string(ranks) + ",zero=" + std::to_string(config.zero);
-  if (config.shard_group > 0 && config.shard_group < ranks)
-    text += ",shard-group=" + std::to_string(config.shard_group);
-  return text;
-}
-
-void check_batch_covers_ranks(int64_t global_batch, int ranks) {
-  if (global_batch < ranks)
-    throw InputError("--batch " + std::to_string(global_batch) + " leaves some of the " +
-                     std::to_string(ranks) + " data-parallel ranks without samples");
-}
-
 template <typename T>
-DataParallelBase<T>::DataParallelBase(const TrainerSetup& s, const DataParallelConfig& config)
+DataParallelBase<T>::DataParallelBase(const TrainerSetup& s, const DataGrid& config)
     : ForwardBackwardTrainer<T>(s), config_(config), metrics_comm_(s.world),
       grid_(data_axes(s.world, config.shard_group), s.world),
       // A run on one rank keeps plain DDP's and ZeRO's "world" communicator of one.

@@ -10,28 +10,12 @@
 #include <string>
 
 #include "src/comm/make_communicator.h"
+#include "src/schemes/data/data_grid.h"
 #include "src/grid/process_grid.h"
 #include "src/model/serial_net.h"
 #include "src/schemes/scheme_trainer.h"
 
 namespace mlps {
-
-struct DataParallelConfig {
-  int zero = 0;
-  double bucket_mb = 25;
-  bool overlap = true;
-  int shard_group = 0;  // G, ranks sharing one sharded copy of the model (0: all of them)
-};
-
-// InputError unless each of `ranks` data-parallel ranks gets at least one row.
-void check_batch_covers_ranks(int64_t global_batch, int ranks);
-// InputError for --shard-group without --zero 3 (an error in the flags, whatever the ranks).
-void check_shard_group_stage(const DataParallelConfig& config);
-// InputError unless --shard-group (if given) is a divisor of `ranks` with --zero 3; sets an
-// absent one to `ranks` (one group: plain ZeRO).
-void resolve_shard_group(DataParallelConfig& config, int ranks);
-// The grid as results and --check-grid show it: "dp=4,zero=3", ",shard-group=2" when G < N.
-std::string data_grid_text(int ranks, const DataParallelConfig& config);
 
 template <typename T>
 class DataParallelBase : public ForwardBackwardTrainer<T>, protected UnitHooks {
@@ -45,7 +29,7 @@ class DataParallelBase : public ForwardBackwardTrainer<T>, protected UnitHooks {
 
  protected:
   // Throws InputError when the batch leaves a rank without samples.
-  DataParallelBase(const TrainerSetup& setup, const DataParallelConfig& config);
+  DataParallelBase(const TrainerSetup& setup, const DataGrid& config);
   // The scheme's steps around the local backward pass: before it, and after it (all gradient
   // communication complete when this returns); the optimizer's update has its own hook.
   virtual void start_backward_pass() {}
@@ -69,7 +53,7 @@ class DataParallelBase : public ForwardBackwardTrainer<T>, protected UnitHooks {
   int shard_rank() const { return comm_ ? comm_->rank() : 0; }
   int shard_ranks() const { return comm_ ? comm_->size() : 1; }
 
-  DataParallelConfig config_;
+  DataGrid config_;
   MPI_Comm metrics_comm_;
   ProcessGrid grid_;
   // Within the group (named "world" when it is all ranks; none when G = 1 < N): DDP's all-reduce,

@@ -8,7 +8,7 @@
 namespace mlps {
 
 template <typename T>
-DataParallelTrainer<T>::DataParallelTrainer(const TrainerSetup& s, const DataParallelConfig& config)
+DataParallelTrainer<T>::DataParallelTrainer(const TrainerSetup& s, const DataGrid& config)
     : DataParallelBase<T>(s, config) {
   const int ranks = this->comm_->size();
   auto& params = this->model_.parameters();

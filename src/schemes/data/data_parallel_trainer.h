@@ -6,7 +6,7 @@
 // reduce-scatter is done (at most two buckets in flight). T = bf16 or fp16 is typed 16-bit
 // storage: 16-bit values (all-gathered as they are), fp32 gradients and fp32 buckets, so each
 // reduction sees what the emulation's fp32 buffers hold.
-#include "src/buffer_pool.h"
+#include "src/device/buffer_pool.h"
 #include "src/schemes/data/data_parallel_base.h"
 #include "src/schemes/data/gradient_bucketer.h"
 
@@ -15,7 +15,7 @@ namespace mlps {
 template <typename T>
 class DataParallelTrainer : public DataParallelBase<T> {
  public:
-  DataParallelTrainer(const TrainerSetup& setup, const DataParallelConfig& config);
+  DataParallelTrainer(const TrainerSetup& setup, const DataGrid& config);
 
   std::vector<NamedTensor> gather_parameters() override;
 

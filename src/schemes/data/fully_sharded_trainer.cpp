@@ -5,7 +5,7 @@
 namespace mlps {
 
 template <typename T>
-FullyShardedTrainer<T>::FullyShardedTrainer(const TrainerSetup& s, const DataParallelConfig& config)
+FullyShardedTrainer<T>::FullyShardedTrainer(const TrainerSetup& s, const DataGrid& config)
     : DataParallelBase<T>(s, config) {
   const int ranks = this->shard_ranks();
   const int rank = this->shard_rank();

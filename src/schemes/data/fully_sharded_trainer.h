@@ -10,7 +10,7 @@
 // gradients, reduced as the emulation's fp32 buffers are.
 #include <map>
 
-#include "src/buffer_pool.h"
+#include "src/device/buffer_pool.h"
 #include "src/schemes/data/data_parallel_base.h"
 
 namespace mlps {
@@ -18,7 +18,7 @@ namespace mlps {
 template <typename T>
 class FullyShardedTrainer : public DataParallelBase<T> {
  public:
-  FullyShardedTrainer(const TrainerSetup& setup, const DataParallelConfig& config);
+  FullyShardedTrainer(const TrainerSetup& setup, const DataGrid& config);
 
   std::vector<NamedTensor> gather_parameters() override;
 

@@ -5,7 +5,7 @@
 #include <numeric>
 #include <stdexcept>
 
-#include "src/errors.h"
+#include "src/base/errors.h"
 #include "src/grid/process_grid.h"
 
 namespace mlps {
@@ -42,17 +42,6 @@ std::string PipelinePartition::unit_names(int stage) const {
         (count > 1 ? ".." + std::to_string(first + count - 1) : std::string()));
   if (stage == stages() - 1) add("classifier");
   return out;
-}
-
-std::vector<int64_t> unit_parameter_counts(const ModelConfig& c) {
-  const int64_t h = c.hidden;
-  const int64_t block = c.block == BlockKind::plain
-                            ? h * h + h
-                            : 2 * h + (h * c.ffn_hidden() + c.ffn_hidden()) + (c.ffn_hidden() * h + h);
-  std::vector<int64_t> counts{c.input_features() * h + h};
-  counts.insert(counts.end(), static_cast<size_t>(c.layers), block);
-  counts.push_back(h * c.classes + c.classes);
-  return counts;
 }
 
 namespace {

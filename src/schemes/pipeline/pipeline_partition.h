@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "src/model_config.h"
+#include "src/model/model_config.h"
 
 namespace mlps {
 
@@ -29,10 +29,6 @@ class PipelinePartition {
  private:
   std::vector<int64_t> blocks_;
 };
-
-// Parameter count of each FcNet unit in forward order (embed, each block, classifier): the
-// cost a stage balances, proportional to the unit's flops per sample.
-std::vector<int64_t> unit_parameter_counts(const ModelConfig& config);
 
 // The contiguous split of the blocks over `stages` stages (embed on the first, classifier on
 // the last) that minimises the largest stage's parameter count; among equal splits, the one

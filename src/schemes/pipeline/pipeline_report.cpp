@@ -5,12 +5,12 @@
 #include <string>
 #include <vector>
 
-#include "src/human_bytes.h"
+#include "src/base/human_bytes.h"
 #include "src/schemes/pipeline/pipeline_simulation.h"
 
 namespace mlps {
 
-void print_pipeline_report(const PipelineLayout& layout, int64_t micro_rows,
+void print_pipeline_report(const PipelineGrid& layout, int64_t micro_rows,
                            const PipelineRankReport& mine, MPI_Comm world, bool inference) {
   constexpr int kFields = 9;
   const double values[kFields] = {mine.step_seconds,    mine.bubble_seconds,

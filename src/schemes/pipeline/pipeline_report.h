@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "src/schemes/pipeline/pipeline_layout.h"
+#include "src/schemes/pipeline/pipeline_grid.h"
 
 namespace mlps {
 
@@ -28,7 +28,7 @@ struct PipelineRankReport {
 // Collective over world (rank = replica·P + stage); rank 0 prints, per stage (figures averaged
 // over the replicas, memory their maximum), then the bubble fraction averaged over stages.
 // inference: the figures are evaluate()'s (PipelineTrainer::report(warmup, true)).
-void print_pipeline_report(const PipelineLayout& layout, int64_t micro_rows,
+void print_pipeline_report(const PipelineGrid& layout, int64_t micro_rows,
                            const PipelineRankReport& mine, MPI_Comm world,
                            bool inference = false);
 

@@ -5,7 +5,7 @@
 // formulas are checked against.
 #include <vector>
 
-#include "src/schemes/pipeline/pipeline_schedule.h"
+#include "src/schemes/pipeline/pipeline_shape.h"
 
 namespace mlps {
 

@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "kernels/stored_values.h"
-#include "src/errors.h"
+#include "src/base/errors.h"
 #include "src/timing/step_statistics.h"
 
 namespace mlps {
@@ -15,7 +15,7 @@ namespace mlps {
 using Pass = PipelineAction::Pass;
 
 template <typename T>
-PipelineTrainer<T>::PipelineTrainer(const TrainerSetup& s, const PipelineLayout& layout)
+PipelineTrainer<T>::PipelineTrainer(const TrainerSetup& s, const PipelineGrid& layout)
     : SchemeTrainer<T>(s), layout_(layout), shape_(layout.shape()),
       grid_(layout.axes(), s.world),
       stage_(grid_.coordinate("pipe")), replica_(grid_.coordinate("data")),

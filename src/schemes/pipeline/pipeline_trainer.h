@@ -32,7 +32,7 @@
 #include "src/comm/make_communicator.h"
 #include "src/model/deferred_weight_grads.h"
 #include "src/grid/process_grid.h"
-#include "src/schemes/pipeline/pipeline_layout.h"
+#include "src/schemes/pipeline/pipeline_grid.h"
 #include "src/schemes/pipeline/pipeline_report.h"
 #include "src/schemes/pipeline/pipeline_stage.h"
 #include "src/schemes/scheme_trainer.h"
@@ -43,9 +43,9 @@ namespace mlps {
 template <typename T>
 class PipelineTrainer : public SchemeTrainer<T> {
  public:
-  // layout comes from resolve_pipeline_layout (already checked). Collective over world.
+  // layout comes from resolve_pipeline_grid (already checked). Collective over world.
   // InputError (on every rank) for a schedule NCCL cannot carry (transfers_arrive_in_order).
-  PipelineTrainer(const TrainerSetup& setup, const PipelineLayout& layout);
+  PipelineTrainer(const TrainerSetup& setup, const PipelineGrid& layout);
 
   std::string scheme() const override { return "pipeline"; }
   std::string grid() const override { return layout_.grid(); }
@@ -140,7 +140,7 @@ class PipelineTrainer : public SchemeTrainer<T> {
   using SchemeTrainer<T>::device_;
   using SchemeTrainer<T>::log_;
   using SchemeTrainer<T>::optimizer_;
-  PipelineLayout layout_;
+  PipelineGrid layout_;
   PipelineShape shape_;
   ProcessGrid grid_;  // data, pipe
   int stage_ = 0, replica_ = 0;

@@ -4,7 +4,7 @@
 
 namespace mlps {
 
-int64_t pipeline_rank_parameters(const ModelConfig& model, const PipelineLayout& layout,
+int64_t pipeline_rank_parameters(const ModelConfig& model, const PipelineGrid& layout,
                                  int stage) {
   const std::vector<int64_t> units = unit_parameter_counts(model);
   const PipelineShape shape = layout.shape();
@@ -17,7 +17,7 @@ int64_t pipeline_rank_parameters(const ModelConfig& model, const PipelineLayout&
 }
 
 std::map<std::string, double> pipeline_comm_bytes(const ModelConfig& model,
-                                                  const PipelineLayout& layout,
+                                                  const PipelineGrid& layout,
                                                   int64_t global_batch, int rank,
                                                   size_t element_bytes,
                                                   size_t grad_element_bytes, bool inference,

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "src/comm/comm_volume_report.h"
-#include "src/schemes/pipeline/pipeline_layout.h"
+#include "src/schemes/pipeline/pipeline_grid.h"
 
 namespace mlps {
 
@@ -18,7 +18,7 @@ namespace mlps {
 // `calls`: where given, each kind's calls are added (a message per micro-batch and boundary
 // each way; a gradient all-reduce per chunk).
 std::map<std::string, double> pipeline_comm_bytes(const ModelConfig& model,
-                                                  const PipelineLayout& layout,
+                                                  const PipelineGrid& layout,
                                                   int64_t global_batch, int rank,
                                                   size_t element_bytes,
                                                   size_t grad_element_bytes,
@@ -26,7 +26,7 @@ std::map<std::string, double> pipeline_comm_bytes(const ModelConfig& model,
                                                   CommCalls* calls = nullptr);
 
 // Parameters of the virtual stages rank `stage` holds.
-int64_t pipeline_rank_parameters(const ModelConfig& model, const PipelineLayout& layout,
+int64_t pipeline_rank_parameters(const ModelConfig& model, const PipelineGrid& layout,
                                  int stage);
 
 }  // namespace mlps

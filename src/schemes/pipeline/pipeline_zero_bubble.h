@@ -6,7 +6,7 @@
 // P micro-batches of a stage, whose chunks are half a stage), else its oldest deferred W.
 #include <vector>
 
-#include "src/schemes/pipeline/pipeline_schedule.h"
+#include "src/schemes/pipeline/pipeline_shape.h"
 
 namespace mlps {
 

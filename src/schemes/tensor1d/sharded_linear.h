@@ -6,8 +6,8 @@
 // row-parallel layer reads its input features in place from a full activation.
 #include <cstdint>
 
-#include "src/device.h"
-#include "src/schemes/tensor1d/tensor1d_plan.h"
+#include "src/device/device.h"
+#include "src/schemes/tensor1d/tensor1d_grid.h"
 
 namespace mlps {
 

@@ -12,7 +12,7 @@ namespace {
 
 // Rank t's block of each tensor: a column-parallel Linear's output features (weight rows, bias
 // columns), a row-parallel one's input features (weight columns; the bias stays whole).
-ShardLayout tensor1d_layout(const Tensor1dPlan& plan, int tp_rank) {
+ShardLayout tensor1d_layout(const Tensor1dGrid& plan, int tp_rank) {
   return ShardLayout(plan.model, [&](TensorShard& t) {
     const PlannedLinear* linear = plan.linear_of(t.name);
     if (!linear || linear->split == LinearSplit::replicated) return;
@@ -70,7 +70,7 @@ class Tensor1dLinear : public Linear<T> {
 }  // namespace
 
 template <typename T>
-Tensor1dTrainer<T>::Tensor1dTrainer(const TrainerSetup& s, const Tensor1dPlan& plan, int dp)
+Tensor1dTrainer<T>::Tensor1dTrainer(const TrainerSetup& s, const Tensor1dGrid& plan, int dp)
     : ForwardBackwardTrainer<T>(s), plan_(plan),
       grid_({{"data", dp}, {"tensor", plan.tp}}, s.world), tp_rank_(grid_.coordinate("tensor")),
       dp_rank_(grid_.coordinate("data")), dp_(dp), layout_(tensor1d_layout(plan, tp_rank_)) {

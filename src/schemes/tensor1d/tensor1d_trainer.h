@@ -27,7 +27,7 @@ class Tensor1dTrainer : public ForwardBackwardTrainer<T>, private LayerSet<T>, p
  public:
   // The world's size must be plan.tp × dp (the caller checks the grid); plan.model is the
   // setup's model.
-  Tensor1dTrainer(const TrainerSetup& setup, const Tensor1dPlan& plan, int dp);
+  Tensor1dTrainer(const TrainerSetup& setup, const Tensor1dGrid& plan, int dp);
   ~Tensor1dTrainer() override;
 
   std::string scheme() const override { return "tensor1d"; }
@@ -48,7 +48,7 @@ class Tensor1dTrainer : public ForwardBackwardTrainer<T>, private LayerSet<T>, p
   const std::string& most_divergent_tensor() const { return most_divergent_tensor_; }
 
  private:
-  // The layer set (Megatron-LM, Tensor1dPlan; sequence parallel: SequenceParallelLinear and
+  // The layer set (Megatron-LM, Tensor1dGrid; sequence parallel: SequenceParallelLinear and
   // SequenceParallelLayerNorm): every Linear a ShardedLinear with its
   // tensor-parallel communication; LayerNorm replicated (its γ, β gradients come from
   // replicated inputs, so they need no reduction). Column-parallel: backward's partial dX is
@@ -77,7 +77,7 @@ class Tensor1dTrainer : public ForwardBackwardTrainer<T>, private LayerSet<T>, p
   using SchemeTrainer<T>::device_;
   using SchemeTrainer<T>::log_;
   using SchemeTrainer<T>::optimizer_;
-  Tensor1dPlan plan_;
+  Tensor1dGrid plan_;
   ProcessGrid grid_;  // data, tensor; its MPI groups carry metrics and --verify gathers
   int tp_rank_ = 0, dp_rank_ = 0, dp_ = 1;
   ShardLayout layout_;  // this rank's block of every tensor in the flat buffers

@@ -4,7 +4,7 @@
 #include <stdexcept>
 
 #include "src/model/serial_net.h"
-#include "src/schemes/tensor2d/balanced_split.h"
+#include "src/base/balanced_split.h"
 
 namespace mlps {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "src/model/parameter.h"
-#include "src/model_config.h"
+#include "src/model/model_config.h"
 
 namespace mlps {
 

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "src/schemes/tensor2d/balanced_split.h"
+#include "src/base/balanced_split.h"
 #include "src/model/sliced_ops.h"
 
 namespace mlps {

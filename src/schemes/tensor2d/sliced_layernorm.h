@@ -8,7 +8,7 @@
 // assumes equal widths (on a GPU: a synchronisation and two copies of 2·q·rows values).
 #include <vector>
 
-#include "src/buffer.h"
+#include "src/device/buffer.h"
 #include "src/comm/communicator.h"
 #include "src/model/layers.h"
 

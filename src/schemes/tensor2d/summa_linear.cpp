@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <array>
 
-#include "src/schemes/tensor2d/balanced_split.h"
+#include "src/base/balanced_split.h"
 
 namespace mlps {
 namespace {

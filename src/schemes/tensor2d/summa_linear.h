@@ -12,7 +12,7 @@
 // dW's partials and gradients are fp32.
 #include <vector>
 
-#include "src/buffer.h"
+#include "src/device/buffer.h"
 #include "src/model/layers.h"
 #include "src/comm/communicator.h"
 #include "src/schemes/tensor2d/shard_layout.h"

@@ -3,19 +3,19 @@
 #include <algorithm>
 
 #include "src/schemes/named_tensors.h"
-#include "src/schemes/tensor2d/balanced_split.h"
+#include "src/base/balanced_split.h"
 #include "src/schemes/tensor2d/sliced_layernorm.h"
 
 namespace mlps {
 namespace {
 
 // The row group of replica d, grid row i is part d·q + i of the batch's dp·q parts.
-int64_t row_groups(const GridShape& shape) { return int64_t{shape.dp} * shape.q; }
+int64_t row_groups(const Tensor2dGrid& shape) { return int64_t{shape.dp} * shape.q; }
 
 }  // namespace
 
 template <typename T>
-Tensor2dTrainer<T>::Tensor2dTrainer(const TrainerSetup& s, const GridShape& shape)
+Tensor2dTrainer<T>::Tensor2dTrainer(const TrainerSetup& s, const Tensor2dGrid& shape)
     : ForwardBackwardTrainer<T>(s),
       shape_(check_grid_fits(s.model, s.global_batch, shape)),
       grid_({{"data", shape.dp}, {"rows", shape.q}, {"cols", shape.q}}, s.world),

@@ -17,7 +17,7 @@
 #include "src/grid/process_grid.h"
 #include "src/model/fc_net.h"
 #include "src/schemes/scheme_trainer.h"
-#include "src/schemes/tensor2d/grid_2d.h"
+#include "src/schemes/tensor2d/tensor2d_grid.h"
 #include "src/schemes/tensor2d/shard_layout.h"
 #include "src/schemes/tensor2d/summa_linear.h"
 
@@ -28,7 +28,7 @@ class Tensor2dTrainer : public ForwardBackwardTrainer<T>, private LayerSet<T>, p
  public:
   // Throws InputError (before allocating anything) when a part of a split would be empty.
   // Collective over world.
-  Tensor2dTrainer(const TrainerSetup& setup, const GridShape& shape);
+  Tensor2dTrainer(const TrainerSetup& setup, const Tensor2dGrid& shape);
 
   std::string scheme() const override { return "tensor2d"; }
   std::string grid() const override { return describe(shape_); }
@@ -73,7 +73,7 @@ class Tensor2dTrainer : public ForwardBackwardTrainer<T>, private LayerSet<T>, p
   void after_backward(int unit) override;
   void sync_over_replicas(UnitSync& sync);
 
-  GridShape shape_;
+  Tensor2dGrid shape_;
   ProcessGrid grid_;
   int replica_, row_, column_;
   std::unique_ptr<Communicator> row_comm_, col_comm_, data_comm_;  // data: null when dp == 1

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "src/buffer.h"
+#include "src/device/buffer.h"
 #include "src/schemes/tensor3d/linear_3d.h"
 
 namespace mlps {

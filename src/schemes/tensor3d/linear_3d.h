@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "src/buffer.h"
+#include "src/device/buffer.h"
 #include "src/comm/communicator.h"
 #include "src/model/layers.h"
 

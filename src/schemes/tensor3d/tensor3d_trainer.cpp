@@ -7,7 +7,7 @@
 
 namespace mlps {
 template <typename T>
-Tensor3dTrainer<T>::Tensor3dTrainer(const TrainerSetup& s, const Shape3d& shape,
+Tensor3dTrainer<T>::Tensor3dTrainer(const TrainerSetup& s, const Tensor3dGrid& shape,
                                     const Overlap3d& overlap)
     : ForwardBackwardTrainer<T>(s),
       shape_(check_shape_divides(s.model, s.global_batch, shape)),

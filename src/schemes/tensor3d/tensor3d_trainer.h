@@ -19,7 +19,7 @@
 #include "src/schemes/scheme_trainer.h"
 #include "src/schemes/tensor2d/sliced_layernorm.h"
 #include "src/schemes/tensor3d/depth_scratch.h"
-#include "src/schemes/tensor3d/grid_3d.h"
+#include "src/schemes/tensor3d/tensor3d_grid.h"
 #include "src/schemes/tensor3d/linear_3d.h"
 
 namespace mlps {
@@ -36,7 +36,7 @@ class Tensor3dTrainer : public ForwardBackwardTrainer<T>, private LayerSet<T> {
  public:
   // Throws InputError (before allocating anything) when the grid does not divide the model.
   // Collective over world.
-  Tensor3dTrainer(const TrainerSetup& setup, const Shape3d& shape, const Overlap3d& overlap);
+  Tensor3dTrainer(const TrainerSetup& setup, const Tensor3dGrid& shape, const Overlap3d& overlap);
 
   std::string scheme() const override { return "tensor3d"; }
   std::string grid() const override { return shape_.describe(); }
@@ -71,7 +71,7 @@ class Tensor3dTrainer : public ForwardBackwardTrainer<T>, private LayerSet<T> {
 
   Communicator& axis(ShardAxis a) { return a == ShardAxis::inner ? *inner_ : *outer_; }
 
-  Shape3d shape_;
+  Tensor3dGrid shape_;
   ProcessGrid grid_;
   int r_, c_, d_, replica_;
   std::unique_ptr<Communicator> inner_, outer_, depth_, data_;

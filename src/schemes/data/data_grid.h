@@ -1,0 +1,26 @@
+#pragma once
+// bin/data's resolved grid: the ZeRO stage, its buckets and overlap, and ZeRO-3's shard groups
+// over the N data-parallel ranks, with the rules that resolve and check it.
+#include <cstdint>
+#include <string>
+
+namespace mlps {
+
+struct DataGrid {
+  int zero = 0;
+  double bucket_mb = 25;
+  bool overlap = true;
+  int shard_group = 0;  // G, ranks sharing one sharded copy of the model (0: all of them)
+};
+
+// InputError unless each of `ranks` data-parallel ranks gets at least one row.
+void check_batch_covers_ranks(int64_t global_batch, int ranks);
+// InputError for --shard-group without --zero 3 (an error in the flags, whatever the ranks).
+void check_shard_group_stage(const DataGrid& config);
+// InputError unless --shard-group (if given) is a divisor of `ranks` with --zero 3; sets an
+// absent one to `ranks` (one group: plain ZeRO).
+void resolve_shard_group(DataGrid& config, int ranks);
+// The grid as results and --check-grid show it: "dp=4,zero=3", ",shard-group=2" when G < N.
+std::string data_grid_text(int ranks, const DataGrid& config);
+
+}  // namespace mlps
