@@ -77,7 +77,7 @@ BENCH_PROGRAMS := $(filter $(BIN)/bench_%,$(PROGRAMS))
 SCHEME_PROGRAMS := $(filter-out $(BENCH_PROGRAMS),$(PROGRAMS))
 BENCH_SUPPORT_SRCS := $(wildcard bench/support/*.cpp)
 BENCH_SUPPORT_OBJS := $(BENCH_SUPPORT_SRCS:%.cpp=$(BUILD)/%.o)
-TEST_SRCS := $(wildcard tests/*.cpp)
+TEST_SRCS := $(wildcard tests/*.cpp tests/unit/*/*.cpp tests/unit/*/*/*.cpp)
 TEST_OBJS := $(TEST_SRCS:%.cpp=$(BUILD)/%.o)
 UNIT_TESTS := $(BIN)/unit_tests
 # tests/mpi/*.cpp: the tests that run under mpiexec with several ranks.

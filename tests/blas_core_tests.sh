@@ -94,7 +94,7 @@ fi
 # --- kernels the processor cannot run are refused, on every rank --------------------------------
 if [[ " $features " == *" avx512_bf16 "* ]]; then
   skip "OPENBLAS_CORETYPE naming kernels this processor lacks is refused" \
-    "this processor runs every core in the table (tests/test_blas_core.cpp checks the refusal for others)"
+    "this processor runs every core in the table (tests/unit/kernels/test_blas_core.cpp checks the refusal for others)"
 elif [[ -n $features ]]; then
   status=0
   "${clean[@]}" OPENBLAS_CORETYPE=Cooperlake timeout 60 mpiexec -n 2 "$repo/bin/data" "${tiny[@]}" \

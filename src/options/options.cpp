@@ -93,7 +93,8 @@ OptionParser::OptionParser(const std::string& program, const std::string& descri
                "block's input in forward and recompute the block in backward");
   app.add_flag("--inference", o.inference, "forward passes only, no optimizer, over the test "
                "split (--iters batches, or --epochs passes): latency per batch and samples/s");
-  app.add_option("--out", o.out, "HDF5 result file (default results/<scheme>-<UTC time>.h5)");
+  app.add_option("--out", o.out,
+                 "HDF5 result file (default results/<scheme>-<UTC time>-<pid>.h5)");
   app.add_option("--trace", o.trace, "also write every rank's timeline (phases, steps, each "
                  "collective and send/recv with its group and bytes) to this Chrome trace-event "
                  "JSON file, for Perfetto, chrome://tracing or analysis/timeline_plot.py; held in "

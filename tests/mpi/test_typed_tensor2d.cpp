@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,8 +21,6 @@ namespace {
 
 using namespace testing;  // typed_equivalence.h and MpiTest
 
-constexpr int64_t kBatch = 12;
-
 struct Variant {
   std::string what;
   Tensor2dGrid shape;
@@ -31,14 +30,11 @@ struct Variant {
 
 // Five steps of `variant`, typed against the emulation.
 void typed_equals_emulated(const Variant& variant) {
-  auto train = [&](auto zero, StorageFormat storage) {
-    ModelConfig model = model_shape(6, variant.hidden, 2, 2);
-    model.checkpoint_activations = variant.checkpoint;
-    Tensor2dTrainer<decltype(zero)> trainer(adam_setup(storage, model, kBatch), variant.shape);
-    return train_five_steps(trainer, kBatch, model.image_size);
-  };
-  expect_typed_equals_emulated<bf16>(train, variant.what);
-  expect_typed_equals_emulated<fp16>(train, variant.what);
+  ModelConfig model = model_shape(6, variant.hidden, 2, 2);
+  model.checkpoint_activations = variant.checkpoint;
+  expect_five_steps_typed_equal_emulated(model, 12, variant.what, [&](auto zero, auto setup) {
+    return std::make_unique<Tensor2dTrainer<decltype(zero)>>(setup, variant.shape);
+  });
 }
 
 TEST_F(MpiTest, TypedTensor2dEqualsTheEmulationBitForBit) {

@@ -92,4 +92,17 @@ void expect_typed_equals_emulated(Train train, const std::string& what) {
                        what + (format == StorageFormat::bf16 ? " bf16" : " fp16"));
 }
 
+// Five steps of `model` on batches of `batch` rows, with Adam, of the trainer
+// make(T{}, setup) builds (a unique_ptr): typed bf16 and then fp16 against their emulations.
+template <typename Make>
+void expect_five_steps_typed_equal_emulated(const ModelConfig& model, int64_t batch,
+                                            const std::string& what, Make make) {
+  auto train = [&](auto zero, StorageFormat storage) {
+    const auto trainer = make(zero, adam_setup(storage, model, batch));
+    return train_five_steps(*trainer, batch, model.image_size);
+  };
+  expect_typed_equals_emulated<bf16>(train, what);
+  expect_typed_equals_emulated<fp16>(train, what);
+}
+
 }  // namespace mlps::testing
