@@ -20,7 +20,8 @@ SCRIPT_SUITES=(tests/cli_tests.sh tests/startup_agreement_tests.sh tests/job_end
                tests/tensor3d_tests.sh tests/mixed_precision_tests.sh tests/trace_tests.sh
                tests/memory_tests.sh tests/step_counts_tests.sh tests/plan_tests.sh
                tests/analysis_tests.sh
-               tests/sweep_tests.sh tests/slurm_tests.sh tests/docs_tests.sh)
+               tests/sweep_tests.sh tests/slurm_tests.sh tests/multinode_tests.sh
+               tests/docs_tests.sh)
 passed=0
 failed=0
 # Each suite's wall time (from the end of the one before), listed at the end.

@@ -10,6 +10,7 @@
 # still cannot run Slurm it prints "skip - local Slurm: <reason>" and counts none of those checks.
 # Ends with "N passed, N failed". MLPSCALE_KEEP_SLURM_TMP=1 keeps the temporary directory.
 source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
+source "$repo/tests/lib/slurm.sh"
 
 rmdir "$tmp"  # the harness's: Slurm's daemons need a directory of their own, below
 tmp=$(mktemp -d /tmp/mlpscale-slurm.XXXXXX) || exit 1
@@ -17,17 +18,7 @@ chmod 755 "$tmp"  # munged wants every directory above its socket searchable by 
 daemon_pids=()
 job_ids=()
 
-# wait_until SECONDS COMMAND...: polls COMMAND every half second; false when time runs out.
-wait_until() {
-  local deadline=$((SECONDS + $1))
-  shift
-  until "$@"; do
-    ((SECONDS >= deadline)) && return 1
-    sleep 0.5
-  done
-}
 no_active_jobs() { [[ -z $(squeue -h -o %i 2>/dev/null) ]]; }
-process_gone() { ! kill -0 "$1" 2>/dev/null; }
 
 cleanup() {
   local status=$?
@@ -55,37 +46,6 @@ trap 'exit 130' INT TERM HUP
 source "$repo/tests/lib/sweep.sh"  # writes into $tmp: after the one above
 
 # ------------------------------------------------------------------ a real single-node Slurm
-
-slurm_tools=(munged munge slurmctld slurmd sbatch srun squeue scontrol sinfo scancel)
-first_missing() {
-  local tool
-  for tool in "${slurm_tools[@]}"; do
-    command -v "$tool" >/dev/null || { echo "$tool"; return; }
-  done
-}
-
-# Prints why Slurm cannot run here, or nothing; installs it when it can.
-slurm_unavailable() {
-  if ((EUID != 0)); then
-    echo "needs root (slurmd runs jobs as their owner)"
-    return
-  fi
-  [[ -z $(first_missing) ]] && return
-  if ! command -v apt-get >/dev/null || [[ ! -r /etc/debian_version ]]; then
-    echo "$(first_missing) not found and this is not Debian (install Slurm and munge)"
-    return
-  fi
-  echo "# installing slurm-wlm and munge with apt-get" >&2
-  local install=(apt-get install -y -qq --no-install-recommends slurm-wlm munge)
-  export DEBIAN_FRONTEND=noninteractive
-  if ! timeout 300 "${install[@]}" </dev/null >"$tmp/apt.log" 2>&1; then
-    timeout 300 apt-get update -qq </dev/null >>"$tmp/apt.log" 2>&1
-    timeout 300 "${install[@]}" </dev/null >>"$tmp/apt.log" 2>&1
-  fi
-  [[ -z $(first_missing) ]] && return
-  echo "apt-get could not install slurm-wlm and munge ($(first_missing) missing;" \
-    "$(grep -v '^\s*$' "$tmp/apt.log" | tail -n 1))"
-}
 
 # Starts munged, slurmctld and slurmd on private ports and directories; prints why not, if not.
 start_slurm() {
@@ -116,10 +76,6 @@ ClusterName=mlpscaletest
 SlurmctldHost=$node(127.0.0.1)
 SlurmctldPort=$ctld_port
 SlurmdPort=$slurmd_port
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-CredType=cred/munge
 AuthInfo=socket=$tmp/run/munge.sock
 StateSaveLocation=$tmp/state
 SlurmdSpoolDir=$tmp/spool
@@ -127,21 +83,7 @@ SlurmctldPidFile=$tmp/run/slurmctld.pid
 SlurmdPidFile=$tmp/run/slurmd.pid
 SlurmctldLogFile=$tmp/log/slurmctld.log
 SlurmdLogFile=$tmp/log/slurmd.log
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SwitchType=switch/none
-MpiDefault=none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_CPU
-SlurmdParameters=config_overrides
-SchedulerType=sched/builtin
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/none
-MailProg=/bin/true
-ReturnToService=2
-MinJobAge=600
-KillWait=5
+$(slurm_conf_settings)
 NodeName=$node NodeAddr=127.0.0.1 CPUs=8 RealMemory=1000 State=UNKNOWN
 PartitionName=local Nodes=$node Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 EOF
@@ -153,8 +95,8 @@ EOF
   node_idle() { [[ $(sinfo -h -n "$node" -o %t 2>/dev/null) == idle ]]; }
   if ! wait_until 40 node_idle; then
     echo "node $node not idle after 40 s (sinfo: $(sinfo -h -o '%t %N' 2>&1 | head -n 1));" \
-      "slurmctld: $(grep -i -E 'fatal|error' "$tmp/log/slurmctld.log" 2>/dev/null | tail -n 1);" \
-      "slurmd: $(grep -i -E 'fatal|error' "$tmp/log/slurmd.log" 2>/dev/null | tail -n 1)"
+      "slurmctld: $(log_errors "$tmp/log/slurmctld.log");" \
+      "slurmd: $(log_errors "$tmp/log/slurmd.log" "$tmp/log/slurmd.out")"
   fi
 }
 
@@ -164,7 +106,7 @@ job_state() {
     sed -nE 's/.*JobState=([A-Z_]+) .* ExitCode=([0-9:]+).*/\1 \2/p'
 }
 
-reason=$(slurm_unavailable)
+reason=$(slurm_unavailable "$tmp/apt.log")
 if [[ -n $reason ]]; then
   skip "local Slurm" "$reason"
 else
