@@ -3,7 +3,8 @@
 # (tests/lib/cluster.sh: each node a hostname of its own, all in a private network namespace):
 # Slurm spreads a step over the nodes, the MPI tests see 2 ranks on each of 2 nodes, every
 # scheme's fp64 --verify passes with its ranks on 2 nodes, hybrid sharding trains the same loss
-# (to 1e-12) with its shard groups inside the nodes (block) and across them (cyclic), and the
+# (to 1e-12) with its shard groups inside the nodes (block) and across them (cyclic), each run's
+# own prediction pricing its groups on the links they really use, and the
 # cluster is gone after it stops: no process in its namespace, no directory. Timings on shared
 # cores mean nothing here; GPU binding needs GPUs. Not root, or Slurm not installable: one
 # "skip - 4-node cluster: <reason>" line. Ends with "N passed, N failed".
@@ -80,10 +81,12 @@ verify_across_nodes tensor3d tensor3d --tp-dims 2,1,2
 
 # Hybrid sharding: shard groups of 2 inside each node (block), then across the nodes (cyclic).
 # The same sums, but MPICH may reduce over a group in another order when its ranks sit on two
-# nodes, so the losses agree to fp64's rounding, not bit for bit.
+# nodes, so the losses agree to fp64's rounding, not bit for bit. Each run's own prediction
+# places its groups on the nodes they really use: in block the shard groups' collectives are
+# intra-node and the replicas' ("data") inter-node, in cyclic the other way round.
 for m in block cyclic; do
   step "hybrid-$m" 120 srun -N 2 -n 4 -m "$m" --mpi=pmi2 bin/data --zero 3 --shard-group 2 \
-    "${tiny[@]}" --out "$tmp/hybrid-$m.h5"
+    "${tiny[@]}" --machine inputs/machines/h100-cluster.json --out "$tmp/hybrid-$m.h5"
 done
 same_loss=$("$python" - "$tmp/hybrid-block.h5" "$tmp/hybrid-cyclic.h5" <<'PY' 2>&1
 import sys, h5py, numpy as np
@@ -98,6 +101,39 @@ if grep -q '^verify: PASS' "$tmp/hybrid-block.out" && grep -q '^verify: PASS' "$
 else
   not_ok "hybrid sharding in block and cyclic placement" \
     "block: $(last_line hybrid-block); cyclic: $(last_line hybrid-cyclic); loss: $same_loss"
+fi
+links=$("$python" - "$tmp/hybrid-block.h5" "$tmp/hybrid-cyclic.h5" <<'PY' 2>&1
+import sys, h5py
+problems = []
+for path, nodes in zip(sys.argv[1:], ([0, 0, 1, 1], [0, 1, 0, 1])):
+    with h5py.File(path) as f:
+        placed = (f["/placement/node"][()].tolist(), f["/placement/local_rank"][()].tolist())
+    if placed != (nodes, [0, 1, 0, 1] if nodes[1] == 0 else [0, 0, 1, 1]):
+        problems.append(f"{path}: /placement node {placed[0]}, local_rank {placed[1]}")
+block, cyclic = (dict(h5py.File(p)["/prediction"].attrs) for p in sys.argv[1:])
+links = {m: {k[len("inter_node:"):]: int(v) for k, v in p.items() if k.startswith("inter_node:")}
+         for m, p in (("block", block), ("cyclic", cyclic))}
+if not links["block"] or links["block"].keys() != links["cyclic"].keys():
+    problems.append(f"collectives differ: {links}")
+for key in links["block"]:
+    group = key.rsplit(":", 1)[-1]
+    want = {"shard": (0, 1), "data": (1, 0)}.get(group)
+    if want and (links["block"][key], links["cyclic"][key]) != want:
+        problems.append(f"{key}: inter-node {links['block'][key]} in block, "
+                        f"{links['cyclic'][key]} in cyclic")
+    if links["block"][key] == links["cyclic"][key] and \
+            block["comm_seconds:" + key] != cyclic["comm_seconds:" + key]:
+        problems.append(f"{key} on the same link but priced differently")
+print("; ".join(problems) or ", ".join(f"{k} {'inter' if v else 'intra'}/"
+                                       f"{'inter' if links['cyclic'][k] else 'intra'}"
+                                       for k, v in sorted(links["block"].items())))
+sys.exit(1 if problems else 0)
+PY
+)
+if [[ $? == 0 ]]; then
+  ok "hybrid sharding's files record each rank's node and local rank, and their predictions put each group on the link it uses (block/cyclic): $links"
+else
+  not_ok "hybrid sharding's recorded predictions" "$links"
 fi
 
 cluster_stop >"$tmp/stop.out"

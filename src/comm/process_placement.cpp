@@ -3,6 +3,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <map>
 #include <cstdlib>
 #include <stdexcept>
 #include <thread>
@@ -25,7 +26,15 @@ RankPlacement discover_placement(MPI_Comm world) {
   MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, placement.world_rank, MPI_INFO_NULL, &node);
   MPI_Comm_rank(node, &placement.local_rank);
   MPI_Comm_size(node, &placement.local_size);
+  // A node is named by its first world rank (local rank 0 of a split keyed by world rank).
+  int first = placement.world_rank;
+  MPI_Bcast(&first, 1, MPI_INT, 0, node);
   MPI_Comm_free(&node);
+  std::vector<int> firsts(static_cast<size_t>(placement.world_size));
+  MPI_Allgather(&first, 1, MPI_INT, firsts.data(), 1, MPI_INT, world);
+  std::map<int, int> index;
+  for (const int f : firsts)
+    placement.node_of_rank.push_back(index.emplace(f, static_cast<int>(index.size())).first->second);
   char name[MPI_MAX_PROCESSOR_NAME];
   int length = 0;
   MPI_Get_processor_name(name, &length);

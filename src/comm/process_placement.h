@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <string>
+#include <vector>
 
 #include "src/device/device.h"
 
@@ -15,6 +16,9 @@ struct RankPlacement {
   int local_rank = 0;  // among the ranks on this node
   int local_size = 1;
   std::string host;
+  // Every world rank's node, numbered in the order of each node's first rank: where the run's
+  // groups really sit (block, cyclic or any other placement), for its own prediction.
+  std::vector<int> node_of_rank;
 };
 
 // Collective over world.

@@ -107,6 +107,8 @@ void IterationRecorder::gather_into(const RunContext& context, const Trainer& tr
   };
   record.peak_bytes = gather(static_cast<int64_t>(trainer.device().peak_bytes()));
   record.estimated_bytes = gather(static_cast<int64_t>(context.estimated_bytes));
+  record.rank_nodes = gather(context.node);
+  record.local_ranks = gather(context.local_rank);
 }
 
 }  // namespace mlps

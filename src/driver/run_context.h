@@ -19,6 +19,10 @@ struct RunContext {
   double largest_estimated_bytes = 0;  // the largest rank's
   // What bin/plan's model predicts for this run (--machine), recorded beside the measurement.
   RecordedPrediction prediction{};
+  // Where this rank ran: its node (numbered in the order of each node's first rank) and its
+  // rank among the ranks there; recorded per rank in /placement.
+  int node = 0;
+  int local_rank = 0;
   // --prefetch as resolved for this node (prefetch_mode.h): load batches on a thread of their own.
   bool loads_ahead = true;
   bool is_root() const { return rank == 0; }

@@ -41,6 +41,7 @@ RecordedPrediction predict_this_run(const Scheme& scheme, const SchemeStart& s) 
   c.options = s.options;
   c.world = s.context.size;
   c.ranks_on_node = s.placement.local_size;
+  c.rank_nodes = s.placement.node_of_rank;
   c.threads_per_rank = s.device.kind == DeviceKind::cpu ? cpu::thread_count() : 0;
   scheme.describe(c);
   return predict_run(c, machine);
@@ -94,6 +95,8 @@ int start(const MpiSession& mpi, int argc, char** argv, Scheme& scheme) {
   SchemeStart s{o, RunContext{scheme.name(), command_line(argc, argv), MPI_COMM_WORLD, mpi.rank(),
                               mpi.size()}};
   s.placement = discover_placement(MPI_COMM_WORLD);
+  s.context.node = s.placement.node_of_rank[static_cast<size_t>(mpi.rank())];
+  s.context.local_rank = s.placement.local_rank;
   s.device = DeviceConfig(resolve_device(o.device), storage_format(o.precision),
                           o.fp32_grad_comm, o.math);
   if (o.math == GemmCompute::tf32 && s.device.kind != DeviceKind::cuda)

@@ -28,6 +28,9 @@ struct PlanCandidate {
   // a CPU node's cores among its ranks); a run's own prediction sets them (run_prediction.h).
   int ranks_on_node = 0;
   int threads_per_rank = 0;
+  // Each world rank's node as the run placed them (RankPlacement::node_of_rank); empty: ranks
+  // fill nodes in order, ranks_on_node (or the machine's ranks per node) to a node.
+  std::vector<int> rank_nodes;
 
   // What a scheme resolved: its grid, the function that accounts work on it, and the grid's
   // data-parallel replicas and pipeline stages.

@@ -29,6 +29,11 @@ RecordedPrediction predict_run(const PlanCandidate& candidate, const std::string
                {"bubble_fraction", p.bubble_fraction},
                {"peak_bytes", p.memory.total()},
                {"samples_per_second", p.samples_per_second}};
+  // Each collective's time and link, as the run's groups sit on its nodes.
+  for (const auto& [key, comm] : p.collectives) {
+    r.figures["comm_seconds:" + key] = comm.seconds;
+    r.figures["inter_node:" + key] = comm.inter_node ? 1 : 0;
+  }
   return r;
 }
 

@@ -16,16 +16,17 @@ std::string group_of(const std::string& key) {
   return colon == std::string::npos ? "world" : key.substr(colon + 1);
 }
 
-// Where the groups along `axis` sit when ranks fill nodes in order: whether some group holds
-// ranks on two nodes, and then the fewest of its ranks on one node (each with its own NIC, so a
-// ring across nodes crosses them in parallel, as nccl-tests' inter-node busbw shows).
+// Where the groups along `axis` sit: on the nodes `rank_nodes` gives each world rank (a run's
+// real placement), else with ranks filling nodes in order. Whether some group holds ranks on two
+// nodes, and then the fewest of its ranks on one node (each with its own NIC, so a ring across
+// nodes crosses them in parallel, as nccl-tests' inter-node busbw shows).
 struct GroupPlacement {
   bool inter_node = false;
   int size = 1;
   int ranks_per_node = 1;
 };
 GroupPlacement place_group(const std::vector<GridAxis>& axes, const std::string& axis,
-                           int ranks_per_node) {
+                           int ranks_per_node, const std::vector<int>& rank_nodes) {
   int world = 1, index = 0;
   for (size_t a = 0; a < axes.size(); ++a) {
     world *= axes[a].size;
@@ -38,7 +39,8 @@ GroupPlacement place_group(const std::vector<GridAxis>& axes, const std::string&
     std::map<int, int> per_node;
     for (int k = 0; k < axes[index].size; ++k) {
       c[index] = k;
-      ++per_node[grid_rank(axes, c) / ranks_per_node];
+      const int r = grid_rank(axes, c);
+      ++per_node[rank_nodes.empty() ? r / ranks_per_node : rank_nodes.at(static_cast<size_t>(r))];
     }
     if (per_node.size() < 2) continue;
     placement.inter_node = true;
@@ -152,7 +154,8 @@ StepPrediction predict_rank(const PlanCandidate& c, const MachineDescription& m,
   for (const auto& [key, bytes] : w.bytes) {
     PredictedComm& comm = p.collectives[key];
     const GroupPlacement placement =
-        place_group(shape.axes, shape.axis_of_group.at(group_of(key)), ranks_per_node);
+        place_group(shape.axes, shape.axis_of_group.at(group_of(key)), ranks_per_node,
+                    c.rank_nodes);
     comm.group_size = placement.size;
     comm.inter_node = placement.inter_node;
     comm.bytes = bytes;

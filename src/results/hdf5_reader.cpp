@@ -56,6 +56,10 @@ class ResultFileReader {
     record.peak_bytes = read_vector<int64_t>("/memory/peak_bytes");
     if (exists("/memory/estimated_bytes"))  // older files: none
       record.estimated_bytes = read_vector<int64_t>("/memory/estimated_bytes");
+    if (exists("/placement")) {  // older files: none
+      record.rank_nodes = read_vector<int64_t>("/placement/node");
+      record.local_ranks = read_vector<int64_t>("/placement/local_rank");
+    }
     read_verification(record.verification);
     if (exists("/prediction")) read_prediction(record.prediction);  // runs given --machine
     if (!file_.close()) fail("cannot close the file" + hdf5::error_detail());

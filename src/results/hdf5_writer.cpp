@@ -65,6 +65,14 @@ void write_memory(hid_t file, const RunRecord& record) {
     write_dataset(group.get(), "estimated_bytes", record.estimated_bytes);
 }
 
+void write_placement(hid_t file, const RunRecord& record) {
+  if (record.rank_nodes.empty()) return;  // a record made without a run (tests)
+  Handle group = create_group(file, "placement");
+  for (const auto& [name, values] :
+       {std::pair{"node", &record.rank_nodes}, std::pair{"local_rank", &record.local_ranks}})
+    write_dataset(group.get(), name, *values);
+}
+
 void write_verification(hid_t file, const Verification& verification) {
   Handle group = create_group(file, "verification");
   write_attribute(group.get(), "verdict", verification.verdict);
@@ -98,6 +106,7 @@ void write_results_hdf5(const std::string& path, const RunRecord& record) {
     write_comm(file, record);
     write_train(file, record);
     write_memory(file, record);
+    write_placement(file, record);
     write_verification(file, record.verification);
     write_prediction(file, record.prediction);
   });

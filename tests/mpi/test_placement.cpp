@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -41,6 +42,26 @@ TEST_F(MpiTest, PlacementCountsTheRanksOfEachHost) {
   }
   EXPECT_EQ(placement.local_size, same_host);
   EXPECT_EQ(placement.local_rank, same_host_below);
+}
+
+TEST_F(MpiTest, PlacementNumbersEveryRanksNodeByItsHost) {
+  const RankPlacement placement = discover_placement(MPI_COMM_WORLD);
+  const std::vector<int>& nodes = placement.node_of_rank;
+  ASSERT_EQ(nodes.size(), static_cast<size_t>(world_size()));
+  std::vector<char> mine(MPI_MAX_PROCESSOR_NAME, '\0');
+  placement.host.copy(mine.data(), mine.size() - 1);
+  std::vector<char> all(mine.size() * static_cast<size_t>(world_size()));
+  MPI_Allgather(mine.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(),
+                MPI_MAX_PROCESSOR_NAME, MPI_CHAR, MPI_COMM_WORLD);
+  auto host = [&](int r) { return std::string(all.data() + r * MPI_MAX_PROCESSOR_NAME); };
+  int next = 0;  // nodes are numbered in the order of their first rank
+  for (int r = 0; r < world_size(); ++r) {
+    if (nodes[r] == next) ++next;
+    EXPECT_LT(nodes[r], next) << "rank " << r;
+    for (int q = 0; q < r; ++q)
+      EXPECT_EQ(nodes[q] == nodes[r], host(q) == host(r)) << "ranks " << q << " and " << r;
+  }
+  EXPECT_EQ(std::count(nodes.begin(), nodes.end(), nodes[world_rank()]), placement.local_size);
 }
 
 TEST_F(MpiTest, PlacementOnOneHostHasLocalRanksEqualToWorldRanks) {
