@@ -1,4 +1,7 @@
-// bin/tensor3d: AxoNN-style 3D tensor parallelism (G_r × G_c × G_d = --tp-dims x,y,z), every
+// bin/tensor3d: 3D tensor parallelism (AxoNN).
+// The scheme is src/schemes/tensor3d/.
 #include "src/schemes/tensor3d/tensor3d_scheme.h"
 
-int main(int argc, char** argv) { return mlps::scheme_main(argc, argv, *mlps::make_tensor3d_scheme()); }
+int main(int argc, char** argv) {
+  return mlps::scheme_main(argc, argv, *mlps::make_tensor3d_scheme());
+}

@@ -1,5 +1,7 @@
 #pragma once
-// bin/pipeline: pipeline (inter-layer) parallelism, GPipe, 1F1B, interleaved 1F1B, ZB-H1 or
+// bin/pipeline: pipeline parallelism (GPipe, 1F1B, interleaved, ZB-H1, ZB-V).
+// Its Scheme (flags, grid rules, memory, bin/plan's candidates and per-rank work, training),
+// for scheme_main and the registry.
 #include <memory>
 
 #include "src/driver/scheme_main.h"

@@ -1,5 +1,7 @@
 #pragma once
-// bin/serial: the whole model on one process, the reference every scheme is checked against.
+// bin/serial: serial training, the reference every scheme is checked against.
+// Its Scheme (flags, grid rules, memory, bin/plan's candidates and per-rank work, training),
+// for scheme_main and the registry.
 #include <memory>
 
 #include "src/driver/scheme_main.h"

@@ -1,5 +1,7 @@
 #pragma once
-// bin/tensor1d: Megatron-LM tensor parallelism (column-parallel then row-parallel Linear, one
+// bin/tensor1d: 1D tensor parallelism (Megatron-LM, sequence parallelism).
+// Its Scheme (flags, grid rules, memory, bin/plan's candidates and per-rank work, training),
+// for scheme_main and the registry.
 #include <memory>
 
 #include "src/driver/scheme_main.h"

@@ -1,5 +1,7 @@
 #pragma once
-// bin/tensor2d: 2D tensor parallelism (SUMMA / Optimus): every Linear a SUMMA product on a
+// bin/tensor2d: 2D tensor parallelism (SUMMA).
+// Its Scheme (flags, grid rules, memory, bin/plan's candidates and per-rank work, training),
+// for scheme_main and the registry.
 #include <memory>
 
 #include "src/driver/scheme_main.h"

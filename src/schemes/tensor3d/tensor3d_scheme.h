@@ -1,5 +1,7 @@
 #pragma once
-// bin/tensor3d: AxoNN-style 3D tensor parallelism (G_r × G_c × G_d = --tp-dims x,y,z), every
+// bin/tensor3d: 3D tensor parallelism (AxoNN).
+// Its Scheme (flags, grid rules, memory, bin/plan's candidates and per-rank work, training),
+// for scheme_main and the registry.
 #include <memory>
 
 #include "src/driver/scheme_main.h"
