@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "kernels/cpu/blas_core.h"
+#include "src/comm/bounded_finalize.h"
 #include "src/base/errors.h"
 
 namespace mlps {
@@ -92,10 +93,11 @@ MpiSession::MpiSession(int& argc, char**& argv) {
   under_pmi = std::getenv("PMI_FD") != nullptr;
 }
 
-MpiSession::~MpiSession() { MPI_Finalize(); }
+MpiSession::~MpiSession() { finalize_within(who_, exit_code_); }
 
 int MpiSession::run(const std::string& program, const std::function<int()>& body) const {
-  const std::string who = size_ > 1 ? program + " (rank " + std::to_string(rank_) + ")" : program;
+  who_ = size_ > 1 ? program + " (rank " + std::to_string(rank_) + ")" : program;
+  const std::string& who = who_;
   for (size_t i = 0; i < std::size(kStopSignals); ++i)
     std::snprintf(stop_lines[i], sizeof(stop_lines[i]), "%s: stopped by %s\n", who.c_str(),
                   kStopSignalNames[i]);
@@ -108,15 +110,15 @@ int MpiSession::run(const std::string& program, const std::function<int()>& body
     return code;
   };
   try {
-    return body();
+    return exit_code_ = body();
   } catch (const AgreedError& e) {
-    return fail("error", e.what(), 2, true);
+    return exit_code_ = fail("error", e.what(), 2, true);
   } catch (const InputError& e) {
-    return fail("error", e.what(), 2, false);
+    return exit_code_ = fail("error", e.what(), 2, false);
   } catch (const OutputError& e) {
-    return fail("error", e.what(), 1, false);
+    return exit_code_ = fail("error", e.what(), 1, false);
   } catch (const std::exception& e) {
-    return fail("fatal", e.what(), 1, false);
+    return exit_code_ = fail("fatal", e.what(), 1, false);
   }
 }
 

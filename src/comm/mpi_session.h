@@ -5,7 +5,8 @@
 // normally on every rank; any other error may be this rank's alone, so after a second's grace
 // it ends the whole job (MPI_Abort, its own banner silenced) and no rank is left waiting in a
 // collective: 2 for an InputError, 1 otherwise. SIGINT, SIGTERM and SIGHUP print
-// "<program>: stopped by SIGTERM" and exit with the conventional 128 + signal.
+// "<program>: stopped by SIGTERM" and exit with the conventional 128 + signal. MPI_Finalize
+// has a bounded wait (bounded_finalize.h).
 // Before MPI starts, the BLAS is given the processor's kernels (kernels/cpu/blas_core.h).
 #include <mpi.h>
 
@@ -29,6 +30,9 @@ class MpiSession {
  private:
   int rank_ = 0;
   int size_ = 1;
+  // What run() said, for a finalize that does not return.
+  mutable std::string who_ = "mlpscale";
+  mutable int exit_code_ = 0;
 };
 
 }  // namespace mlps

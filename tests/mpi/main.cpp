@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include "kernels/cpu/blas_core.h"
+#include "src/comm/bounded_finalize.h"
 
 #include <cstdio>
 #include <string>
@@ -46,6 +47,6 @@ int main(int argc, char** argv) {
   }
   int failed = RUN_ALL_TESTS() != 0 ? 1 : 0;
   MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  MPI_Finalize();
+  mlps::finalize_within("mpi_tests (rank " + std::to_string(rank) + ")", failed);
   return failed;
 }
