@@ -26,7 +26,8 @@ int write_calibration(const std::string& path, const std::string& kernels_path,
                       const std::vector<std::string>& by_rows_paths,
                       const std::string& optimizer_path,
                       const std::vector<std::string>& restream_paths,
-                      const std::string& core_path, const std::string& cold_comm_path) {
+                      const std::string& core_path, const std::string& cold_comm_path,
+                      const std::string& inter_comm_path) {
   if (kernels_path.empty() || comm_path.empty())
     throw InputError("--calibrate needs --kernels and --comm-bench");
   const KernelRates kernels(kernels_path);
@@ -48,11 +49,14 @@ int write_calibration(const std::string& path, const std::string& kernels_path,
   if (!core_path.empty()) core.emplace(core_path);
   std::optional<CommBenchRecord> cold;
   if (!cold_comm_path.empty()) cold.emplace(read_comm_bench_hdf5(cold_comm_path));
+  std::optional<CommBenchRecord> inter;
+  if (!inter_comm_path.empty()) inter.emplace(read_comm_bench_hdf5(inter_comm_path));
   const nlohmann::json description =
       calibrated_machine({kernels, comm, comm_path, ranks_per_node, memory.bytes,
                           "measured when calibrating: " + memory.where, by_rows,
                           optimizer ? &*optimizer : nullptr, restream,
-                          core ? &*core : nullptr, cold ? &*cold : nullptr, cold_comm_path});
+                          core ? &*core : nullptr, cold ? &*cold : nullptr, cold_comm_path,
+                          inter ? &*inter : nullptr, inter_comm_path});
   // Checked as plans will read it before it is written: a refused one never reaches the file.
   const MachineDescription m =
       check_machine_description(description, path + " (as calibrated, not written)");
@@ -99,7 +103,7 @@ int main(int argc, char** argv) {
                                 "and --config are the schemes').");
     int world = 0, ranks_per_node = 0;
     std::string out, calibrate, kernels_path, comm_path, optimizer_path, core_path,
-        cold_comm_path;
+        cold_comm_path, inter_comm_path;
     std::vector<std::string> precision_names, by_rows_paths, restream_paths;
     size_t top = 20, explain = 0;
     bool list_schemes = false;
@@ -140,6 +144,10 @@ int main(int argc, char** argv) {
     app.add_option("--comm-bench-cold", cold_comm_path, "with --calibrate: a bin/bench_comm "
                    "--evict-bytes result file of the --comm-bench collective, for its busbw with "
                    "the buffers out of the caches (default: as in them)");
+    app.add_option("--inter-node-comm-bench", inter_comm_path, "with --calibrate: a "
+                   "bin/bench_comm result file of ranks on 2 or more nodes (one a node), for the "
+                   "inter-node link; --comm-bench then ran on one node (default: --comm-bench "
+                   "gives both links)");
     app.add_option("--core-kernels", core_path, "with --calibrate: bin/bench_kernels JSON with "
                    "copy, stream_add and adam_update on one thread while the other cores idle, "
                    "for what a core streams alone (default: the node's share)");
@@ -170,7 +178,7 @@ int main(int argc, char** argv) {
     if (!calibrate.empty()) return write_calibration(calibrate, kernels_path, comm_path,
                                                      ranks_per_node, by_rows_paths,
                                                      optimizer_path, restream_paths, core_path,
-                                                     cold_comm_path);
+                                                     cold_comm_path, inter_comm_path);
     const std::string machine_path = machine_file_for_run(o.machine);
     if (world == 0 || machine_path.empty())
       throw InputError("--world and --machine are required (--machine defaults to " +

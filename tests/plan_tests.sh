@@ -106,6 +106,16 @@ elif ! bin/plan "${model[@]}" --world 2 --machine "$calibrated" --top 3 >"$tmp/l
 else
   ok "--calibrate describes this machine and plans on it: $(head -n 1 "$tmp/calibrate.out")"
 fi
+# The inter-node link wants a bench_comm over 2 or more nodes (tests/multinode_tests.sh runs one).
+if [[ -s $tmp/comm.h5 ]]; then
+  if bin/plan --calibrate "$tmp/inter.json" --kernels "$tmp/kernels.json" --comm-bench \
+      "$tmp/comm.h5" --inter-node-comm-bench "$tmp/comm.h5" >"$tmp/inter.out" 2>&1 ||
+    [[ -e $tmp/inter.json ]] || ! grep -q "ran on one node (.*): the inter-node link wants a run over 2 or more" "$tmp/inter.out"; then
+    not_ok "--inter-node-comm-bench from one node" "$(head -c 300 "$tmp/inter.out")"
+  else
+    ok "--inter-node-comm-bench from one node is refused, nothing written: $(head -n 1 "$tmp/inter.out")"
+  fi
+fi
 
 # --comm-bench-cold: bench_comm --evict-bytes gives the links a cold fraction by size.
 if ! timeout 120 mpiexec -n 2 bin/bench_comm -b 1K -e 64K -n 3 -w 1 --op allreduce \

@@ -132,6 +132,53 @@ void restream_by_rows(const std::vector<KernelRates>& files, const std::string& 
       {"rows", rows}, {"fraction", fraction}, {"source", source + ", over its value there"}};
 }
 
+// One link's figures from a bench_comm sweep (its all-reduce, else its first collective), with
+// the cold fraction by size when an --evict-bytes sweep of the same collective is given.
+nlohmann::json comm_link(const CommBenchRecord& comm, const std::string& comm_path,
+                         const CommBenchRecord* cold_comm, const std::string& cold_comm_path) {
+  const std::string device = comm.string_attributes.at("device");
+  const std::string hosts = comm.string_attributes.at("hosts");
+  const auto sweep = std::find_if(comm.sweeps.begin(), comm.sweeps.end(),
+                                  [](const CommBenchSweep& s) { return s.op == "allreduce"; });
+  const CommBenchSweep& s = sweep != comm.sweeps.end() ? *sweep : comm.sweeps.front();
+  const int ranks = static_cast<int>(comm.integer_attributes.at("ranks"));
+  const CommKind kind = comm_kind_of(s.op);
+  const double steps = latency_steps(kind, ranks);
+  if (ranks < 2) throw InputError(comm_path + ": bench_comm ran on one rank: no link to time");
+  // The link's rates are nccl-tests' calls in a row; a sweep of evicted buffers prices none.
+  if (const auto evict = comm.integer_attributes.find("evict_bytes");
+      evict != comm.integer_attributes.end() && evict->second > 0)
+    throw InputError(comm_path + ": bench_comm ran with --evict-bytes: calibrate from a "
+                     "sweep without it");
+  const std::string measured = "measured by bin/bench_comm (" + comm_path + ", " +
+                               std::to_string(ranks) + " " + device + " ranks on " + hosts +
+                               "), " + s.op + ": ";
+  nlohmann::json link = {
+      {"latency_seconds",
+       figure(s.time_seconds.front() / steps,
+              measured + "the smallest message's time (" + std::to_string(s.bytes.front()) +
+                  " B) over its " + std::to_string(static_cast<int>(steps)) + " ring steps")},
+      // The largest message's: gradients and activations are large messages, and a
+      // mid-sized one that stays in cache overstates a CPU's bandwidth.
+      {"bus_bandwidth", figure(s.busbw.back() * 1e9,
+                               measured + "the busbw of the largest message (" +
+                                   std::to_string(s.bytes.back()) + " B)")},
+      {"bandwidth_bytes_fraction", bandwidth_by_size(s, measured)}};
+  if (cold_comm) {
+    const auto cold = std::find_if(cold_comm->sweeps.begin(), cold_comm->sweeps.end(),
+                                   [&](const CommBenchSweep& c) { return c.op == s.op; });
+    const auto evict = cold_comm->integer_attributes.find("evict_bytes");
+    if (cold == cold_comm->sweeps.end() || evict == cold_comm->integer_attributes.end() ||
+        evict->second <= 0)
+      throw InputError(cold_comm_path + ": not a bench_comm --evict-bytes sweep of " + s.op);
+    link["cold_bandwidth_bytes_fraction"] = cold_fraction_by_size(
+        s, *cold, "measured by bin/bench_comm (" + cold_comm_path + ", --evict-bytes " +
+                      std::to_string(evict->second) + ") against " + comm_path + ", " + s.op +
+                      ": ");
+  }
+  return link;
+}
+
 }  // namespace
 
 nlohmann::json calibrated_machine(const CalibrationInputs& in) {
@@ -168,48 +215,21 @@ nlohmann::json calibrated_machine(const CalibrationInputs& in) {
   };
   const std::string stream = "/" + device + "/f32/";
 
-  const auto sweep = std::find_if(in.comm.sweeps.begin(), in.comm.sweeps.end(),
-                                  [](const CommBenchSweep& s) { return s.op == "allreduce"; });
-  const CommBenchSweep& s = sweep != in.comm.sweeps.end() ? *sweep : in.comm.sweeps.front();
-  const int ranks = static_cast<int>(in.comm.integer_attributes.at("ranks"));
-  const CommKind kind = comm_kind_of(s.op);
-  const double steps = latency_steps(kind, ranks);
-  if (ranks < 2) throw InputError(in.comm_path + ": bench_comm ran on one rank: no link to time");
-  // The link's rates are nccl-tests' calls in a row; a sweep of evicted buffers prices none.
-  if (const auto evict = in.comm.integer_attributes.find("evict_bytes");
-      evict != in.comm.integer_attributes.end() && evict->second > 0)
-    throw InputError(in.comm_path + ": bench_comm ran with --evict-bytes: calibrate from a "
-                     "sweep without it");
-  const std::string measured = "measured by bin/bench_comm (" + in.comm_path + ", " +
-                               std::to_string(ranks) + " " + device + " ranks on " + hosts +
-                               "), " + s.op + ": ";
-  nlohmann::json link = {
-      {"latency_seconds",
-       figure(s.time_seconds.front() / steps,
-              measured + "the smallest message's time (" + std::to_string(s.bytes.front()) +
-                  " B) over its " + std::to_string(static_cast<int>(steps)) + " ring steps")},
-      // The largest message's: gradients and activations are large messages, and a
-      // mid-sized one that stays in cache overstates a CPU's bandwidth.
-      {"bus_bandwidth", figure(s.busbw.back() * 1e9,
-                               measured + "the busbw of the largest message (" +
-                                   std::to_string(s.bytes.back()) + " B)")},
-      {"bandwidth_bytes_fraction", bandwidth_by_size(s, measured)}};
-  if (in.cold_comm) {
-    const auto cold = std::find_if(in.cold_comm->sweeps.begin(), in.cold_comm->sweeps.end(),
-                                   [&](const CommBenchSweep& c) { return c.op == s.op; });
-    const auto evict = in.cold_comm->integer_attributes.find("evict_bytes");
-    if (cold == in.cold_comm->sweeps.end() || evict == in.cold_comm->integer_attributes.end() ||
-        evict->second <= 0)
-      throw InputError(in.cold_comm_path + ": not a bench_comm --evict-bytes sweep of " + s.op);
-    link["cold_bandwidth_bytes_fraction"] = cold_fraction_by_size(
-        s, *cold, "measured by bin/bench_comm (" + in.cold_comm_path + ", --evict-bytes " +
-                      std::to_string(evict->second) + ") against " + in.comm_path + ", " + s.op +
-                      ": ");
-  }
-  nlohmann::json inter = link;
-  if (hosts.find(',') == std::string::npos)
+  nlohmann::json intra = comm_link(in.comm, in.comm_path, in.cold_comm, in.cold_comm_path);
+  nlohmann::json inter = intra;
+  if (in.inter_comm) {
+    if (hosts.find(',') != std::string::npos)
+      throw InputError(in.comm_path + ": bench_comm ran on " + hosts + ": the intra-node link "
+                       "wants a run on one node when --inter-node-comm-bench gives the other");
+    const std::string inter_hosts = in.inter_comm->string_attributes.at("hosts");
+    if (inter_hosts.find(',') == std::string::npos)
+      throw InputError(in.inter_comm_path + ": bench_comm ran on one node (" + inter_hosts +
+                       "): the inter-node link wants a run over 2 or more");
+    inter = comm_link(*in.inter_comm, in.inter_comm_path, nullptr, "");
+  } else if (hosts.find(',') == std::string::npos) {
     for (auto& [key, value] : inter.items())
       value["source"] = "not measured (bench_comm ran on one node): the intra-node figure";
+  }
 
   nlohmann::json machine = {{"name", "calibrated on " + hosts + " (" + device + ")"},
           {"description", "Written by bin/plan --calibrate from this machine's benchmarks."},
@@ -223,7 +243,7 @@ nlohmann::json calibrated_machine(const CalibrationInputs& in) {
           {"memory_bandwidth",
            figure(faster_stream(in.kernels, stream) * node.scale,
                   node.source + "the faster of copy" + stream + "* and stream_add" + stream + "*")},
-          {"intra_node", link},
+          {"intra_node", intra},
           {"inter_node", inter}};
   if (!in.by_rows.empty()) machine["gemm_rows_fraction"] = rows_fraction(in.by_rows, device);
   if (in.optimizer) {

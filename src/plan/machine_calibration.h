@@ -28,6 +28,11 @@ struct CalibrationInputs {
   // bench_comm --evict-bytes of the same collective (optional): cold_bandwidth_bytes_fraction.
   const CommBenchRecord* cold_comm = nullptr;
   std::string cold_comm_path = {};
+  // bench_comm over 2 or more nodes (optional): the inter-node link, `comm` then being the
+  // intra-node one (run on one node). Without it, `comm` gives both: measured across nodes
+  // when its hosts are several, else the inter-node link says it was not measured.
+  const CommBenchRecord* inter_comm = nullptr;
+  std::string inter_comm_path = {};
 };
 
 // This machine's description from `in`'s files, each figure's derivation in its "source"
