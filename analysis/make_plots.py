@@ -21,6 +21,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import breakdown_plots  # noqa: E402  (after the path is set)
 import busbw_plots  # noqa: E402
 import loss_plots  # noqa: E402
+import node_scaling_plots  # noqa: E402
 import plan_accuracy  # noqa: E402
 import plan_plots  # noqa: E402
 import scaling_plots  # noqa: E402
@@ -29,7 +30,7 @@ import timeline_plot  # noqa: E402
 from plot_style import save, slug, unique_name  # noqa: E402
 from result_files import CommBench, ResultFileError, find_result_files, load_result  # noqa: E402
 
-PLOT_PREFIXES = ("scaling-", "breakdown-", "loss-", "busbw-", "timeline-", "plan-")
+PLOT_PREFIXES = ("scaling-", "nodes-", "breakdown-", "loss-", "busbw-", "timeline-", "plan-")
 SCALING_NOTE = ("Runs of one scheme and grid shape family (e.g. `data dp=N,zero=0`) at several rank "
                 "counts form a series. A series with a fixed global batch is strong scaling; one with "
                 "a fixed per-rank batch (global batch / ranks) and a growing global batch is weak "
@@ -50,6 +51,13 @@ PLAN_NOTE = ("Runs whose file carries the planner's prediction (/prediction, fro
              "are oversubscribed runs (more ranks on a node than the machine description's ranks "
              "per node). error = (predicted - measured) / measured; "
              "`analysis/plan_accuracy.py` prints the table and the summary figures.")
+NODES_NOTE = ("Series of runs at two or more node counts (same scheme, grid family, model, global "
+              "batch and ranks per node) whose files carry the planner's prediction: at each node "
+              "count the measured step (left) and bin/plan's prediction for the same run (right, "
+              "hatched), each split into exposed communication inside a node, exposed "
+              "communication between nodes (a collective's link as the run's own prediction "
+              "placed its group, from the ranks' real hosts; shared in proportion to each "
+              "collective's time) and the rest of the step.")
 LOSS_NOTE = ("Runs that train the same model from the same seed with the same global batch; "
              "every scheme should reproduce the serial curve (lower panel: relative difference).")
 
@@ -152,6 +160,7 @@ def main(argv):
     rows = plan_rows(runs, skipped)
     sections = [
         ("Scaling", scaling_plots.render(training, out_dir, stats), SCALING_NOTE),
+        ("Scaling across nodes", node_scaling_plots.render(training, out_dir), NODES_NOTE),
         ("Step breakdown", breakdown_plots.render(training, out_dir), BREAKDOWN_NOTE),
         ("Training loss", loss_plots.render(training, out_dir), LOSS_NOTE),
         ("Planner accuracy", plan_plots.render(rows, out_dir), plan_note(rows)),
