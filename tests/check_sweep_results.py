@@ -1,6 +1,7 @@
 """Checks what a jobs/sweep run left in one study directory against its manifest (sweep.json):
-every point that ran has a readable HDF5 result whose scheme, rank count, grid, global batch and
-row counts are the point's, and whose --verify verdict (when the sweep asked for one) is PASS.
+every point that ran has a readable HDF5 result whose scheme, rank count, grid, global batch,
+row counts and recorded hosts (one per node) are the point's, and whose --verify verdict (when
+the sweep asked for one) is PASS.
 
 usage: check_sweep_results.py STUDY_DIR EXPECTED_POINTS
 Prints one "ok - ..." or "not ok - ..." line per point, plus one for the point count; exit status
@@ -29,6 +30,9 @@ def check_point(study_dir, point, options):
             for key, value in point["grid"].items():
                 if value is not True and grid.get(key) != str(value):
                     return f"grid {attrs['grid']} lacks {key}={value}"
+            hosts = [h for h in attrs["hosts"].split(",") if h]
+            if len(hosts) != point["nodes"]:
+                return f"hosts {attrs['hosts']}, expected {point['nodes']} node(s)"
             config = json.loads(attrs["config_json"])
             if config.get("batch") != point["batch"]:
                 return f"global batch {config.get('batch')}, expected {point['batch']}"
@@ -65,8 +69,8 @@ def main(study_dir, expected_points):
             print(f"not ok - {point['label']}: {why}")
             bad += 1
         else:
-            print(f"ok - {point['label']}: {point['ranks']} ranks, batch {point['batch']}, "
-                  f"valid HDF5{' (verify PASS)' if options.get('verify') else ''}")
+            print(f"ok - {point['label']}: {point['ranks']} rank{'s' if point['ranks'] > 1 else ''} on {point['nodes']} "
+                  f"node{'s' if point['nodes'] > 1 else ''}, batch {point['batch']}, valid HDF5{' (verify PASS)' if options.get('verify') else ''}")
     return 1 if bad else 0
 
 

@@ -100,12 +100,6 @@ EOF
   fi
 }
 
-# job_state ID: "STATE EXITCODE" from the controller, e.g. "COMPLETED 0:0".
-job_state() {
-  scontrol show job -o "$1" 2>/dev/null |
-    sed -nE 's/.*JobState=([A-Z_]+) .* ExitCode=([0-9:]+).*/\1 \2/p'
-}
-
 reason=$(slurm_unavailable "$tmp/apt.log")
 if [[ -n $reason ]]; then
   skip "local Slurm" "$reason"

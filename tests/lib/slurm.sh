@@ -62,6 +62,15 @@ log_errors() {
   fi
 }
 
+# job_state ID [RUNNER...]: "STATE EXITCODE" from the controller, e.g. "COMPLETED 0:0"; RUNNER
+# (e.g. cluster_run) runs scontrol where the controller is.
+job_state() {
+  local id=$1
+  shift
+  "$@" scontrol show job -o "$id" 2>/dev/null |
+    sed -nE 's/.*JobState=([A-Z_]+) .* ExitCode=([0-9:]+).*/\1 \2/p'
+}
+
 # The slurm.conf settings every test cluster shares: daemons and jobs as root, munge, no cgroups
 # (proctrack/linuxproc, task/none), the CPUs the node lines declare whatever the machine has
 # (config_overrides), no accounting, finished jobs kept 10 minutes for scontrol.
