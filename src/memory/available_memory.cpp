@@ -22,31 +22,68 @@ double meminfo_available() {
   return 0;
 }
 
-// A cgroup v2 file holding one number ("max" means no limit): -1 when absent or unlimited.
-double cgroup_value(const std::string& name) {
-  std::ifstream file("/sys/fs/cgroup/" + name);
+// A cgroup file holding one number: -1 when absent or unlimited ("max" in v2; v1 writes a
+// number near 2^63 instead).
+double cgroup_value(const std::string& path) {
+  std::ifstream file(path);
   std::string text;
   if (!(file >> text) || text == "max") return -1;
   try {
-    return std::stod(text);
+    const double value = std::stod(text);
+    return value < 0x1p60 ? value : -1;
   } catch (const std::exception&) {
     return -1;
   }
+}
+
+// The room left under the memory limits of this process's cgroup and of each above it, the
+// least of them (limit minus usage): cgroup v2 (memory.max, memory.current) or v1's memory
+// controller (memory.limit_in_bytes, memory.usage_in_bytes), as /proc/self/cgroup names the
+// cgroup; -1 when no limit applies or none can be read.
+double cgroup_room() {
+  std::ifstream self("/proc/self/cgroup");
+  std::string line;
+  double room = -1;
+  while (std::getline(self, line)) {
+    // "0::/path" (v2) or "4:memory:/path" (v1 memory controller)
+    const size_t first = line.find(':'), second = line.find(':', first + 1);
+    if (first == std::string::npos || second == std::string::npos) continue;
+    const std::string controllers = line.substr(first + 1, second - first - 1);
+    std::string path = line.substr(second + 1);
+    std::string root, limit_file, usage_file;
+    if (controllers.empty()) {
+      root = "/sys/fs/cgroup", limit_file = "/memory.max", usage_file = "/memory.current";
+    } else if (("," + controllers + ",").find(",memory,") != std::string::npos) {
+      root = "/sys/fs/cgroup/memory", limit_file = "/memory.limit_in_bytes",
+      usage_file = "/memory.usage_in_bytes";
+    } else {
+      continue;
+    }
+    while (true) {  // the cgroup, then each parent up to the root
+      const std::string dir = root + (path == "/" ? "" : path);
+      const double limit = cgroup_value(dir + limit_file), used = cgroup_value(dir + usage_file);
+      if (limit > 0 && used >= 0) {
+        const double left = std::max(0.0, limit - used);
+        room = room < 0 ? left : std::min(room, left);
+      }
+      if (path.empty() || path == "/") break;
+      const size_t slash = path.rfind('/');
+      path = slash == 0 ? "/" : path.substr(0, slash);
+    }
+  }
+  return room;
 }
 
 std::string shared_by(int ranks) {
   return ranks > 1 ? ", shared by " + std::to_string(ranks) + " ranks" : "";
 }
 
-// The host memory the kernel would give this process now (MemAvailable, capped by the cgroup
-// v2 limit minus its usage); 0 when neither can be read.
+// The host memory the kernel would give this process now (MemAvailable, capped by the room
+// under its cgroups' limits); 0 when neither can be read.
 double available_host_bytes() {
   double available = meminfo_available();
-  const double limit = cgroup_value("memory.max"), used = cgroup_value("memory.current");
-  if (limit > 0 && used >= 0) {
-    const double room = std::max(0.0, limit - used);
+  if (const double room = cgroup_room(); room >= 0)
     available = available > 0 ? std::min(available, room) : room;
-  }
   return available;
 }
 

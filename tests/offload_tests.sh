@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# bin/data --offload optimizer --offload-to disk:DIR (ZeRO-Offload's optimizer state in a scratch
+# file per rank) on the CPU backend: ZeRO 1, 2 and 3 at 1-4 ranks match serial in fp64
+# (--verify), an offloaded fp32 or bf16 run trains bit for bit as the same run in memory, a model
+# that a cgroup memory limit refuses in memory trains offloaded with its ranks' peak resident
+# memory under the limit, a full disk and a SIGTERM leave no file behind, and bad flags are one
+# line on every rank. The scratch folder must be empty after every run. Ends with
+# "N passed, N failed".
+source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
+
+dir=$tmp/offload
+mkdir -p "$dir"
+tiny=(--hidden 24 --layers 2 --image-size 6 --ffn-mult 2 --batch 12 --iters 4 --warmup 1
+      --print-every 0 --eval-samples 24 --data synthetic)
+offload=(--offload optimizer --offload-to "disk:$dir")
+# left_behind: what a run left in the scratch folder (nothing, or the names).
+left_behind() { ls -A "$dir" | tr '\n' ' '; }
+
+expect_refusal "--offload without --offload-to" 2 "--offload optimizer needs --offload-to disk:DIR" \
+  bin/data "${tiny[@]}" --zero 1 --offload optimizer --out "$tmp/refused.h5"
+expect_refusal "--offload-to host on the CPU backend" 2 "needs --offload-to disk:DIR" \
+  bin/data "${tiny[@]}" --zero 1 --offload optimizer --offload-to host --out "$tmp/refused.h5"
+expect_refusal "--offload with --zero 0" 2 "--offload optimizer needs --zero 1, 2 or 3" \
+  bin/data "${tiny[@]}" --zero 0 "${offload[@]}" --out "$tmp/refused.h5"
+expect_refusal "--offload-to a folder that is not there" 2 "disk:$tmp/none: no such directory" \
+  bin/data "${tiny[@]}" --zero 1 --offload optimizer --offload-to "disk:$tmp/none" \
+  --out "$tmp/refused.h5"
+expect_refusal "--offload-to without --offload" 2 "needs --offload optimizer" \
+  bin/data "${tiny[@]}" --zero 1 --offload-to "disk:$dir" --out "$tmp/refused.h5"
+
+# fp64: every stage at every rank count matches serial, and leaves the folder empty.
+for ranks in 1 2 3 4; do
+  for zero in 1 2 3; do
+    name="ZeRO-$zero offloaded on $ranks rank$( ((ranks > 1)) && echo s)"
+    run_verified "$name" 120 "$tmp/log" "$ranks" bin/data "${tiny[@]}" --precision fp64 \
+      --zero "$zero" "${offload[@]}" --verify --out "$tmp/fp64.h5" || continue
+    if [[ -n $(left_behind) ]]; then
+      not_ok "$name" "left in the scratch folder: $(left_behind)"
+    elif ! grep -q "of state on disk" "$tmp/log"; then
+      not_ok "$name" "the summary does not say what went to disk: $(grep 'memory ' "$tmp/log")"
+    else
+      ok "$name matches serial ($(verify_figure "$tmp/log")), folder empty after"
+    fi
+  done
+done
+
+# Bit for bit: the same run with its state in memory and on disk (losses of every iteration, and
+# --verify's largest error against serial fp64 over the losses and final weights).
+same_run() { # NAME RANKS FLAGS...
+  local name=$1 ranks=$2 mode
+  shift 2
+  if ((!have_h5py)); then
+    skip "$name" "h5py not available in .venv"
+    return
+  fi
+  for mode in memory disk; do
+    local extra=()
+    [[ $mode == disk ]] && extra=("${offload[@]}")
+    if ! timeout 120 mpiexec -n "$ranks" bin/data "${tiny[@]}" "$@" "${extra[@]}" --verify \
+      --out "$tmp/$mode.h5" >"$tmp/$mode.log" 2>&1; then
+      not_ok "$name" "the $mode run failed: $(tail -n 2 "$tmp/$mode.log" | tr '\n' ' ')"
+      return
+    fi
+  done
+  expect_output "$name" "$python" - "$tmp/memory.h5" "$tmp/disk.h5" <<'PY'
+import sys, h5py, numpy as np
+a, b = (h5py.File(p) for p in sys.argv[1:])
+loss_a, loss_b = a["train/loss"][()], b["train/loss"][()]
+err_a, err_b = (f["verification"].attrs["max_relative_error"] for f in (a, b))
+if not np.array_equal(loss_a, loss_b) or err_a != err_b:
+    sys.exit(f"differ: losses {loss_a} vs {loss_b}, largest verify error {err_a} vs {err_b}")
+if min(b["memory/disk_bytes"][()]) <= 0 or max(a["memory/disk_bytes"][()]) != 0:
+    sys.exit(f"disk bytes {a['memory/disk_bytes'][()]} in memory, {b['memory/disk_bytes'][()]} offloaded")
+print(f"{len(loss_a)} losses equal bit for bit, the same largest error against serial fp64 "
+      f"({err_a:.6g}); grids {a.attrs['grid']} / {b.attrs['grid']}")
+PY
+}
+for zero in 1 2 3; do same_run "fp32 ZeRO-$zero on 2 ranks, in memory and offloaded" 2 --zero "$zero"; done
+same_run "bf16 ZeRO-2 on 2 ranks, in memory and offloaded" 2 --zero 2 --precision bf16
+
+# A memory limit (a cgroup of this test's own): the model's state does not fit in memory, and
+# fits with the optimizer state on disk. 34 M parameters with Adam: about 790 MiB in memory
+# under ZeRO-1 on one rank, 545 MiB offloaded; the limit 700 MiB.
+big=(--hidden 1024 --layers 4 --image-size 28 --batch 32 --iters 3 --warmup 1 --print-every 0
+     --data synthetic --zero 1)
+limit=$((700 * 1024 * 1024))
+cgroup_setup() { # prints the cgroup's folder, or why there is none
+  if ((EUID != 0)); then
+    echo "needs root (a cgroup of its own)"
+  elif [[ -w /sys/fs/cgroup/memory && -e /sys/fs/cgroup/memory/memory.limit_in_bytes ]]; then
+    local cg=/sys/fs/cgroup/memory/mlpscale-offload-$$
+    mkdir -p "$cg" && echo "$limit" >"$cg/memory.limit_in_bytes" && echo "$cg"
+  elif grep -qw memory /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null; then
+    local cg=/sys/fs/cgroup/mlpscale-offload-$$
+    mkdir -p "$cg" && echo "$limit" >"$cg/memory.max" && echo "$cg"
+  else
+    echo "no writable cgroup memory controller (v1 /sys/fs/cgroup/memory, or v2 with memory delegated)"
+  fi
+}
+cgroup=$(cgroup_setup)
+if [[ $cgroup != /sys/fs/cgroup/* ]]; then
+  skip "a model over a cgroup memory limit trains offloaded" "$cgroup"
+else
+  in_cgroup() { bash -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cgroup" "$@"; }
+  in_cgroup timeout 120 mpiexec -n 1 bin/data "${big[@]}" --out "$tmp/big-memory.h5" \
+    >"$tmp/big-memory.log" 2>&1
+  memory_status=$?
+  in_cgroup timeout 300 mpiexec -n 1 bin/data "${big[@]}" "${offload[@]}" \
+    --out "$tmp/big-disk.h5" >"$tmp/big-disk.log" 2>&1
+  disk_status=$?
+  if ((memory_status != 2)) || ! grep -q "would fit it, moving" "$tmp/big-memory.log"; then
+    not_ok "in memory under a 700 MiB limit" "exit status $memory_status, expected the memory check to refuse it naming --offload: $(tail -n 1 "$tmp/big-memory.log")"
+  else
+    ok "in memory under a 700 MiB cgroup limit, refused: $(grep -o 'needs about [^(]*' "$tmp/big-memory.log")naming --offload optimizer"
+  fi
+  if ((disk_status != 0)); then
+    not_ok "offloaded under a 700 MiB limit" "exit status $disk_status: $(tail -n 2 "$tmp/big-disk.log" | tr '\n' ' ')"
+  elif ((!have_h5py)); then
+    skip "offloaded under a 700 MiB limit: peak resident memory" "h5py not available in .venv"
+  else
+    expect_output "offloaded under a 700 MiB cgroup limit, trained" "$python" - "$tmp/big-disk.h5" "$limit" <<'PY'
+import sys, h5py
+f = h5py.File(sys.argv[1])
+limit = int(sys.argv[2])
+rss, disk = int(f["memory/peak_rss_bytes"][0]), int(f["memory/disk_bytes"][0])
+if not rss or rss >= limit or disk <= 0:
+    sys.exit(f"peak resident {rss / 2**20:.0f} MiB (limit {limit / 2**20:.0f} MiB), on disk {disk}")
+print(f"peak resident {rss / 2**20:.0f} MiB under the {limit / 2**20:.0f} MiB limit, "
+      f"{disk / 2**20:.0f} MiB of optimizer state on disk")
+PY
+  fi
+  [[ -n $(left_behind) ]] && not_ok "the limit's runs" "left in the scratch folder: $(left_behind)"
+  rmdir "$cgroup" 2>/dev/null
+fi
+
+# A full disk: a 1 MiB file system for 2.4 MB of state per rank.
+small=(--hidden 256 --layers 2 --image-size 28 --batch 16 --iters 3 --warmup 1 --print-every 0
+       --data synthetic --zero 1)
+full=$tmp/full
+mkdir -p "$full"
+if ((EUID != 0)) || ! mount -t tmpfs -o size=1m mlpscale-full "$full" 2>"$tmp/mount.err"; then
+  skip "a full disk" "cannot mount a small tmpfs ($( ((EUID != 0)) && echo "needs root" || cat "$tmp/mount.err"))"
+else
+  expect_refusal "a full disk" 2 "No space left on device" \
+    bin/data "${small[@]}" --offload optimizer --offload-to "disk:$full" --out "$tmp/refused.h5"
+  if [[ -n $(ls -A "$full") ]]; then
+    not_ok "a full disk leaves nothing" "left: $(ls -A "$full" | tr '\n' ' ')"
+  else
+    ok "a full disk leaves no file behind"
+  fi
+  umount "$full"
+fi
+
+# SIGTERM in the middle of a run: every rank stops, and removes its file.
+timeout 120 mpiexec -n 2 bin/data "${small[@]}" --iters 100000 --print-every 0 "${offload[@]}" \
+  --out "$tmp/stopped.h5" >"$tmp/stopped.log" 2>&1 &
+run=$!
+for _ in $(seq 1 100); do
+  (($(ls -A "$dir" | wc -l) == 2)) && break
+  sleep 0.1
+done
+files=$(ls -A "$dir" | wc -l)
+sleep 0.5  # into the steps
+kill -TERM "$run"
+wait "$run"
+status=$?
+if ((files != 2)); then
+  not_ok "SIGTERM while offloaded" "the two ranks' files never appeared: $(tail -n 2 "$tmp/stopped.log" | tr '\n' ' ')"
+elif ((status == 0 || status == 124)) || [[ -n $(left_behind) ]]; then
+  not_ok "SIGTERM while offloaded" "exit status $status, left: $(left_behind)"
+else
+  ok "SIGTERM while offloaded: exit status $status, both ranks' files removed"
+fi
+finish

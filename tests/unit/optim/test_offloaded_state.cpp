@@ -1,0 +1,144 @@
+// Optimizer state on disk (--offload optimizer --offload-to disk:DIR): the scratch file holds
+// what is written and leaves nothing behind, the state streams chunk by chunk with every chunk
+// written back, and an optimizer whose state is offloaded updates bit for bit as one whose state
+// is in memory.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "src/base/errors.h"
+#include "src/base/scratch_file.h"
+#include "src/optim/offloaded_state.h"
+#include "src/optim/optimizer.h"
+
+namespace mlps {
+namespace {
+
+bool exists(const std::string& path) {
+  struct stat info {};
+  return ::stat(path.c_str(), &info) == 0;
+}
+
+std::string scratch_dir() {
+  char pattern[] = "/tmp/mlps-offload-test.XXXXXX";
+  const char* dir = ::mkdtemp(pattern);
+  return dir ? dir : "/tmp";
+}
+
+TEST(ScratchFile, HoldsWhatIsWrittenAndIsRemovedWithItsObject) {
+  const std::string dir = scratch_dir();
+  std::string path;
+  {
+    ScratchFile file(dir, 3);
+    path = file.path();
+    EXPECT_NE(path.find("-rank3.offload"), std::string::npos) << path;
+    EXPECT_EQ(file.grow(64), 0u);
+    EXPECT_EQ(file.grow(32), 64u);
+    EXPECT_EQ(file.size(), 96u);
+    std::vector<double> out(4, 0), in = {1.5, -2, 3, 1e300};
+    file.read(out.data(), 32, 64);  // reserved space reads as zeros
+    EXPECT_EQ(out, std::vector<double>(4, 0));
+    file.write(in.data(), 32, 64);
+    file.read(out.data(), 32, 64);
+    EXPECT_EQ(out, in);
+    EXPECT_TRUE(exists(path));
+  }
+  EXPECT_FALSE(exists(path));
+  ::rmdir(dir.c_str());
+}
+
+TEST(ScratchFile, RemoveScratchFilesEmptiesTheFolderBeforeTheObjectsGo) {
+  const std::string dir = scratch_dir();
+  ScratchFile a(dir, 0), b(dir, 1);
+  a.grow(8);
+  EXPECT_TRUE(exists(a.path()) && exists(b.path()));
+  remove_scratch_files();  // as a signal's handler does
+  EXPECT_FALSE(exists(a.path()) || exists(b.path()));
+  EXPECT_EQ(::rmdir(dir.c_str()), 0);
+}
+
+TEST(ScratchFile, AFolderThatIsNotThereIsAnOutputErrorNamingIt) {
+  try {
+    ScratchFile file("/nonexistent-mlpscale-dir", 0);
+    FAIL() << "created " << file.path();
+  } catch (const OutputError& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent-mlpscale-dir/mlpscale-"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("No such file or directory"), std::string::npos);
+  }
+}
+
+TEST(OffloadedState, StreamsEveryChunkAndKeepsWhatTheUpdateWrote) {
+  const std::string dir = scratch_dir();
+  {
+    OffloadedState<float> state(dir, 0, /*chunk_elements=*/3);
+    const std::vector<float> start = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+    const int first_tensor = state.add(4, {nullptr});
+    const int tensor = state.add(10, {start.data(), nullptr});
+    EXPECT_EQ(state.file_bytes(), (4 + 2 * 10) * sizeof(float));
+    for (int round = 1; round <= 2; ++round) {
+      std::vector<int64_t> firsts;
+      state.stream(tensor, [&](int64_t first, int64_t count, float* const* arrays) {
+        firsts.push_back(first);
+        for (int64_t i = 0; i < count; ++i) {
+          EXPECT_EQ(arrays[0][i], start[first + i] + static_cast<float>(round - 1));
+          EXPECT_EQ(arrays[1][i], static_cast<float>(round - 1) * 2);
+          arrays[0][i] += 1;
+          arrays[1][i] += 2;
+        }
+      });
+      EXPECT_EQ(firsts, (std::vector<int64_t>{0, 3, 6, 9}));
+    }
+    state.stream(first_tensor, [&](int64_t, int64_t count, float* const* arrays) {
+      for (int64_t i = 0; i < count; ++i) EXPECT_EQ(arrays[0][i], 0.0f);  // untouched by the other
+    });
+    EXPECT_EQ(state.traffic().bytes_read, (2 * 2 * 10 + 4) * sizeof(float));
+  }
+  EXPECT_EQ(::rmdir(dir.c_str()), 0) << "the state's file was left in " << dir;
+}
+
+// One tensor of n elements updated `steps` times by Adam or SGD, state in memory or offloaded.
+template <typename T>
+std::vector<T> trained(OptimizerKind kind, int64_t n, const std::string& offload_dir) {
+  Device device(DeviceKind::cpu);
+  OptimizerConfig config;
+  config.kind = kind;
+  Optimizer<T> optimizer(device, config, MPI_COMM_SELF);
+  if (!offload_dir.empty()) optimizer.offload_state_to(offload_dir, 0);
+  Buffer<T> value(device, n), grad(device, n);
+  std::vector<T> v(n);
+  for (int64_t i = 0; i < n; ++i) v[i] = static_cast<T>(std::sin(0.1 * static_cast<double>(i)));
+  value.upload(v);
+  optimizer.add(value.data(), grad.data(), n);
+  for (int step = 0; step < 3; ++step) {
+    std::vector<T> g(n);
+    for (int64_t i = 0; i < n; ++i)
+      g[i] = static_cast<T>(std::cos(0.37 * static_cast<double>(i) + step));
+    grad.upload(g);
+    EXPECT_TRUE(optimizer.step());
+  }
+  if (!offload_dir.empty()) {  // full-precision SGD keeps no state to move
+    EXPECT_EQ(optimizer.offloaded()->traffic().bytes_written > 0, kind == OptimizerKind::adam);
+  }
+  return value.download();
+}
+
+TEST(OffloadedState, AnOptimizerWithItsStateOnDiskUpdatesBitForBitAsInMemory) {
+  const std::string dir = scratch_dir();
+  // 1.5 M floats: more than one chunk of kOffloadChunkBytes.
+  const int64_t n = 3 * kOffloadChunkBytes / 8;
+  EXPECT_EQ(trained<float>(OptimizerKind::adam, n, dir), trained<float>(OptimizerKind::adam, n, ""));
+  EXPECT_EQ(trained<double>(OptimizerKind::adam, 1000, dir),
+            trained<double>(OptimizerKind::adam, 1000, ""));
+  EXPECT_EQ(trained<float>(OptimizerKind::sgd, 1000, dir),
+            trained<float>(OptimizerKind::sgd, 1000, ""));
+  EXPECT_EQ(::rmdir(dir.c_str()), 0) << "a state file was left in " << dir;
+}
+
+}  // namespace
+}  // namespace mlps
