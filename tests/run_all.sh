@@ -15,7 +15,7 @@ MPI_TESTS=bin/mpi_tests
 MPI_WORLD_SIZES=(1 2 3 4)
 SCRIPT_SUITES=(tests/cli_tests.sh tests/startup_agreement_tests.sh tests/job_end_tests.sh
                tests/blas_core_tests.sh
-               tests/data_parallel_tests.sh
+               tests/data_parallel_tests.sh tests/offload_tests.sh
                tests/cli_bench_comm.sh tests/pipeline_tests.sh tests/tensor1d_tests.sh tests/tensor2d_tests.sh
                tests/tensor3d_tests.sh tests/mixed_precision_tests.sh tests/trace_tests.sh
                tests/memory_tests.sh tests/step_counts_tests.sh tests/plan_tests.sh

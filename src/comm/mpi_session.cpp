@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "kernels/cpu/blas_core.h"
+#include "src/base/scratch_file.h"
 #include "src/comm/bounded_finalize.h"
 #include "src/base/errors.h"
 
@@ -54,8 +55,9 @@ void hold_output_while_reaped() {
 }
 
 // Async-signal-safe: one line, then the conventional status 128 + signal. Results are
-// published only when complete (publish_file), so there is nothing to clean up.
+// published only when complete (publish_file); scratch files are removed.
 void on_stop_signal(int signal) {
+  remove_scratch_files();
   for (size_t i = 0; i < std::size(kStopSignals); ++i)
     if (kStopSignals[i] == signal && ::write(STDERR_FILENO, stop_lines[i],
                                              std::strlen(stop_lines[i])) < 0)
@@ -69,6 +71,7 @@ void on_stop_signal(int signal) {
 // the whole job ends with `code`. MPICH's MPI_Abort prints a line of its own; this rank's line
 // has said everything, so stderr goes to /dev/null first.
 [[noreturn]] void end_job(int code) {
+  remove_scratch_files();  // MPI_Abort runs no destructor
   std::fflush(stdout);
   std::fflush(stderr);
   std::this_thread::sleep_for(std::chrono::seconds(1));

@@ -56,8 +56,11 @@ void print_settings_header(const RunContext& context, const Options& o,
               (long long)o.warmup, o.optimizer.kind == OptimizerKind::adam ? "adam" : "sgd",
               o.optimizer.lr, (unsigned long long)o.seed);
   if (context.largest_estimated_bytes > 0)
-    std::printf("  memory      about %s per rank at the peak (the largest rank's accounting)\n",
-                human_bytes(context.largest_estimated_bytes).c_str());
+    std::printf("  memory      about %s per rank at the peak (the largest rank's accounting)%s\n",
+                human_bytes(context.largest_estimated_bytes).c_str(),
+                context.disk_bytes > 0
+                    ? (", and " + human_bytes(context.disk_bytes) + " of state on disk").c_str()
+                    : "");
   std::printf("  output      %s%s\n", out_path.c_str(), o.verify ? " (with --verify)" : "");
   std::fflush(stdout);
 }

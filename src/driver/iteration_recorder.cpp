@@ -1,5 +1,7 @@
 #include "src/driver/iteration_recorder.h"
 
+#include <sys/resource.h>
+
 #include <mpi.h>
 
 #include <sstream>
@@ -107,6 +109,12 @@ void IterationRecorder::gather_into(const RunContext& context, const Trainer& tr
   };
   record.peak_bytes = gather(static_cast<int64_t>(trainer.device().peak_bytes()));
   record.estimated_bytes = gather(static_cast<int64_t>(context.estimated_bytes));
+  // The resident high-water mark of the whole process (all it ever touched: the MPI library,
+  // the BLAS's buffers, --verify's replay to come not yet), in kilobytes from the kernel.
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  record.peak_rss_bytes = gather(static_cast<int64_t>(usage.ru_maxrss) * 1024);
+  record.disk_bytes = gather(static_cast<int64_t>(context.disk_bytes));
   record.rank_nodes = gather(context.node);
   record.local_ranks = gather(context.local_rank);
 }

@@ -17,6 +17,7 @@ struct RunContext {
   // This rank's memory accounting (<scheme>_memory.h), bytes: recorded beside the measured peak.
   double estimated_bytes = 0;
   double largest_estimated_bytes = 0;  // the largest rank's
+  double disk_bytes = 0;  // this rank's state in a scratch file (--offload-to disk:DIR)
   // What bin/plan's model predicts for this run (--machine), recorded beside the measurement.
   RecordedPrediction prediction{};
   // Where this rank ran: its node (numbered in the order of each node's first rank) and its

@@ -5,6 +5,7 @@
 
 #include "src/driver/startup_agreement.h"
 #include "src/base/errors.h"
+#include "src/base/human_bytes.h"
 #include "src/memory/available_memory.h"
 #include "src/memory/model_memory.h"
 #include "src/comm/mpi_session.h"
@@ -19,13 +20,20 @@ namespace {
 void account_memory(RunContext& context, const MemoryNeed& need, DeviceKind device,
                     const RankPlacement& placement, bool skip) {
   context.estimated_bytes = need.total();
+  context.disk_bytes = need.disk;
   MPI_Allreduce(&context.estimated_bytes, &context.largest_estimated_bytes, 1, MPI_DOUBLE, MPI_MAX,
                 context.comm);
   if (skip) return;
+  const AvailableMemory available = available_memory_per_rank(device, placement);
   try {
-    check_memory_fits(context.comm, need.total(), need.breakdown(),
-                      available_memory_per_rank(device, placement));
+    check_memory_fits(context.comm, need.total(), need.breakdown(), available);
   } catch (const AgreedError& e) {
+    // Every rank holds the same state here, so this rank's figures answer for all.
+    if (need.offloadable > 0 && need.total() - need.offloadable <= available.bytes)
+      throw AgreedError(std::string(e.what()) + ": --offload optimizer --offload-to disk:DIR "
+                        "would fit it, moving " + human_bytes(need.offloadable) +
+                        " of optimizer state to a file in DIR (or use a smaller --hidden, "
+                        "--layers or --batch, or more ranks)");
     throw AgreedError(std::string(e.what()) + ": use a smaller --hidden, --layers or --batch, or "
                      "more ranks (--skip-memory-check to try anyway)");
   }

@@ -8,7 +8,8 @@ namespace mlps {
 std::string MemoryNeed::breakdown() const {
   return "parameters " + human_bytes(parameters) + ", gradients " + human_bytes(gradients) +
          ", optimizer " + human_bytes(optimizer) + ", activations " + human_bytes(activations) +
-         ", buffers " + human_bytes(buffers);
+         ", buffers " + human_bytes(buffers) +
+         (disk > 0 ? ", on disk " + human_bytes(disk) : std::string());
 }
 
 size_t element_bytes(Precision precision) { return precision == Precision::fp64 ? 8 : 4; }

@@ -17,8 +17,14 @@ struct MemoryNeed {
   double optimizer = 0;    // Adam moments, and fp32 master weights with 16-bit storage
   double activations = 0;  // saved activations and backward scratch at this rank's rows
   double buffers = 0;      // communication, gathered-parameter and staging buffers
+  double disk = 0;         // state kept in a scratch file instead (--offload-to disk:DIR)
+  // Memory that --offload optimizer would free (the state it moves, less its staging buffers);
+  // 0 where it is in use or cannot apply. The memory check names the option when this fits.
+  double offloadable = 0;
+  // In memory; `disk` is not.
   double total() const { return parameters + gradients + optimizer + activations + buffers; }
   // "parameters 1.2 GiB, gradients 1.2 GiB, optimizer 2.4 GiB, activations 0.3 GiB, buffers 0"
+  // (", on disk 2.4 GiB" when some is offloaded)
   std::string breakdown() const;
 };
 

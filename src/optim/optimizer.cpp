@@ -25,8 +25,40 @@ Optimizer<T>::Optimizer(Device& device, const OptimizerConfig& config, MPI_Comm 
 }
 
 template <typename T>
+int Optimizer<T>::state_arrays() const {
+  return (config_.kind == OptimizerKind::adam ? 2 : 0) + (mixed_ ? 1 : 0);
+}
+
+template <typename T>
+void Optimizer<T>::offload_state_to(const std::string& dir, int rank) {
+  if (!slots_.empty()) throw std::logic_error("offload_state_to after add()");
+  if (device_.kind() != DeviceKind::cpu)
+    throw std::logic_error("offloaded state is streamed through host memory: the CPU backend's");
+  offloaded_ = std::make_unique<OffloadedState<Acc<T>>>(dir, rank);
+}
+
+template <typename T>
 void Optimizer<T>::add(T* value, Acc<T>* grad, int64_t count, const Acc<T>* initial_master) {
-  Slot slot{value, grad, count, {}, {}, {}, 0};
+  Slot slot{value, grad, count, {}, {}, {}, 0, -1};
+  if (offloaded_) {
+    // Moments from zero; the master from its fp32 start (typed) or the unrounded value
+    // (emulated), which on the CPU backend is host memory.
+    std::vector<const Acc<T>*> initial(static_cast<size_t>(state_arrays()), nullptr);
+    if (mixed_) {
+      if constexpr (is_16bit_v<T>) {
+        if (!initial_master) throw std::logic_error("typed storage's master needs its fp32 start");
+        initial.back() = initial_master;
+      } else {
+        initial.back() = value;
+      }
+    }
+    slot.offloaded = offloaded_->add(count, initial);
+    if constexpr (!is_16bit_v<T>)
+      if (mixed_) device_.round_to_storage(value, count);
+    slot_of_[value] = slots_.size();
+    slots_.push_back(std::move(slot));
+    return;
+  }
   if constexpr (is_16bit_v<T>) {
     if (!initial_master) throw std::logic_error("typed storage's master needs its fp32 start");
     slot.master = Buffer<Acc<T>>(device_, count);
@@ -72,7 +104,15 @@ bool Optimizer<T>::step() {
     begin_step(grad_scale);
   }
   for (auto& s : slots_) {
-    if (s.fused == 0) update(s, 0, s.grad, s.count, after_);
+    if (s.offloaded >= 0) {
+      const bool adam = config_.kind == OptimizerKind::adam;
+      offloaded_->stream(s.offloaded, [&](int64_t first, int64_t count, Acc<T>* const* arrays) {
+        State state;
+        if (adam) state.m = arrays[0], state.v = arrays[1];
+        if (mixed_) state.master = arrays[adam ? 2 : 0];
+        update(s, first, s.grad + first, count, after_, state);
+      });
+    } else if (s.fused == 0) update(s, 0, s.grad, s.count, after_);
     else if (s.fused != s.count)
       throw std::logic_error("the fused update covered part of a tensor");
     s.fused = 0;
@@ -99,37 +139,49 @@ void Optimizer<T>::begin_step(double grad_scale) {
 }
 
 template <typename T>
+typename Optimizer<T>::State Optimizer<T>::state_at(Slot& s, int64_t first) {
+  State state;
+  if (s.m.size() > 0) state.m = s.m.data() + first, state.v = s.v.data() + first;
+  if (s.master.size() > 0) state.master = s.master.data() + first;
+  return state;
+}
+
+template <typename T>
 void Optimizer<T>::update(Slot& s, int64_t first, Acc<T>* grad, int64_t count,
                           GradAfterUpdate after) {
+  update(s, first, grad, count, after, state_at(s, first));
+}
+
+template <typename T>
+void Optimizer<T>::update(Slot& s, int64_t first, Acc<T>* grad, int64_t count,
+                          GradAfterUpdate after, const State& state) {
   if constexpr (is_16bit_v<T>) {  // the master updated, writing the 16-bit tensor as it goes
-    float* master = s.master.data() + first;
     if (config_.kind == OptimizerKind::sgd)
-      return device_.sgd_update_16bit(master, s.value + first, grad, count,
+      return device_.sgd_update_16bit(state.master, s.value + first, grad, count,
                                       step_.lr * step_.grad_scale, after);
-    return device_.adam_update_16bit(master, s.value + first, grad, s.m.data() + first,
-                                     s.v.data() + first, count, step_, after);
+    return device_.adam_update_16bit(state.master, s.value + first, grad, state.m, state.v,
+                                     count, step_, after);
   } else {
     if constexpr (std::is_same_v<T, float>) {
       if (mixed_) {  // emulated: the master updated, the value rewritten from it, rounded
-        float* master = s.master.data() + first;
         if (config_.kind == OptimizerKind::sgd)
-          return device_.sgd_update_rounded(master, s.value + first, grad, count,
+          return device_.sgd_update_rounded(state.master, s.value + first, grad, count,
                                             step_.lr * step_.grad_scale, after);
-        return device_.adam_update_rounded(master, s.value + first, grad, s.m.data() + first,
-                                           s.v.data() + first, count, step_, after);
+        return device_.adam_update_rounded(state.master, s.value + first, grad, state.m,
+                                           state.v, count, step_, after);
       }
     }
     T* value = s.value + first;
     if (config_.kind == OptimizerKind::sgd)
       return device_.sgd_update<T>(value, grad, count, step_.lr * step_.grad_scale, after);
-    device_.adam_update<T>(value, grad, s.m.data() + first, s.v.data() + first, count, step_,
-                           after);
+    device_.adam_update<T>(value, grad, state.m, state.v, count, step_, after);
   }
 }
 
 template <typename T>
 void Optimizer<T>::enable_fused_update(int64_t block_elements) {
   if (mixed_) throw std::logic_error("the update of 16-bit storage cannot be fused");
+  if (offloaded_) throw std::logic_error("the update of offloaded state cannot be fused");
   if (after_ == GradAfterUpdate::zeroed)
     throw std::logic_error("the fused update keeps no gradients for step() to zero");
   block_ = Buffer<T>(device_, block_elements);

@@ -13,18 +13,25 @@
 // Fused (enable_fused_update): open_step() before the backward pass, whose Linears update their
 // weights a block at a time through apply_block(); step() then updates the tensors that were not.
 //
+// Offloaded (offload_state_to): the tensors' state (Adam's moments, the fp32 master) lives in a
+// scratch file instead of memory and step() streams it through memory a chunk at a time
+// (offloaded_state.h); the update computes the same values in the same order either way.
+//
 // Zeroing (zero_gradients_after_step): each update writes zeros into the gradient it has read,
 // in the same pass, so that the next backward can add into the gradients (accumulate) instead of
 // zeroing them in a pass of its own.
 #include <mpi.h>
 
+#include <memory>
 #include <optional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "src/device/buffer.h"
 #include "src/model/fused_weight_update.h"
 #include "src/optim/loss_scaler.h"
+#include "src/optim/offloaded_state.h"
 #include "src/optim/optimizer_config.h"
 
 namespace mlps {
@@ -43,6 +50,11 @@ class Optimizer : public FusedWeightUpdate<T> {
   void add(T* value, Acc<T>* grad, int64_t count, const Acc<T>* initial_master = nullptr);
   // Returns false when fp16 loss scaling skipped the update (the same on every rank).
   bool step();
+  // From now on add() keeps the state of its tensors in a scratch file in `dir` (named by
+  // `rank`), which must be host memory's reach: the CPU backend's. Before any add().
+  void offload_state_to(const std::string& dir, int rank);
+  // The offloaded state's file and traffic; null when the state is in memory.
+  const OffloadedState<Acc<T>>* offloaded() const { return offloaded_.get(); }
 
   // From now on step() zeroes every registered gradient. For a scheme whose registered
   // gradients are all the gradients its backward writes (not with the fused update).
@@ -71,12 +83,24 @@ class Optimizer : public FusedWeightUpdate<T> {
     Buffer<Acc<T>> m, v;    // Adam moments (empty for SGD)
     Buffer<Acc<T>> master;  // mixed precision: the fp32 weights value is rounded from
     int64_t fused = 0;  // elements apply_block() updated in the open step
+    int offloaded = -1;  // its index in offloaded_, whose arrays replace m, v and master
   };
+  // Where a slot's state is, from element `first` on (null where it keeps none).
+  struct State {
+    Acc<T>* m = nullptr;
+    Acc<T>* v = nullptr;
+    Acc<T>* master = nullptr;
+  };
+  State state_at(Slot& s, int64_t first);
+  // The state arrays a slot keeps, in OffloadedState's order: m and v (Adam), then master.
+  int state_arrays() const;
   bool gradients_finite_everywhere();
   // Counts the step and settles its scalars (bias corrections, gradient scale).
   void begin_step(double grad_scale);
   // Elements [first, first + count) of the slot from grad, with the open step's settings.
   void update(Slot& s, int64_t first, Acc<T>* grad, int64_t count, GradAfterUpdate after);
+  void update(Slot& s, int64_t first, Acc<T>* grad, int64_t count, GradAfterUpdate after,
+              const State& state);
   Device& device_;
   OptimizerConfig config_;
   MPI_Comm consensus_;
@@ -91,6 +115,7 @@ class Optimizer : public FusedWeightUpdate<T> {
   bool gradients_zeroed_ = false;
   AdamStep step_;      // the open step's scalars (SGD uses lr and grad_scale)
   Buffer<T> block_;    // the fused update's dW block
+  std::unique_ptr<OffloadedState<Acc<T>>> offloaded_;
 };
 
 }  // namespace mlps

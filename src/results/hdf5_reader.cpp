@@ -56,6 +56,9 @@ class ResultFileReader {
     record.peak_bytes = read_vector<int64_t>("/memory/peak_bytes");
     if (exists("/memory/estimated_bytes"))  // older files: none
       record.estimated_bytes = read_vector<int64_t>("/memory/estimated_bytes");
+    if (exists("/memory/peak_rss_bytes"))
+      record.peak_rss_bytes = read_vector<int64_t>("/memory/peak_rss_bytes");
+    if (exists("/memory/disk_bytes")) record.disk_bytes = read_vector<int64_t>("/memory/disk_bytes");
     if (exists("/placement")) {  // older files: none
       record.rank_nodes = read_vector<int64_t>("/placement/node");
       record.local_ranks = read_vector<int64_t>("/placement/local_rank");

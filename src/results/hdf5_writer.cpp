@@ -63,6 +63,9 @@ void write_memory(hid_t file, const RunRecord& record) {
   write_dataset(group.get(), "peak_bytes", record.peak_bytes);
   if (!record.estimated_bytes.empty())
     write_dataset(group.get(), "estimated_bytes", record.estimated_bytes);
+  if (!record.peak_rss_bytes.empty())
+    write_dataset(group.get(), "peak_rss_bytes", record.peak_rss_bytes);
+  if (!record.disk_bytes.empty()) write_dataset(group.get(), "disk_bytes", record.disk_bytes);
 }
 
 void write_placement(hid_t file, const RunRecord& record) {

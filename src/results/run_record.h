@@ -48,6 +48,8 @@ struct RunRecord {
   std::vector<double> loss_scale;                    // /train/loss_scale [iterations] (1: none)
   std::vector<int64_t> peak_bytes;                   // /memory/peak_bytes [ranks]
   std::vector<int64_t> estimated_bytes;  // /memory/estimated_bytes [ranks]: the accounting
+  std::vector<int64_t> peak_rss_bytes;   // /memory/peak_rss_bytes [ranks]: the process's VmHWM
+  std::vector<int64_t> disk_bytes;       // /memory/disk_bytes [ranks]: state offloaded to disk
   std::vector<int64_t> rank_nodes;   // /placement/node [ranks]: each rank's node (0, 1, ...)
   std::vector<int64_t> local_ranks;  // /placement/local_rank [ranks]: its rank on that node
   Verification verification;                         // /verification attributes

@@ -1,6 +1,7 @@
 #pragma once
-// bin/data's resolved grid: the ZeRO stage, its buckets and overlap, and ZeRO-3's shard groups
-// over the N data-parallel ranks, with the rules that resolve and check it.
+// bin/data's resolved grid: the ZeRO stage, its buckets and overlap, ZeRO-3's shard groups over
+// the N data-parallel ranks, and where the optimizer's state lives (--offload), with the rules
+// that resolve and check them.
 #include <cstdint>
 #include <string>
 
@@ -11,7 +12,15 @@ struct DataGrid {
   double bucket_mb = 25;
   bool overlap = true;
   int shard_group = 0;  // G, ranks sharing one sharded copy of the model (0: all of them)
+  // --offload optimizer --offload-to disk:DIR: the folder of each rank's scratch file of
+  // optimizer state (empty: the state stays in memory).
+  std::string offload_dir;
 };
+
+// --offload and --offload-to as given (each empty when absent), checked for `device` and the
+// ZeRO stage and resolved into config.offload_dir; InputError naming what is wrong.
+void resolve_offload(DataGrid& config, const std::string& offload, const std::string& offload_to,
+                     bool cpu_device);
 
 // InputError unless each of `ranks` data-parallel ranks gets at least one row.
 void check_batch_covers_ranks(int64_t global_batch, int ranks);
@@ -20,7 +29,8 @@ void check_shard_group_stage(const DataGrid& config);
 // InputError unless --shard-group (if given) is a divisor of `ranks` with --zero 3; sets an
 // absent one to `ranks` (one group: plain ZeRO).
 void resolve_shard_group(DataGrid& config, int ranks);
-// The grid as results and --check-grid show it: "dp=4,zero=3", ",shard-group=2" when G < N.
+// The grid as results and --check-grid show it: "dp=4,zero=3", ",shard-group=2" when G < N,
+// ",offload=disk" with offloaded optimizer state.
 std::string data_grid_text(int ranks, const DataGrid& config);
 
 }  // namespace mlps

@@ -1,6 +1,7 @@
 #include "src/schemes/data/data_parallel_base.h"
 
 #include "src/base/errors.h"
+#include "src/comm/broadcast_refusal.h"
 #include "src/schemes/data/data_volumes.h"
 
 namespace mlps {
@@ -86,6 +87,23 @@ void DataParallelBase<T>::backward(int64_t rows, int64_t global_batch, PhaseTime
   model_.set_timer(&timer);
   model_.backward(rows, global_batch, gradients_start_zero());
   finish_gradient_sync();
+}
+
+template <typename T>
+void DataParallelBase<T>::add_to_optimizer(const std::function<void()>& add) {
+  std::string failure;
+  int rank = 0, ranks = 1;
+  MPI_Comm_rank(metrics_comm_, &rank);
+  MPI_Comm_size(metrics_comm_, &ranks);
+  try {
+    if (!config_.offload_dir.empty()) optimizer_.offload_state_to(config_.offload_dir, rank);
+    add();
+  } catch (const OutputError& e) {
+    failure = e.what();
+  }
+  int first_failed = failure.empty() ? ranks : rank;
+  MPI_Allreduce(MPI_IN_PLACE, &first_failed, 1, MPI_INT, MPI_MIN, metrics_comm_);
+  if (first_failed < ranks) refuse_together(metrics_comm_, failure, first_failed);
 }
 
 template class DataParallelBase<float>;

@@ -5,6 +5,7 @@
 // the sharded state, and the N/G groups replicate it (G = N but for ZeRO-3 with --shard-group).
 #include <mpi.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -44,6 +45,10 @@ class DataParallelBase : public ForwardBackwardTrainer<T>, protected UnitHooks {
     return model_.predictions(rows);
   }
   MPI_Comm metrics_comm() const override { return metrics_comm_; }
+  // Runs `add`, which registers this rank's tensors with the optimizer, their state offloaded
+  // to a scratch file when --offload says so. A rank that cannot make or fill its file (a full
+  // disk) stops every rank with that rank's line, instead of leaving the others waiting.
+  void add_to_optimizer(const std::function<void()>& add);
   using SchemeTrainer<T>::device_;
   using SchemeTrainer<T>::optimizer_;
   using Params = std::vector<Parameter<T>*>;

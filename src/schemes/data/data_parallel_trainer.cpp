@@ -62,8 +62,10 @@ DataParallelTrainer<T>::DataParallelTrainer(const TrainerSetup& s, const DataGri
     }
   });
   if (config.zero == 0) {
-    this->optimizer_.add(values_.data(), grads_.data(), bucketer_->total_elements(),
-                         master.empty() ? nullptr : master.data());
+    this->add_to_optimizer([&] {
+      this->optimizer_.add(values_.data(), grads_.data(), bucketer_->total_elements(),
+                           master.empty() ? nullptr : master.data());
+    });
     this->optimizer_.zero_gradients_after_step();  // it holds every gradient: all are zeroed
     return;
   }
@@ -78,8 +80,10 @@ DataParallelTrainer<T>::DataParallelTrainer(const TrainerSetup& s, const DataGri
   // Emulated mixed precision: the optimizer rounds its shard (keeping the fp32 master); the
   // first forward pass computes with the whole model rounded the same way.
   if constexpr (!is_16bit_v<T>) dev.round_to_storage(values_.data(), bucketer_->total_elements());
-  this->optimizer_.add(shard_values_.data(), shard_grads_.data(), shard,
-                       master.empty() ? nullptr : master.data());
+  this->add_to_optimizer([&] {
+    this->optimizer_.add(shard_values_.data(), shard_grads_.data(), shard,
+                         master.empty() ? nullptr : master.data());
+  });
 }
 
 template <typename T>

@@ -102,10 +102,19 @@ class DataScheme final : public Scheme {
     app.add_option("--shard-group", config_.shard_group, "--zero 3 only: shard within groups of "
                    "G consecutive ranks and replicate across the N/G groups (hybrid sharding; "
                    "default: one group of all ranks)")->check(CLI::Range(1, 1 << 20));
+    app.add_option("--offload", offload_, "optimizer: keep the optimizer state each rank owns "
+                   "(Adam's moments, and the fp32 master of bf16/fp16) out of memory, streamed "
+                   "through it a chunk at a time during the update (ZeRO-Offload; --zero 1-3; "
+                   "default: none)")->check(CLI::IsMember({"none", "optimizer"}));
+    app.add_option("--offload-to", offload_to_, "with --offload: disk:DIR, one scratch file per "
+                   "rank in DIR, removed at exit (the CPU backend's tier)");
     app.add_flag("--no-overlap", no_overlap_, "start gradient communication only after the "
                  "whole backward pass (for comparison)");
   }
-  void check_options(const Options&) override { check_shard_group_stage(config_); }
+  void check_options(const Options& o) override {
+    check_shard_group_stage(config_);
+    resolve_offload(config_, offload_, offload_to_, resolve_device(o.device) == DeviceKind::cpu);
+  }
   std::string check_grid(const Options& o, int ranks) override {
     config_.overlap = !no_overlap_;
     if (dp_ != 0 && dp_ != ranks)
@@ -144,6 +153,7 @@ class DataScheme final : public Scheme {
  private:
   int dp_ = 0;
   bool no_overlap_ = false;
+  std::string offload_, offload_to_;
   DataGrid config_;
 };
 

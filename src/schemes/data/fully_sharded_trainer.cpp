@@ -51,10 +51,12 @@ FullyShardedTrainer<T>::FullyShardedTrainer(const TrainerSetup& s, const DataGri
     std::vector<T> values(host.size());
     for (size_t i = 0; i < host.size(); ++i) values[i] = from_float<T>(host[i]);
     shard_values_.upload(values);
-    this->optimizer_.add(shard_values_.data(), shard_grads_.data(), shard, host.data());
+    this->add_to_optimizer(
+        [&] { this->optimizer_.add(shard_values_.data(), shard_grads_.data(), shard, host.data()); });
   } else {
     shard_values_.upload(host);
-    this->optimizer_.add(shard_values_.data(), shard_grads_.data(), shard);
+    this->add_to_optimizer(
+        [&] { this->optimizer_.add(shard_values_.data(), shard_grads_.data(), shard); });
   }
 }
 
