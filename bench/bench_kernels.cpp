@@ -19,6 +19,7 @@
 #include "bench/support/fma_peak.h"
 #include "bench/support/gemm_benchmarks.h"
 #include "src/base/errors.h"
+#include "bench/support/offload_benchmarks.h"
 #include "bench/support/sample_load_benchmark.h"
 #include "bench/support/weight_restream_benchmarks.h"
 #include "bench/support/weight_update_benchmarks.h"
@@ -149,6 +150,7 @@ int run(int argc, char** argv) {
   }
   if (!kinds.empty() && kinds.front() == DeviceKind::cpu) register_fma_peak_benchmarks();
   register_sample_load_benchmark(options);  // host work: once, whatever the backends
+  register_offload_benchmarks(options);
   benchmark::RunSpecifiedBenchmarks();
   cache.clear();
   benchmark::Shutdown();

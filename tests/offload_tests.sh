@@ -78,6 +78,25 @@ PY
 for zero in 1 2 3; do same_run "fp32 ZeRO-$zero on 2 ranks, in memory and offloaded" 2 --zero "$zero"; done
 same_run "bf16 ZeRO-2 on 2 ranks, in memory and offloaded" 2 --zero 2 --precision bf16
 
+# What the summary and the result file say of the file: the offload wait row, its table.
+if ! grep -q '^  offload wait .*read and written, .* GB/s over the update' "$tmp/disk.log"; then
+  not_ok "the summary's offload wait row" "$(grep -A8 '^summary' "$tmp/disk.log" | tr '\n' '|')"
+elif ((have_h5py)) && ! "$python" -c 'import sys, h5py; t = h5py.File(sys.argv[1])["timing/offload_wait"]; sys.exit(t.shape[1] != 2)' "$tmp/disk.h5"; then
+  not_ok "/timing/offload_wait" "missing, or not one column a rank, in $tmp/disk.h5"
+else
+  ok "the summary's offload wait row: $(grep -o '^  offload wait.*' "$tmp/disk.log" | tr -s ' ')"
+fi
+
+# bench_kernels times the same file in the same folder, and leaves nothing there.
+if timeout 120 bin/bench_kernels --backends cpu --offload-dir "$dir" --benchmark_filter=offload \
+  --benchmark_min_time=0.01 >"$tmp/bench.log" 2>&1 &&
+  (($(grep -cE '^offload_(write|read|adam)/disk/f32/mb:64.*GB/s=' "$tmp/bench.log") == 3)) &&
+  [[ -z $(left_behind) ]]; then
+  ok "bench_kernels --offload-dir: $(grep -oE '^offload_[a-z]+|GB/s=[0-9.]+' "$tmp/bench.log" | paste -sd' ')"
+else
+  not_ok "bench_kernels --offload-dir" "$(tail -n 3 "$tmp/bench.log" | tr '\n' ' ') left: $(left_behind)"
+fi
+
 # A memory limit (a cgroup of this test's own): the model's state does not fit in memory, and
 # fits with the optimizer state on disk. 34 M parameters with Adam: about 790 MiB in memory
 # under ZeRO-1 on one rank, 545 MiB offloaded; the limit 700 MiB.

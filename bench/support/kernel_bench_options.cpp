@@ -80,6 +80,10 @@ std::variant<std::vector<std::string>, int> parse_kernel_bench_options(int argc,
                        ->delimiter(',')
                        ->check(CLI::IsMember({"cpu", "cuda"}))
                        ->capture_default_str();
+  app.add_option("--offload-dir", options.offload_dir, "also time the scratch file of bin/data "
+                 "--offload-to disk:DIR in this folder: sequential write and read, and Adam "
+                 "streaming its state through it (offload_*)")
+      ->check(CLI::ExistingDirectory);
   app.footer(
       "Google Benchmark's flags pass through, e.g. --benchmark_filter=REGEX, "
       "--benchmark_min_time=SECONDS,\n--benchmark_repetitions=N, --benchmark_out=FILE "

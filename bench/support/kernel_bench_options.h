@@ -15,6 +15,7 @@ struct KernelBenchOptions {
   int64_t batch = 32;
   std::vector<std::string> backends{"cpu", "cuda"};
   bool backends_given = false;  // an unavailable backend is an error only when asked for
+  std::string offload_dir;      // --offload-dir: where the offload benchmarks' files go (none)
 };
 
 // Parses our own options; returns the arguments left for Google Benchmark, or an exit code.

@@ -106,6 +106,19 @@ void print_summary(const RunRecord& record, int64_t iterations, int64_t warmup,
   if (recompute > 0)
     std::printf("  %-14s %12.3f %7.1f%%   (activation checkpointing, inside backward)\n",
                 "recompute", recompute * 1e3, 100.0 * recompute / step);
+  if (const auto wait = record.timing.find("offload_wait"); wait != record.timing.end()) {
+    // The state on disk is read and written once an update: its bytes over the update's time.
+    const double t = median_slowest(wait->second, warmup);
+    const double update = median_slowest(record.timing.at("optimizer"), warmup);
+    const double moved = record.disk_bytes.empty()
+                             ? 0.0
+                             : 2.0 * static_cast<double>(*std::max_element(
+                                         record.disk_bytes.begin(), record.disk_bytes.end()));
+    std::printf("  %-14s %12.3f %7.1f%%   (the update blocked on its scratch file, inside "
+                "optimizer; %s read and written, %.2f GB/s over the update)\n",
+                "offload wait", t * 1e3, 100.0 * t / step, human_bytes(moved).c_str(),
+                update > 0 ? moved / update / 1e9 : 0.0);
+  }
   const auto exposed_it = record.timing.find("exposed_comm");
   const double exposed =
       exposed_it == record.timing.end() ? 0.0 : median_slowest(exposed_it->second, warmup);

@@ -58,6 +58,19 @@ class SchemeTrainer : public Trainer {
     return totals;
   }
   double take_blocked_comm_seconds() override { return log_->take_blocked_seconds(); }
+  // With its optimizer's state offloaded (--offload): the time each update waited for the
+  // scratch file's reads and writes, as /timing/offload_wait.
+  std::vector<std::string> extra_timing_names() const override {
+    if (!optimizer_.offloaded()) return {};
+    return {"offload_wait"};
+  }
+  std::vector<double> take_extra_timings() override {
+    if (!optimizer_.offloaded()) return {};
+    const double waited = optimizer_.offloaded()->traffic().wait_seconds;
+    const double step = waited - offload_wait_taken_;
+    offload_wait_taken_ = waited;
+    return {step};
+  }
   const CommLog* comm_log() const override { return log_.get(); }
   void set_comm_event_sink(CommEventSink* sink) override { log_->set_event_sink(sink); }
   // Bytes and calls per collective kind over the training iterations so far (smallest and
@@ -84,6 +97,7 @@ class SchemeTrainer : public Trainer {
   Device device_;
   std::shared_ptr<CommLog> log_;
   Optimizer<T> optimizer_;
+  double offload_wait_taken_ = 0;  // of the offloaded state's wait_seconds, so far
   int64_t parameter_count_;
 
  private:

@@ -1,0 +1,72 @@
+#include "bench/support/offload_benchmarks.h"
+
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <vector>
+
+#include "src/base/scratch_file.h"
+#include "src/device/buffer.h"
+#include "src/optim/offloaded_state.h"
+
+namespace mlps::kernel_bench {
+namespace {
+
+// 64 MiB an array: sixteen chunks, beyond the caches.
+constexpr int64_t kMegabytes = 64;
+constexpr int64_t kElements = kMegabytes * 1024 * 1024 / static_cast<int64_t>(sizeof(float));
+
+void file_transfer(benchmark::State& state, const std::string& dir, bool write) {
+  ScratchFile file(dir, 0);
+  const auto bytes = static_cast<uint64_t>(kElements) * sizeof(float);
+  file.grow(bytes);
+  std::vector<float> chunk(static_cast<size_t>(kOffloadChunkBytes) / sizeof(float), 1.0f);
+  const auto piece = static_cast<uint64_t>(kOffloadChunkBytes);
+  for (uint64_t at = 0; at < bytes; at += piece) file.write(chunk.data(), piece, at);
+  for (auto _ : state)
+    for (uint64_t at = 0; at < bytes; at += piece) {
+      if (write) file.write(chunk.data(), piece, at);
+      else file.read(chunk.data(), piece, at);
+      benchmark::DoNotOptimize(chunk.data());
+    }
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(bytes) / 1e9,
+                                              benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void adam_stream(benchmark::State& state, const std::string& dir) {
+  Device device(DeviceKind::cpu);
+  OffloadedState<float> offloaded(dir, 0);
+  const int tensor = offloaded.add(kElements, {nullptr, nullptr});
+  Buffer<float> value(device, kElements), grad(device, kElements);
+  value.upload(std::vector<float>(static_cast<size_t>(kElements), 0.5f));
+  grad.upload(std::vector<float>(static_cast<size_t>(kElements), 0.01f));
+  const AdamStep step{1e-3, 0.9, 0.999, 1e-8, 0.1, 0.001, 1.0};
+  for (auto _ : state)
+    offloaded.stream(tensor, [&](int64_t first, int64_t count, float* const* arrays) {
+      device.adam_update<float>(value.data() + first, grad.data() + first, arrays[0], arrays[1],
+                                count, step, GradAfterUpdate::kept);
+    });
+  // Both moments read and written each step.
+  state.counters["GB/s"] =
+      benchmark::Counter(4.0 * static_cast<double>(kElements) * sizeof(float) / 1e9,
+                         benchmark::Counter::kIsIterationInvariantRate);
+}
+
+}  // namespace
+
+void register_offload_benchmarks(const KernelBenchOptions& options) {
+  if (options.offload_dir.empty()) return;
+  const std::string dir = options.offload_dir;
+  const std::string size = "/disk/f32/mb:" + std::to_string(kMegabytes);
+  benchmark::RegisterBenchmark(("offload_write" + size).c_str(),
+                               [dir](benchmark::State& s) { file_transfer(s, dir, true); })
+      ->Unit(benchmark::kMillisecond)->UseRealTime();
+  benchmark::RegisterBenchmark(("offload_read" + size).c_str(),
+                               [dir](benchmark::State& s) { file_transfer(s, dir, false); })
+      ->Unit(benchmark::kMillisecond)->UseRealTime();
+  benchmark::RegisterBenchmark(("offload_adam" + size).c_str(),
+                               [dir](benchmark::State& s) { adam_stream(s, dir); })
+      ->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+
+}  // namespace mlps::kernel_bench
