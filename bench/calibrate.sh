@@ -13,9 +13,9 @@ out=${1:-inputs/machines/local.json}
 dir=results/calibration
 mkdir -p "$dir"
 
-echo "calibrate: bin/bench_kernels (GEMMs, copy, STREAM add, the data loader; about a minute)"
-bin/bench_kernels --hidden 512 --layers 4 --image-size 32 --batch 64 \
-  --benchmark_filter='^(gemm|copy|stream_add|sample_load)/' --benchmark_repetitions=2 \
+echo "calibrate: bin/bench_kernels (GEMMs, copy, STREAM add, the data loader, the offload file; about a minute)"
+bin/bench_kernels --hidden 512 --layers 4 --image-size 32 --batch 64 --offload-dir "$dir" \
+  --benchmark_filter='^(gemm|copy|stream_add|sample_load|offload_adam)/' --benchmark_repetitions=2 \
   --benchmark_out="$dir/kernels.json" --benchmark_out_format=json >"$dir/kernels.log" 2>&1 ||
   { tail -n 3 "$dir/kernels.log"; exit 1; }
 # Which kernels every rate below comes from (docs/cpu-blas.md); local.json's sources name it too.

@@ -97,6 +97,38 @@ else
   not_ok "bench_kernels --offload-dir" "$(tail -n 3 "$tmp/bench.log" | tr '\n' ' ') left: $(left_behind)"
 fi
 
+# The run's own prediction prices the offloaded update at the description's offload_bandwidth:
+# 2 x the state on disk (read, then written) over the rank's share of it, here a slow 1 MB/s
+# so that it dominates (a GPU node's description: its ranks do not share host rates).
+if ((have_h5py)); then
+  "$python" - inputs/machines/h100-cluster.json "$tmp/slow-disk.json" <<'PY'
+import json, sys
+machine = json.load(open(sys.argv[1]))
+machine["offload_bandwidth"] = {"value": 1e6, "source": "tests/offload_tests.sh"}
+json.dump(machine, open(sys.argv[2], "w"))
+PY
+  for mode in memory disk; do
+    extra=()
+    [[ $mode == disk ]] && extra=("${offload[@]}")
+    timeout 120 mpiexec -n 2 bin/data "${tiny[@]}" --zero 2 "${extra[@]}" \
+      --machine "$tmp/slow-disk.json" --out "$tmp/priced-$mode.h5" >"$tmp/priced-$mode.log" 2>&1
+  done
+  expect_output "the prediction of an offloaded run" "$python" - "$tmp/priced-memory.h5" \
+    "$tmp/priced-disk.h5" <<'PY'
+import sys, h5py
+memory, disk = (h5py.File(p) for p in sys.argv[1:])
+state = float(max(disk["memory/disk_bytes"][()]))
+predicted = float(disk["prediction"].attrs["optimizer_seconds"])
+in_memory = float(memory["prediction"].attrs["optimizer_seconds"])
+if state <= 0 or abs(predicted - 2 * state / 1e6) > 1e-9 * predicted or in_memory >= predicted:
+    sys.exit(f"optimizer_seconds {predicted} offloaded ({state} B on disk), {in_memory} in memory")
+print(f"the update predicted at {predicted * 1e3:.3f} ms = 2 x {state:.0f} B at 1 MB/s "
+      f"(in memory: {in_memory * 1e9:.1f} ns)")
+PY
+else
+  skip "the prediction of an offloaded run" "h5py not available in .venv"
+fi
+
 # A memory limit (a cgroup of this test's own): the model's state does not fit in memory, and
 # fits with the optimizer state on disk. 34 M parameters with Adam: about 790 MiB in memory
 # under ZeRO-1 on one rank, 545 MiB offloaded; the limit 700 MiB.

@@ -241,7 +241,8 @@ MachineDescription read_description(const DescriptionReader& in) {
                             std::pair{"core_optimizer_bandwidth", &m.core_optimizer_bandwidth}})
     if (in.has(key)) *field = in.figure(key);
   for (auto [key, field] : {std::pair{"weight_restream_bandwidth", &m.weight_restream_bandwidth},
-                            std::pair{"sample_load_seconds", &m.sample_load_seconds}})
+                            std::pair{"sample_load_seconds", &m.sample_load_seconds},
+                            std::pair{"offload_bandwidth", &m.offload_bandwidth}})
     if (in.has(key)) {
       *field = in.figure(key);
       if (*field <= 0) in.fail(std::string(key) + " must be positive");

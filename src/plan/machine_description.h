@@ -57,6 +57,10 @@ struct MachineDescription {
   double core_memory_bandwidth = 0;  // 0: absent, as the optional figures below
   double core_optimizer_bandwidth = 0;
   double weight_restream_bandwidth = 0;
+  // Optimizer state streamed through an update from a scratch file (bin/data --offload), bytes
+  // read plus written per second by the node (its ranks share it); 0: absent (offloaded state
+  // then moves for free).
+  double offload_bandwidth = 0;
   std::vector<std::pair<double, double>> weight_restream_rows_fraction;
   double sample_load_seconds = 0;
   LinkModel intra_node, inter_node;

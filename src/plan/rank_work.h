@@ -46,6 +46,9 @@ struct RankWork {
   bool weights_gathered = false;  // gathered right before its GEMMs, which then read them in cache
   StepElementwiseBytes elementwise;
   double optimized_parameters = 0;
+  // --offload optimizer: the optimizer state its update streams from its scratch file and back
+  // each step (bytes, read once and written once).
+  double offloaded_state_bytes = 0;
   // bf16/fp16 in 16-bit buffers (bin/serial): values and activations at 2 bytes, weight
   // gradients and optimizer state at 4 (memory_need.h's element_sizes); else emulated.
   bool typed_16bit = false;

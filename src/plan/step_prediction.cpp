@@ -148,6 +148,13 @@ StepPrediction predict_rank(const PlanCandidate& c, const MachineDescription& m,
                             ? traffic::adam_update(static_cast<int64_t>(w.optimized_parameters))
                             : traffic::sgd_update(static_cast<int64_t>(w.optimized_parameters));
   p.optimizer = update * sizes.kept / m.update_bandwidth(on_node, c.threads_per_rank);
+  // Offloaded state: the update streams it from disk and back, its reads and writes overlapping
+  // the update's arithmetic (offload_bandwidth is measured streaming it so, on the whole node,
+  // which its ranks share): the slower of the two.
+  if (w.offloaded_state_bytes > 0 && m.offload_bandwidth > 0)
+    p.optimizer = std::max(p.optimizer, 2 * w.offloaded_state_bytes /
+                                            m.streaming_share(m.offload_bandwidth, 0, on_node,
+                                                              c.threads_per_rank));
   // Buffers started before compute and waited for after it, with no progress meanwhile, have
   // left the caches (ZeRO-3's overlapped units; DDP's buckets all move at the end).
   const bool cold = !m.comm_overlaps_compute && w.hiding.cold_buffers;

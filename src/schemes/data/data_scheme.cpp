@@ -61,6 +61,7 @@ std::vector<RankWork> data_work(const PlanCandidate& c, SchemeShape& shape) {
   if (grid.zero != 3)
     for (const auto& [key, bytes] : w.bytes) w.call_shares[key] = bucket_shares;
   w.memory = data_memory(o, n, grid);
+  w.offloaded_state_bytes = w.memory.disk;
   // Overlapped, DDP's and ZeRO-1/2's buckets hide behind the backward pass (their parameters'
   // all-gather after the update waits), ZeRO-3's units behind the whole step; --no-overlap
   // starts them after the backward pass.
