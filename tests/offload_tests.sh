@@ -130,11 +130,13 @@ else
 fi
 
 # A memory limit (a cgroup of this test's own): the model's state does not fit in memory, and
-# fits with the optimizer state on disk. 34 M parameters with Adam: about 790 MiB in memory
-# under ZeRO-1 on one rank, 545 MiB offloaded; the limit 700 MiB.
-big=(--hidden 1024 --layers 4 --image-size 28 --batch 32 --iters 3 --warmup 1 --print-every 0
+# fits with the optimizer state on disk. 77 M parameters with Adam: about 1.72 GiB in memory
+# under ZeRO-1 on one rank, 1.17 GiB offloaded; the limit 1600 MiB. The resident set counts the
+# pages of shared libraries too, which the limit may not (they can be charged to whoever loaded
+# them first): about 30 MiB beyond the accounting in a CPU build, 180 MiB with CUDA's libraries.
+big=(--hidden 1536 --layers 4 --image-size 28 --batch 32 --iters 3 --warmup 1 --print-every 0
      --data synthetic --zero 1)
-limit=$((700 * 1024 * 1024))
+limit=$((1600 * 1024 * 1024))
 cgroup_setup() { # prints the cgroup's folder, or why there is none
   if ((EUID != 0)); then
     echo "needs root (a cgroup of its own)"
@@ -160,16 +162,16 @@ else
     --out "$tmp/big-disk.h5" >"$tmp/big-disk.log" 2>&1
   disk_status=$?
   if ((memory_status != 2)) || ! grep -q "would fit it, moving" "$tmp/big-memory.log"; then
-    not_ok "in memory under a 700 MiB limit" "exit status $memory_status, expected the memory check to refuse it naming --offload: $(tail -n 1 "$tmp/big-memory.log")"
+    not_ok "in memory under a 1600 MiB limit" "exit status $memory_status, expected the memory check to refuse it naming --offload: $(tail -n 1 "$tmp/big-memory.log")"
   else
-    ok "in memory under a 700 MiB cgroup limit, refused: $(grep -o 'needs about [^(]*' "$tmp/big-memory.log")naming --offload optimizer"
+    ok "in memory under a 1600 MiB cgroup limit, refused: $(grep -o 'needs about [^(]*' "$tmp/big-memory.log")naming --offload optimizer"
   fi
   if ((disk_status != 0)); then
-    not_ok "offloaded under a 700 MiB limit" "exit status $disk_status: $(tail -n 2 "$tmp/big-disk.log" | tr '\n' ' ')"
+    not_ok "offloaded under a 1600 MiB limit" "exit status $disk_status: $(tail -n 2 "$tmp/big-disk.log" | tr '\n' ' ')"
   elif ((!have_h5py)); then
-    skip "offloaded under a 700 MiB limit: peak resident memory" "h5py not available in .venv"
+    skip "offloaded under a 1600 MiB limit: peak resident memory" "h5py not available in .venv"
   else
-    expect_output "offloaded under a 700 MiB cgroup limit, trained" "$python" - "$tmp/big-disk.h5" "$limit" <<'PY'
+    expect_output "offloaded under a 1600 MiB cgroup limit, trained" "$python" - "$tmp/big-disk.h5" "$limit" <<'PY'
 import sys, h5py
 f = h5py.File(sys.argv[1])
 limit = int(sys.argv[2])
