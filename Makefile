@@ -59,6 +59,9 @@ else ifneq ($(WITH_CUDA),)
     -Xcompiler -Wall,-Wextra $(foreach a,$(CUDA_ARCHS),-gencode arch=compute_$(a),code=sm_$(a)) \
     -gencode arch=compute_$(CUDA_PTX_ARCH),code=compute_$(CUDA_PTX_ARCH)
   COMPILE_CU = $(NVCC) $(NVCCFLAGS) -c $< -o $@
+  # The optimizer's kernels without fused multiply-adds: they compute the CPU's expression
+  # exactly, so an update offloaded to the host (CPU Adam) equals the GPU's bit for bit.
+  $(BUILD)/kernels/cuda/optimizer_cuda.o: NVCCFLAGS += -fmad=false
   ifneq ($(WITH_NCCL),)
     CPPFLAGS += -DMLPSCALE_WITH_NCCL -I$(NCCL_INCDIR)
     LDLIBS += -L$(NCCL_LIBDIR) -Wl,-rpath,$(NCCL_LIBDIR) -lnccl

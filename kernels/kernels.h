@@ -103,6 +103,15 @@ void* event_create();
 void event_record(void* event);
 double event_elapsed_seconds(void* start, void* end);  // waits for end
 void event_destroy(void* event);
+// The copy stream: a second stream for copies between pinned host memory and the device that
+// overlap the kernels (offloaded optimizer state, src/optim/device_exchange.h). It is ordered
+// against the kernel stream by events alone, never by the host.
+void copies_wait_for_kernels(void* event);  // records `event` on the kernels; copies wait for it
+void kernels_wait_for_copies(void* event);  // records `event` on the copies; kernels wait for it
+void copy_to_host_on_copies(void* pinned_dst, const void* src, size_t bytes);
+void copy_to_device_on_copies(void* dst, const void* pinned_src, size_t bytes);
+void event_record_on_copies(void* event);
+void event_synchronize(void* event);  // the host waits for `event`
 // The runtime's counts since the process started (counted only in the emulated GPU build).
 RuntimeCounts runtime_counts();
 }  // namespace cuda

@@ -9,11 +9,13 @@ namespace {
 
 struct Context {
   cudaStream_t stream = nullptr;
+  cudaStream_t copy_stream = nullptr;
   cublasHandle_t cublas = nullptr;
   Context() {
     // A blocking stream (cudaStreamCreate) still orders against the legacy default stream, so
     // code that uses plain cudaMemcpy elsewhere cannot race the kernels.
     MLPS_CUDA_CHECK(cudaStreamCreate(&stream));
+    MLPS_CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream, cudaStreamNonBlocking));
     MLPS_CUBLAS_CHECK(cublasCreate(&cublas));
     MLPS_CUBLAS_CHECK(cublasSetStream(cublas, stream));
     // Explicit, not cuBLAS's default by chance: each GEMM's compute type alone decides whether
@@ -43,6 +45,7 @@ Context& context() {
 }  // namespace
 
 cudaStream_t stream() { return context().stream; }
+cudaStream_t copy_stream() { return context().copy_stream; }
 cublasHandle_t cublas() { return context().cublas; }
 
 void throw_cuda_error(cudaError_t status, const char* expr, const char* file, int line) {

@@ -1,6 +1,6 @@
 #pragma once
 // The process-wide CUDA context of the kernels: one stream on which every kernel, copy, cuBLAS
-// call and event runs (created lazily on the device current at first use, so callers pick the
+// call and event runs (but the copy stream's overlapping copies) (created lazily on the device current at first use, so callers pick the
 // GPU with cudaSetDevice before touching any kernel), and the error checks that turn a failed
 // CUDA or cuBLAS call into std::runtime_error naming the call and file:line.
 #include <cublas_v2.h>
@@ -12,6 +12,9 @@
 namespace mlps::cuda::detail {
 
 cudaStream_t stream();
+// Copies that overlap the kernels (copy_stream_cuda.cu); non-blocking, so that it never waits
+// for the legacy default stream either.
+cudaStream_t copy_stream();
 cublasHandle_t cublas();
 
 [[noreturn]] void throw_cuda_error(cudaError_t status, const char* expr, const char* file,

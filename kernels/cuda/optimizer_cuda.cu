@@ -47,6 +47,16 @@ __device__ void write_rounded(T* rounded, unsigned short* bits, int64_t i, T p,
   }
 }
 
+// The square root in T's own precision, correctly rounded, as the CPU's std::sqrt: CUDA's sqrtf
+// is (without --use_fast_math), and a plain sqrt could compute a float's in double (the emulated
+// GPU's does). With contraction off for this file (Makefile), the GPU's update and the CPU's
+// then agree bit for bit, so an update offloaded to the host computes what the GPU would.
+template <typename T>
+__device__ T root(T x) {
+  if constexpr (std::is_same_v<T, float>) return sqrtf(x);
+  else return sqrt(x);
+}
+
 template <typename T>
 __global__ void adam_kernel(T* param, T* grad, T* m, T* v, int64_t n, AdamScalars<T> s) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
@@ -56,7 +66,7 @@ __global__ void adam_kernel(T* param, T* grad, T* m, T* v, int64_t n, AdamScalar
     const T vi = s.beta2 * v[i] + s.one_minus_beta2 * g * g;
     m[i] = mi;
     v[i] = vi;
-    const T p = param[i] - s.step_size * mi / (sqrt(vi) * s.inv_sqrt_bc2 + s.eps);
+    const T p = param[i] - s.step_size * mi / (root(vi) * s.inv_sqrt_bc2 + s.eps);
     param[i] = p;
     if (s.zero_grad) grad[i] = T(0);
     write_rounded(s.rounded, s.bits, i, p, s.format);
