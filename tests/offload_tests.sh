@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# bin/data --offload optimizer --offload-to disk:DIR (ZeRO-Offload's optimizer state in a scratch
-# file per rank) on the CPU backend: ZeRO 1, 2 and 3 at 1-4 ranks match serial in fp64
-# (--verify), an offloaded fp32 or bf16 run trains bit for bit as the same run in memory, a model
-# that a cgroup memory limit refuses in memory trains offloaded with its ranks' peak resident
-# memory under the limit, a full disk and a SIGTERM leave no file behind, and bad flags are one
-# line on every rank. The scratch folder must be empty after every run. Ends with
-# "N passed, N failed".
+# bin/data --offload optimizer (ZeRO-Offload): on the CPU backend to a scratch file per rank
+# (--offload-to disk:DIR), on the emulated GPU to host memory and to disk. ZeRO 1, 2 and 3 at 1-4
+# ranks match serial in fp64 (--verify), an offloaded fp32 or bf16 run trains bit for bit as the
+# same run in memory, a model that a cgroup memory limit refuses in memory trains offloaded with
+# its ranks' peak resident memory under the limit, a full disk and a SIGTERM leave no file
+# behind, and bad flags are one line on every rank. The scratch folder must be empty after every
+# run. Ends with "N passed, N failed".
 source "$(dirname "${BASH_SOURCE[0]}")/lib/harness.sh"
 
 dir=$tmp/offload
@@ -16,7 +16,7 @@ offload=(--offload optimizer --offload-to "disk:$dir")
 # left_behind: what a run left in the scratch folder (nothing, or the names).
 left_behind() { ls -A "$dir" | tr '\n' ' '; }
 
-expect_refusal "--offload without --offload-to" 2 "--offload optimizer needs --offload-to disk:DIR" \
+expect_refusal "--offload without --offload-to" 2 "on the CPU backend needs --offload-to disk:DIR" \
   bin/data "${tiny[@]}" --zero 1 --offload optimizer --out "$tmp/refused.h5"
 expect_refusal "--offload-to host on the CPU backend" 2 "needs --offload-to disk:DIR" \
   bin/data "${tiny[@]}" --zero 1 --offload optimizer --offload-to host --out "$tmp/refused.h5"
@@ -28,24 +28,35 @@ expect_refusal "--offload-to a folder that is not there" 2 "disk:$tmp/none: no s
 expect_refusal "--offload-to without --offload" 2 "needs --offload optimizer" \
   bin/data "${tiny[@]}" --zero 1 --offload-to "disk:$dir" --out "$tmp/refused.h5"
 
+# verified NAME RANKS ROW COMMAND...: COMMAND in fp64 with --verify matches serial, leaves the
+# scratch folder empty, and prints ROW (a pattern) where it says where the state went.
+verified() {
+  local name=$1 ranks=$2 row=$3
+  shift 3
+  run_verified "$name" 120 "$tmp/log" "$ranks" "$@" --precision fp64 --verify \
+    --out "$tmp/fp64.h5" || return
+  if [[ -n $(left_behind) ]]; then
+    not_ok "$name" "left in the scratch folder: $(left_behind)"
+  elif ! grep -q "$row" "$tmp/log"; then
+    not_ok "$name" "no '$row' in its output: $(grep -A9 '^summary' "$tmp/log" | tr '\n' '|')"
+  else
+    ok "$name matches serial ($(verify_figure "$tmp/log")), folder empty after"
+  fi
+}
+
 # fp64: every stage at every rank count matches serial, and leaves the folder empty.
 for ranks in 1 2 3 4; do
   for zero in 1 2 3; do
-    name="ZeRO-$zero offloaded on $ranks rank$( ((ranks > 1)) && echo s)"
-    run_verified "$name" 120 "$tmp/log" "$ranks" bin/data "${tiny[@]}" --precision fp64 \
-      --zero "$zero" "${offload[@]}" --verify --out "$tmp/fp64.h5" || continue
-    if [[ -n $(left_behind) ]]; then
-      not_ok "$name" "left in the scratch folder: $(left_behind)"
-    elif ! grep -q "of state on disk" "$tmp/log"; then
-      not_ok "$name" "the summary does not say what went to disk: $(grep 'memory ' "$tmp/log")"
-    else
-      ok "$name matches serial ($(verify_figure "$tmp/log")), folder empty after"
-    fi
+    verified "ZeRO-$zero offloaded on $ranks rank$( ((ranks > 1)) && echo s)" "$ranks" \
+      "of state on disk" bin/data "${tiny[@]}" --zero "$zero" "${offload[@]}"
   done
 done
 
-# Bit for bit: the same run with its state in memory and on disk (losses of every iteration, and
-# --verify's largest error against serial fp64 over the losses and final weights).
+# Bit for bit: the same run with its state in memory and offloaded (losses of every iteration,
+# and --verify's largest error against serial fp64 over the losses and final weights); with
+# run_bin (bin/data) and offloaded (the flags that offload).
+run_bin=bin/data
+offloaded=("${offload[@]}")
 same_run() { # NAME RANKS FLAGS...
   local name=$1 ranks=$2 mode
   shift 2
@@ -55,8 +66,8 @@ same_run() { # NAME RANKS FLAGS...
   fi
   for mode in memory disk; do
     local extra=()
-    [[ $mode == disk ]] && extra=("${offload[@]}")
-    if ! timeout 120 mpiexec -n "$ranks" bin/data "${tiny[@]}" "$@" "${extra[@]}" --verify \
+    [[ $mode == disk ]] && extra=("${offloaded[@]}")
+    if ! timeout 120 mpiexec -n "$ranks" "$run_bin" "${tiny[@]}" "$@" "${extra[@]}" --verify \
       --out "$tmp/$mode.h5" >"$tmp/$mode.log" 2>&1; then
       not_ok "$name" "the $mode run failed: $(tail -n 2 "$tmp/$mode.log" | tr '\n' ' ')"
       return
@@ -69,8 +80,10 @@ loss_a, loss_b = a["train/loss"][()], b["train/loss"][()]
 err_a, err_b = (f["verification"].attrs["max_relative_error"] for f in (a, b))
 if not np.array_equal(loss_a, loss_b) or err_a != err_b:
     sys.exit(f"differ: losses {loss_a} vs {loss_b}, largest verify error {err_a} vs {err_b}")
-if min(b["memory/disk_bytes"][()]) <= 0 or max(a["memory/disk_bytes"][()]) != 0:
+if "offload=disk" in b.attrs["grid"] and (min(b["memory/disk_bytes"][()]) <= 0 or max(a["memory/disk_bytes"][()]) != 0):
     sys.exit(f"disk bytes {a['memory/disk_bytes'][()]} in memory, {b['memory/disk_bytes'][()]} offloaded")
+if "offload=" not in b.attrs["grid"] or "offload=" in a.attrs["grid"]:
+    sys.exit(f"grids {a.attrs['grid']} / {b.attrs['grid']}")
 print(f"{len(loss_a)} losses equal bit for bit, the same largest error against serial fp64 "
       f"({err_a:.6g}); grids {a.attrs['grid']} / {b.attrs['grid']}")
 PY
@@ -202,6 +215,82 @@ else
     ok "a full disk leaves no file behind"
   fi
   umount "$full"
+fi
+
+# The emulated GPU (make CUDA=emulate): ZeRO-Offload proper, the state in host memory (the
+# default on a GPU) or on disk, updated by the CPU's kernel, gradients and values crossing on the
+# copy stream. The GPU's and the CPU's Adam compute the same expression with contraction off, so
+# the offloaded runs equal the GPU's own bit for bit.
+gpu_bin=bin/emulate/data
+if [[ ! -x $gpu_bin ]]; then
+  skip "the emulated GPU's offload" "$gpu_bin not built (make CUDA=emulate needs HIP-CPU)"
+else
+  gpu=(--device cuda)
+  expect_refusal "--offload-to elsewhere on a GPU" 2 "--offload-to nvme: expected host or disk:DIR" \
+    "$gpu_bin" "${tiny[@]}" "${gpu[@]}" --zero 1 --offload optimizer --offload-to nvme \
+    --out "$tmp/refused.h5"
+  for ranks in 1 2 3 4; do
+    for zero in 1 2 3; do
+      for tier in host disk; do
+        to=host
+        [[ $tier == disk ]] && to=disk:$dir
+        verified "emulated GPU, ZeRO-$zero offloaded to $tier on $ranks rank$( ((ranks > 1)) && echo s)" \
+          "$ranks" '^  host update ' "$gpu_bin" "${tiny[@]}" "${gpu[@]}" --zero "$zero" \
+          --offload optimizer --offload-to "$to"
+      done
+    done
+  done
+  run_bin=$gpu_bin
+  offloaded=("${gpu[@]}" --offload optimizer)
+  for zero in 1 2 3; do
+    same_run "emulated GPU, fp32 ZeRO-$zero on 2 ranks, on the GPU and offloaded to host" 2 \
+      "${gpu[@]}" --zero "$zero"
+  done
+  same_run "emulated GPU, bf16 ZeRO-3 on 2 ranks, on the GPU and offloaded to host" 2 \
+    "${gpu[@]}" --zero 3 --precision bf16
+  offloaded=("${gpu[@]}" "${offload[@]}")
+  same_run "emulated GPU, fp32 ZeRO-2 on 2 ranks, on the GPU and offloaded to disk" 2 \
+    "${gpu[@]}" --zero 2
+  if ((have_h5py)); then
+    expect_output "emulated GPU: /timing/offload_wait and host_update" "$python" - "$tmp/disk.h5" <<'PY'
+import sys, h5py
+f = h5py.File(sys.argv[1])
+t = f["timing"]
+for name in ("offload_wait", "host_update"):
+    if name not in t or t[name].shape[1] != 2:
+        sys.exit(f"/timing/{name} missing or not one column a rank")
+host, step = t["host_update"][()], t["optimizer"][()]
+if not (host > 0).all() or (host > step).any():
+    sys.exit(f"host_update {host} against optimizer {step}")
+print(f"host update {host[1:].mean() * 1e3:.3f} ms of the optimizer's {step[1:].mean() * 1e3:.3f} ms")
+PY
+  fi
+  # The run's own prediction prices the host's update at host_offload_bandwidth: the shard's
+  # gradients down and values up (4 + 4 bytes an element in fp32), the node's rate shared by its
+  # 2 ranks, here a slow 1 MB/s.
+  if ((have_h5py)); then
+    "$python" - inputs/machines/h100-cluster.json "$tmp/slow-host.json" <<'PY'
+import json, sys
+machine = json.load(open(sys.argv[1]))
+machine["host_offload_bandwidth"] = {"value": 1e6, "source": "tests/offload_tests.sh"}
+json.dump(machine, open(sys.argv[2], "w"))
+PY
+    timeout 120 mpiexec -n 2 "$gpu_bin" "${tiny[@]}" "${gpu[@]}" --zero 2 --offload optimizer \
+      --machine "$tmp/slow-host.json" --out "$tmp/priced-host.h5" >"$tmp/priced-host.log" 2>&1
+    expect_output "emulated GPU: the prediction of a run offloaded to host" "$python" - \
+      "$tmp/priced-host.h5" <<'PY'
+import sys, h5py
+f = h5py.File(sys.argv[1])
+params = int(f.attrs["parameters"])
+predicted = float(f["prediction"].attrs["optimizer_seconds"])
+expected = params / 2 * 8 / (1e6 / 2)
+if abs(predicted - expected) > 1e-9 * expected:
+    sys.exit(f"optimizer_seconds {predicted}, expected {expected} ({params} parameters)")
+print(f"the update predicted at {predicted * 1e3:.3f} ms = {params // 2} x 8 B at 1 MB/s / 2 ranks")
+PY
+  fi
+  run_bin=bin/data
+  offloaded=("${offload[@]}")
 fi
 
 # SIGTERM in the middle of a run: every rank stops, and removes its file.

@@ -58,9 +58,13 @@ void print_settings_header(const RunContext& context, const Options& o,
   if (context.largest_estimated_bytes > 0)
     std::printf("  memory      about %s per rank at the peak (the largest rank's accounting)%s\n",
                 human_bytes(context.largest_estimated_bytes).c_str(),
-                context.disk_bytes > 0
-                    ? (", and " + human_bytes(context.disk_bytes) + " of state on disk").c_str()
-                    : "");
+                (context.disk_bytes > 0
+                     ? ", and " + human_bytes(context.disk_bytes) + " of state on disk"
+                     : std::string())
+                    .append(context.host_bytes > 0
+                                ? ", " + human_bytes(context.host_bytes) + " in host memory"
+                                : std::string())
+                    .c_str());
   std::printf("  output      %s%s\n", out_path.c_str(), o.verify ? " (with --verify)" : "");
   std::fflush(stdout);
 }
@@ -114,10 +118,20 @@ void print_summary(const RunRecord& record, int64_t iterations, int64_t warmup,
                              ? 0.0
                              : 2.0 * static_cast<double>(*std::max_element(
                                          record.disk_bytes.begin(), record.disk_bytes.end()));
-    std::printf("  %-14s %12.3f %7.1f%%   (the update blocked on its scratch file, inside "
-                "optimizer; %s read and written, %.2f GB/s over the update)\n",
-                "offload wait", t * 1e3, 100.0 * t / step, human_bytes(moved).c_str(),
-                update > 0 ? moved / update / 1e9 : 0.0);
+    char disk[160] = "";
+    if (moved > 0)
+      std::snprintf(disk, sizeof disk, "; %s read and written, %.2f GB/s over the update",
+                    human_bytes(moved).c_str(), update > 0 ? moved / update / 1e9 : 0.0);
+    std::printf("  %-14s %12.3f %7.1f%%   (the update blocked on %s, inside optimizer%s)\n",
+                "offload wait", t * 1e3, 100.0 * t / step,
+                record.timing.count("host_update") ? "its copies and scratch file"
+                                                   : "its scratch file",
+                disk);
+  }
+  if (const auto host = record.timing.find("host_update"); host != record.timing.end()) {
+    const double t = median_slowest(host->second, warmup);
+    std::printf("  %-14s %12.3f %7.1f%%   (the CPU's update of the offloaded state, inside "
+                "optimizer)\n", "host update", t * 1e3, 100.0 * t / step);
   }
   const auto exposed_it = record.timing.find("exposed_comm");
   const double exposed =

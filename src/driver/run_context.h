@@ -18,6 +18,7 @@ struct RunContext {
   double estimated_bytes = 0;
   double largest_estimated_bytes = 0;  // the largest rank's
   double disk_bytes = 0;  // this rank's state in a scratch file (--offload-to disk:DIR)
+  double host_bytes = 0;  // a GPU's: its offloaded state and staging in host memory
   // What bin/plan's model predicts for this run (--machine), recorded beside the measurement.
   RecordedPrediction prediction{};
   // Where this rank ran: its node (numbered in the order of each node's first rank) and its

@@ -21,6 +21,7 @@ void account_memory(RunContext& context, const MemoryNeed& need, DeviceKind devi
                     const RankPlacement& placement, bool skip) {
   context.estimated_bytes = need.total();
   context.disk_bytes = need.disk;
+  context.host_bytes = need.host;
   MPI_Allreduce(&context.estimated_bytes, &context.largest_estimated_bytes, 1, MPI_DOUBLE, MPI_MAX,
                 context.comm);
   if (skip) return;
@@ -30,13 +31,20 @@ void account_memory(RunContext& context, const MemoryNeed& need, DeviceKind devi
   } catch (const AgreedError& e) {
     // Every rank holds the same state here, so this rank's figures answer for all.
     if (need.offloadable > 0 && need.total() - need.offloadable <= available.bytes)
-      throw AgreedError(std::string(e.what()) + ": --offload optimizer --offload-to disk:DIR "
-                        "would fit it, moving " + human_bytes(need.offloadable) +
-                        " of optimizer state to a file in DIR (or use a smaller --hidden, "
-                        "--layers or --batch, or more ranks)");
+      throw AgreedError(std::string(e.what()) + ": --offload optimizer " +
+                        (device == DeviceKind::cuda ? "(to host memory)" : "--offload-to disk:DIR") +
+                        " would fit it, moving " + human_bytes(need.offloadable) +
+                        " of optimizer state " +
+                        (device == DeviceKind::cuda ? "out of the GPU" : "to a file in DIR") +
+                        " (or use a smaller --hidden, --layers or --batch, or more ranks)");
     throw AgreedError(std::string(e.what()) + ": use a smaller --hidden, --layers or --batch, or "
                      "more ranks (--skip-memory-check to try anyway)");
   }
+  // A GPU's offloaded state, in the host memory its node's ranks share.
+  if (need.host > 0)
+    check_memory_fits(context.comm, need.host, "offloaded optimizer state and its staging " +
+                                                   human_bytes(need.host),
+                      available_memory_per_rank(DeviceKind::cpu, placement));
 }
 
 // The model's prediction for this run on --machine (none for --inference: it predicts a training

@@ -9,7 +9,8 @@ std::string MemoryNeed::breakdown() const {
   return "parameters " + human_bytes(parameters) + ", gradients " + human_bytes(gradients) +
          ", optimizer " + human_bytes(optimizer) + ", activations " + human_bytes(activations) +
          ", buffers " + human_bytes(buffers) +
-         (disk > 0 ? ", on disk " + human_bytes(disk) : std::string());
+         (disk > 0 ? ", on disk " + human_bytes(disk) : std::string()) +
+         (host > 0 ? ", in host memory " + human_bytes(host) : std::string());
 }
 
 size_t element_bytes(Precision precision) { return precision == Precision::fp64 ? 8 : 4; }

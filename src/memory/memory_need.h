@@ -18,13 +18,16 @@ struct MemoryNeed {
   double activations = 0;  // saved activations and backward scratch at this rank's rows
   double buffers = 0;      // communication, gathered-parameter and staging buffers
   double disk = 0;         // state kept in a scratch file instead (--offload-to disk:DIR)
+  // A GPU's run: host memory for its offloaded state and the staging that moves it
+  // (--offload optimizer), beside the device memory the rest counts.
+  double host = 0;
   // Memory that --offload optimizer would free (the state it moves, less its staging buffers);
   // 0 where it is in use or cannot apply. The memory check names the option when this fits.
   double offloadable = 0;
-  // In memory; `disk` is not.
+  // In memory (the device's, on a GPU); `disk` and `host` are not.
   double total() const { return parameters + gradients + optimizer + activations + buffers; }
   // "parameters 1.2 GiB, gradients 1.2 GiB, optimizer 2.4 GiB, activations 0.3 GiB, buffers 0"
-  // (", on disk 2.4 GiB" when some is offloaded)
+  // (", on disk 2.4 GiB", ", in host memory 2.4 GiB" when some is offloaded)
   std::string breakdown() const;
 };
 

@@ -9,17 +9,28 @@ namespace mlps {
 
 template <typename A>
 OffloadedState<A>::OffloadedState(const std::string& dir, int rank, int64_t chunk_elements)
-    : file_(dir, rank), chunk_(std::max<int64_t>(1, chunk_elements)) {}
+    : file_(dir.empty() ? nullptr : std::make_unique<ScratchFile>(dir, rank)),
+      chunk_(std::max<int64_t>(1, chunk_elements)) {}
 
 template <typename A>
 int OffloadedState<A>::add(int64_t count, const std::vector<const A*>& initial) {
   const auto arrays = static_cast<int>(initial.size());
   if (arrays > kMaxArrays) throw std::logic_error("more state arrays than a tensor may have");
   const uint64_t bytes = static_cast<uint64_t>(count) * sizeof(A);
-  const Region r{file_.grow(bytes * static_cast<uint64_t>(arrays)), count, arrays};
+  if (!file_) {
+    const Region r{host_.size(), count, arrays};
+    host_.resize(host_.size() + static_cast<size_t>(count) * static_cast<size_t>(arrays), A(0));
+    for (int a = 0; a < arrays; ++a)
+      if (initial[a])
+        std::copy(initial[a], initial[a] + count,
+                  host_.begin() + static_cast<std::ptrdiff_t>(r.offset) + a * count);
+    regions_.push_back(r);
+    return static_cast<int>(regions_.size()) - 1;
+  }
+  const Region r{file_->grow(bytes * static_cast<uint64_t>(arrays)), count, arrays};
   // The reserved space reads as zeros: only the arrays with a start are written.
   for (int a = 0; a < arrays; ++a)
-    if (initial[a]) file_.write(initial[a], bytes, r.offset + static_cast<uint64_t>(a) * bytes);
+    if (initial[a]) file_->write(initial[a], bytes, r.offset + static_cast<uint64_t>(a) * bytes);
   regions_.push_back(r);
   return static_cast<int>(regions_.size()) - 1;
 }
@@ -31,8 +42,18 @@ void OffloadedState<A>::move(bool write, const Region& r, int b, int64_t first, 
     A* chunk = staging_[b].data() + static_cast<size_t>(a) * static_cast<size_t>(chunk_);
     const uint64_t at = r.offset + (static_cast<uint64_t>(a) * static_cast<uint64_t>(r.count) +
                                     static_cast<uint64_t>(first)) * sizeof(A);
-    if (write) file_.write(chunk, bytes, at);
-    else file_.read(chunk, bytes, at);
+    if (write) file_->write(chunk, bytes, at);
+    else file_->read(chunk, bytes, at);
+  }
+}
+
+template <typename A>
+void OffloadedState<A>::stream_host(const Region& r, const Update& update) {
+  for (int64_t first = 0; first < r.count; first += chunk_) {
+    A* arrays[kMaxArrays];
+    for (int a = 0; a < r.arrays; ++a)
+      arrays[a] = host_.data() + r.offset + static_cast<size_t>(a * r.count + first);
+    update(first, std::min(chunk_, r.count - first), arrays);
   }
 }
 
@@ -40,6 +61,7 @@ template <typename A>
 void OffloadedState<A>::stream(int tensor, const Update& update) {
   const Region r = regions_.at(static_cast<size_t>(tensor));
   if (r.arrays == 0 || r.count == 0) return update(0, r.count, nullptr);
+  if (!file_) return stream_host(r, update);
   int most = 0;
   for (const Region& each : regions_) most = std::max(most, each.arrays);
   for (auto& buffer : staging_)

@@ -1,12 +1,14 @@
 #pragma once
-// The optimizer's per-element state kept on disk instead of in memory (--offload optimizer
-// --offload-to disk:DIR, ZeRO-Offload's idea with a file for the host): per tensor, a few arrays
-// of its element count (Adam's two moments, the fp32 master of 16-bit storage) in one scratch
-// file of the rank. An update streams them through two staging buffers a chunk at a time: while
-// the current chunk is updated, the next is read and the one before written back, each on a
-// thread of its own, so the disk works while the cores compute.
+// The optimizer's per-element state kept outside the memory its model computes in (--offload
+// optimizer, ZeRO-Offload's idea): per tensor, a few arrays of its element count (Adam's two
+// moments, the fp32 master) in host memory (--offload-to host, a GPU's run) or in one scratch
+// file of the rank (--offload-to disk:DIR). An update visits them a chunk at a time. On disk the
+// chunks stream through two staging buffers: while the current chunk is updated, the next is
+// read and the one before written back, each on a thread of its own, so the disk works while
+// the cores compute.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "src/base/scratch_file.h"
@@ -19,8 +21,10 @@ inline constexpr int64_t kOffloadChunkBytes = int64_t{4} << 20;
 
 // What the state moved, for the run's summary and result file.
 struct OffloadTraffic {
-  double bytes_read = 0, bytes_written = 0;
-  double wait_seconds = 0;  // the update's time blocked on reads and writes
+  double bytes_read = 0, bytes_written = 0;  // the scratch file's
+  double wait_seconds = 0;  // the update's time blocked on reads and writes (and copies)
+  double bytes_down = 0, bytes_up = 0;  // a GPU's gradients to the host, values back
+  double host_update_seconds = 0;       // a GPU's: the host's update of the state
 };
 
 template <typename A>
@@ -28,27 +32,33 @@ class OffloadedState {
  public:
   using Update = std::function<void(int64_t first, int64_t count, A* const* arrays)>;
 
+  // In a scratch file in `dir` named by `rank`, or in host memory when `dir` is empty.
   OffloadedState(const std::string& dir, int rank,
                  int64_t chunk_elements = kOffloadChunkBytes / static_cast<int64_t>(sizeof(A)));
   // A tensor of `count` elements with `initial.size()` arrays, each from its pointer (`count`
   // host elements) or zero (nullptr); returns the tensor's index for stream().
   int add(int64_t count, const std::vector<const A*>& initial);
-  // update(first, n, arrays) for every chunk [first, first + n) of tensor `tensor`, arrays[a]
-  // holding the chunk of its array a, written back after.
+  // update(first, n, arrays) for every chunk [first, first + n) of tensor `tensor` in order,
+  // arrays[a] holding the chunk of its array a (written back after, on disk).
   void stream(int tensor, const Update& update);
-  const std::string& path() const { return file_.path(); }
-  uint64_t file_bytes() const { return file_.size(); }
+  int64_t chunk_elements() const { return chunk_; }
+  bool on_disk() const { return file_ != nullptr; }
+  std::string path() const { return file_ ? file_->path() : std::string(); }
+  uint64_t file_bytes() const { return file_ ? file_->size() : 0; }
   const OffloadTraffic& traffic() const { return traffic_; }
 
  private:
   struct Region {
-    uint64_t offset;  // bytes, of array 0; array a at offset + a * count elements
+    uint64_t offset;  // of array 0 in the file's bytes or host_'s elements; array a follows
+                      // a * count elements later
     int64_t count;
     int arrays;
   };
   // Reads or writes chunk [first, first + n) of every array of `r` from or into buffer `b`.
   void move(bool write, const Region& r, int b, int64_t first, int64_t n);
-  ScratchFile file_;
+  void stream_host(const Region& r, const Update& update);
+  std::unique_ptr<ScratchFile> file_;  // null: in host_
+  std::vector<A> host_;
   int64_t chunk_;
   static constexpr int kMaxArrays = 4;
   std::vector<Region> regions_;

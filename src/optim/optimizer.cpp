@@ -1,6 +1,7 @@
 #include "src/optim/optimizer.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <stdexcept>
 #include <type_traits>
@@ -26,35 +27,62 @@ Optimizer<T>::Optimizer(Device& device, const OptimizerConfig& config, MPI_Comm 
 
 template <typename T>
 int Optimizer<T>::state_arrays() const {
-  return (config_.kind == OptimizerKind::adam ? 2 : 0) + (mixed_ ? 1 : 0);
+  return (config_.kind == OptimizerKind::adam ? 2 : 0) + (mixed_ || exchanged() ? 1 : 0);
 }
 
 template <typename T>
 void Optimizer<T>::offload_state_to(const std::string& dir, int rank) {
   if (!slots_.empty()) throw std::logic_error("offload_state_to after add()");
-  if (device_.kind() != DeviceKind::cpu)
-    throw std::logic_error("offloaded state is streamed through host memory: the CPU backend's");
+  if (dir.empty() && device_.kind() != DeviceKind::cuda)
+    throw std::logic_error("the CPU backend's state is in host memory already");
   offloaded_ = std::make_unique<OffloadedState<Acc<T>>>(dir, rank);
+  if (device_.kind() == DeviceKind::cuda) {
+    exchange_ = std::make_unique<DeviceExchange<T>>(device_, offloaded_->chunk_elements());
+    host_ = std::make_unique<Device>(DeviceConfig(DeviceKind::cpu, device_.storage_format()));
+  }
+}
+
+template <typename T>
+OffloadTraffic Optimizer<T>::offload_traffic() const {
+  if (!offloaded_) return {};
+  OffloadTraffic t = offloaded_->traffic();
+  if (exchange_) {
+    t.bytes_down = exchange_->bytes_down();
+    t.bytes_up = exchange_->bytes_up();
+    t.wait_seconds += exchange_->wait_seconds();
+    t.host_update_seconds = host_update_seconds_;
+  }
+  return t;
+}
+
+// Moments from zero; the master from its fp32 start (typed), else the unrounded value, which a
+// GPU's run brings to the host first.
+template <typename T>
+void Optimizer<T>::add_offloaded(Slot& slot, const Acc<T>* initial_master) {
+  std::vector<const Acc<T>*> initial(static_cast<size_t>(state_arrays()), nullptr);
+  std::vector<Acc<T>> downloaded;
+  if (mixed_ || exchanged()) {
+    if constexpr (is_16bit_v<T>) {
+      if (!initial_master) throw std::logic_error("typed storage's master needs its fp32 start");
+      initial.back() = initial_master;
+    } else if (exchanged()) {
+      downloaded.resize(static_cast<size_t>(slot.count));
+      device_.to_host(downloaded.data(), slot.value, sizeof(T) * downloaded.size());
+      initial.back() = downloaded.data();
+    } else {
+      initial.back() = slot.value;  // the CPU backend's memory is the host's
+    }
+  }
+  slot.offloaded = offloaded_->add(slot.count, initial);
+  if constexpr (!is_16bit_v<T>)
+    if (mixed_) device_.round_to_storage(slot.value, slot.count);
 }
 
 template <typename T>
 void Optimizer<T>::add(T* value, Acc<T>* grad, int64_t count, const Acc<T>* initial_master) {
   Slot slot{value, grad, count, {}, {}, {}, 0, -1};
   if (offloaded_) {
-    // Moments from zero; the master from its fp32 start (typed) or the unrounded value
-    // (emulated), which on the CPU backend is host memory.
-    std::vector<const Acc<T>*> initial(static_cast<size_t>(state_arrays()), nullptr);
-    if (mixed_) {
-      if constexpr (is_16bit_v<T>) {
-        if (!initial_master) throw std::logic_error("typed storage's master needs its fp32 start");
-        initial.back() = initial_master;
-      } else {
-        initial.back() = value;
-      }
-    }
-    slot.offloaded = offloaded_->add(count, initial);
-    if constexpr (!is_16bit_v<T>)
-      if (mixed_) device_.round_to_storage(value, count);
+    add_offloaded(slot, initial_master);
     slot_of_[value] = slots_.size();
     slots_.push_back(std::move(slot));
     return;
@@ -104,13 +132,11 @@ bool Optimizer<T>::step() {
     begin_step(grad_scale);
   }
   for (auto& s : slots_) {
-    if (s.offloaded >= 0) {
-      const bool adam = config_.kind == OptimizerKind::adam;
+    if (s.offloaded >= 0 && exchanged()) {
+      step_exchanged(s);
+    } else if (s.offloaded >= 0) {
       offloaded_->stream(s.offloaded, [&](int64_t first, int64_t count, Acc<T>* const* arrays) {
-        State state;
-        if (adam) state.m = arrays[0], state.v = arrays[1];
-        if (mixed_) state.master = arrays[adam ? 2 : 0];
-        update(s, first, s.grad + first, count, after_, state);
+        update(device_, s.value + first, s.grad + first, count, after_, offloaded_at(arrays));
       });
     } else if (s.fused == 0) update(s, 0, s.grad, s.count, after_);
     else if (s.fused != s.count)
@@ -120,6 +146,26 @@ bool Optimizer<T>::step() {
   open_ = false;
   gradients_zeroed_ = after_ == GradAfterUpdate::zeroed;
   return true;
+}
+
+template <typename T>
+void Optimizer<T>::step_exchanged(Slot& s) {
+  exchange_->begin(s.grad, s.value, s.count);
+  offloaded_->stream(s.offloaded, [&](int64_t first, int64_t count, Acc<T>* const* arrays) {
+    if (count == 0) return;
+    const int64_t k = first / offloaded_->chunk_elements();
+    Acc<T>* grad = exchange_->gradients(k);
+    T* value = exchange_->values(k);
+    const auto start = std::chrono::steady_clock::now();
+    update(*host_, value, grad, count, GradAfterUpdate::kept, offloaded_at(arrays));
+    host_update_seconds_ +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    exchange_->upload(k);
+  });
+  exchange_->end();
+  // Queued after the last download, which end() ordered the kernels after.
+  if (after_ == GradAfterUpdate::zeroed)
+    device_.zero(s.grad, sizeof(Acc<T>) * static_cast<size_t>(s.count));
 }
 
 template <typename T>
@@ -147,34 +193,46 @@ typename Optimizer<T>::State Optimizer<T>::state_at(Slot& s, int64_t first) {
 }
 
 template <typename T>
-void Optimizer<T>::update(Slot& s, int64_t first, Acc<T>* grad, int64_t count,
-                          GradAfterUpdate after) {
-  update(s, first, grad, count, after, state_at(s, first));
+typename Optimizer<T>::State Optimizer<T>::offloaded_at(Acc<T>* const* arrays) const {
+  State state;
+  if (!arrays) return state;  // a tensor without state, or of no elements
+  const bool adam = config_.kind == OptimizerKind::adam;
+  if (adam) state.m = arrays[0], state.v = arrays[1];
+  if (mixed_ || exchanged()) state.master = arrays[adam ? 2 : 0];
+  return state;
 }
 
 template <typename T>
 void Optimizer<T>::update(Slot& s, int64_t first, Acc<T>* grad, int64_t count,
+                          GradAfterUpdate after) {
+  update(device_, s.value + first, grad, count, after, state_at(s, first));
+}
+
+template <typename T>
+void Optimizer<T>::update(const Device& on, T* value, Acc<T>* grad, int64_t count,
                           GradAfterUpdate after, const State& state) {
   if constexpr (is_16bit_v<T>) {  // the master updated, writing the 16-bit tensor as it goes
     if (config_.kind == OptimizerKind::sgd)
-      return device_.sgd_update_16bit(state.master, s.value + first, grad, count,
-                                      step_.lr * step_.grad_scale, after);
-    return device_.adam_update_16bit(state.master, s.value + first, grad, state.m, state.v,
-                                     count, step_, after);
+      return on.sgd_update_16bit(state.master, value, grad, count, step_.lr * step_.grad_scale,
+                                 after);
+    return on.adam_update_16bit(state.master, value, grad, state.m, state.v, count, step_,
+                                after);
   } else {
     if constexpr (std::is_same_v<T, float>) {
       if (mixed_) {  // emulated: the master updated, the value rewritten from it, rounded
         if (config_.kind == OptimizerKind::sgd)
-          return device_.sgd_update_rounded(state.master, s.value + first, grad, count,
-                                            step_.lr * step_.grad_scale, after);
-        return device_.adam_update_rounded(state.master, s.value + first, grad, state.m,
-                                           state.v, count, step_, after);
+          return on.sgd_update_rounded(state.master, value, grad, count,
+                                       step_.lr * step_.grad_scale, after);
+        return on.adam_update_rounded(state.master, value, grad, state.m, state.v, count,
+                                      step_, after);
       }
     }
-    T* value = s.value + first;
+    T* param = state.master ? state.master : value;
     if (config_.kind == OptimizerKind::sgd)
-      return device_.sgd_update<T>(value, grad, count, step_.lr * step_.grad_scale, after);
-    device_.adam_update<T>(value, grad, state.m, state.v, count, step_, after);
+      on.sgd_update<T>(param, grad, count, step_.lr * step_.grad_scale, after);
+    else
+      on.adam_update<T>(param, grad, state.m, state.v, count, step_, after);
+    if (state.master) std::copy(param, param + count, value);  // host memory, both
   }
 }
 

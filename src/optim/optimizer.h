@@ -14,8 +14,11 @@
 // weights a block at a time through apply_block(); step() then updates the tensors that were not.
 //
 // Offloaded (offload_state_to): the tensors' state (Adam's moments, the fp32 master) lives in a
-// scratch file instead of memory and step() streams it through memory a chunk at a time
-// (offloaded_state.h); the update computes the same values in the same order either way.
+// scratch file or, for a GPU, in host memory, and step() visits it a chunk at a time
+// (offloaded_state.h). On the CPU backend the update is the same kernel either way. On a GPU the
+// host keeps the fp32 master of every precision and updates it with the CPU backend's kernel,
+// each chunk's gradients coming down and its values going up on the copy stream
+// (device_exchange.h), overlapped with the host's update of the chunk before.
 //
 // Zeroing (zero_gradients_after_step): each update writes zeros into the gradient it has read,
 // in the same pass, so that the next backward can add into the gradients (accumulate) instead of
@@ -30,6 +33,7 @@
 
 #include "src/device/buffer.h"
 #include "src/model/fused_weight_update.h"
+#include "src/optim/device_exchange.h"
 #include "src/optim/loss_scaler.h"
 #include "src/optim/offloaded_state.h"
 #include "src/optim/optimizer_config.h"
@@ -51,10 +55,13 @@ class Optimizer : public FusedWeightUpdate<T> {
   // Returns false when fp16 loss scaling skipped the update (the same on every rank).
   bool step();
   // From now on add() keeps the state of its tensors in a scratch file in `dir` (named by
-  // `rank`), which must be host memory's reach: the CPU backend's. Before any add().
+  // `rank`), or in host memory when `dir` is empty (a GPU's only: the CPU backend's memory is
+  // the host's). Before any add().
   void offload_state_to(const std::string& dir, int rank);
-  // The offloaded state's file and traffic; null when the state is in memory.
+  // The offloaded state; null when the state is in memory.
   const OffloadedState<Acc<T>>* offloaded() const { return offloaded_.get(); }
+  // What offloaded state moved and waited for so far (zeros when in memory).
+  OffloadTraffic offload_traffic() const;
 
   // From now on step() zeroes every registered gradient. For a scheme whose registered
   // gradients are all the gradients its backward writes (not with the fused update).
@@ -92,14 +99,24 @@ class Optimizer : public FusedWeightUpdate<T> {
     Acc<T>* master = nullptr;
   };
   State state_at(Slot& s, int64_t first);
+  // An offloaded chunk's state, from the arrays OffloadedState::stream() hands over.
+  State offloaded_at(Acc<T>* const* arrays) const;
   // The state arrays a slot keeps, in OffloadedState's order: m and v (Adam), then master.
   int state_arrays() const;
+  // Offloaded from a GPU: the host keeps an fp32 master of every precision (DeviceExchange).
+  bool exchanged() const { return exchange_ != nullptr; }
+  void add_offloaded(Slot& slot, const Acc<T>* initial_master);
+  // Slot `s` updated by the host, chunk by chunk, its gradients and values exchanged with the
+  // device.
+  void step_exchanged(Slot& s);
   bool gradients_finite_everywhere();
   // Counts the step and settles its scalars (bias corrections, gradient scale).
   void begin_step(double grad_scale);
   // Elements [first, first + count) of the slot from grad, with the open step's settings.
   void update(Slot& s, int64_t first, Acc<T>* grad, int64_t count, GradAfterUpdate after);
-  void update(Slot& s, int64_t first, Acc<T>* grad, int64_t count, GradAfterUpdate after,
+  // `count` values from their gradients and state, on device `on`. With full precision and a
+  // master (offloaded from a GPU), the master is updated and `value` becomes its copy.
+  void update(const Device& on, T* value, Acc<T>* grad, int64_t count, GradAfterUpdate after,
               const State& state);
   Device& device_;
   OptimizerConfig config_;
@@ -116,6 +133,10 @@ class Optimizer : public FusedWeightUpdate<T> {
   AdamStep step_;      // the open step's scalars (SGD uses lr and grad_scale)
   Buffer<T> block_;    // the fused update's dW block
   std::unique_ptr<OffloadedState<Acc<T>>> offloaded_;
+  // Offloaded from a GPU: the copies, and a CPU Device of the same storage for the host's update.
+  std::unique_ptr<DeviceExchange<T>> exchange_;
+  std::unique_ptr<Device> host_;
+  double host_update_seconds_ = 0;
 };
 
 }  // namespace mlps

@@ -59,17 +59,21 @@ class SchemeTrainer : public Trainer {
   }
   double take_blocked_comm_seconds() override { return log_->take_blocked_seconds(); }
   // With its optimizer's state offloaded (--offload): the time each update waited for the
-  // scratch file's reads and writes, as /timing/offload_wait.
+  // scratch file's reads and writes and a GPU's copies, as /timing/offload_wait, and a GPU's
+  // host update of the state, as /timing/host_update.
   std::vector<std::string> extra_timing_names() const override {
     if (!optimizer_.offloaded()) return {};
+    if (device_.kind() == DeviceKind::cuda) return {"offload_wait", "host_update"};
     return {"offload_wait"};
   }
   std::vector<double> take_extra_timings() override {
     if (!optimizer_.offloaded()) return {};
-    const double waited = optimizer_.offloaded()->traffic().wait_seconds;
-    const double step = waited - offload_wait_taken_;
-    offload_wait_taken_ = waited;
-    return {step};
+    const OffloadTraffic t = optimizer_.offload_traffic();
+    std::vector<double> step = {t.wait_seconds - offload_taken_.wait_seconds};
+    if (device_.kind() == DeviceKind::cuda)
+      step.push_back(t.host_update_seconds - offload_taken_.host_update_seconds);
+    offload_taken_ = t;
+    return step;
   }
   const CommLog* comm_log() const override { return log_.get(); }
   void set_comm_event_sink(CommEventSink* sink) override { log_->set_event_sink(sink); }
@@ -97,7 +101,7 @@ class SchemeTrainer : public Trainer {
   Device device_;
   std::shared_ptr<CommLog> log_;
   Optimizer<T> optimizer_;
-  double offload_wait_taken_ = 0;  // of the offloaded state's wait_seconds, so far
+  OffloadTraffic offload_taken_;  // the offloaded state's totals, so far
   int64_t parameter_count_;
 
  private:

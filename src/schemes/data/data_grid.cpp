@@ -30,12 +30,14 @@ std::string data_grid_text(int ranks, const DataGrid& config) {
   std::string text = "dp=" + std::to_string(ranks) + ",zero=" + std::to_string(config.zero);
   if (config.shard_group > 0 && config.shard_group < ranks)
     text += ",shard-group=" + std::to_string(config.shard_group);
-  if (!config.offload_dir.empty()) text += ",offload=disk";
+  if (config.offload == OffloadTier::host) text += ",offload=host";
+  if (config.offload == OffloadTier::disk) text += ",offload=disk";
   return text;
 }
 
 void resolve_offload(DataGrid& config, const std::string& offload, const std::string& offload_to,
                      bool cpu_device) {
+  config.offload = OffloadTier::none;
   config.offload_dir.clear();
   if (offload.empty() || offload == "none") {
     if (!offload_to.empty())
@@ -45,20 +47,22 @@ void resolve_offload(DataGrid& config, const std::string& offload, const std::st
   if (config.zero == 0)
     throw InputError("--offload optimizer needs --zero 1, 2 or 3 (ZeRO-Offload moves the "
                      "optimizer state each rank owns): not --zero 0");
-  if (!cpu_device)
-    throw InputError("--offload runs on the CPU backend only so far (--device cpu): the GPU's "
-                     "host-memory tier is not built yet");
+  if (offload_to.empty() || offload_to == "host") {
+    if (cpu_device)
+      throw InputError("--offload optimizer on the CPU backend needs --offload-to disk:DIR (its "
+                       "state is in host memory already)");
+    config.offload = OffloadTier::host;
+    return;
+  }
   if (offload_to.rfind("disk:", 0) != 0 || offload_to.size() == 5)
-    throw InputError(offload_to.empty() || offload_to == "host"
-                         ? "--offload optimizer needs --offload-to disk:DIR (on the CPU backend "
-                           "the state is in host memory already)"
-                         : "--offload-to " + offload_to + ": expected disk:DIR");
+    throw InputError("--offload-to " + offload_to + ": expected host or disk:DIR");
   const std::string dir = offload_to.substr(5);
   struct stat info {};
   if (::stat(dir.c_str(), &info) != 0 || !S_ISDIR(info.st_mode))
     throw InputError("--offload-to disk:" + dir + ": no such directory");
   if (::access(dir.c_str(), W_OK | X_OK) != 0)
     throw InputError("--offload-to disk:" + dir + ": not writable");
+  config.offload = OffloadTier::disk;
   config.offload_dir = dir;
 }
 

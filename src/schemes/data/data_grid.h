@@ -7,18 +7,23 @@
 
 namespace mlps {
 
+// Where --offload optimizer keeps the state: nowhere else (none), in host memory (a GPU's
+// run), or in a scratch file per rank.
+enum class OffloadTier { none, host, disk };
+
 struct DataGrid {
   int zero = 0;
   double bucket_mb = 25;
   bool overlap = true;
   int shard_group = 0;  // G, ranks sharing one sharded copy of the model (0: all of them)
-  // --offload optimizer --offload-to disk:DIR: the folder of each rank's scratch file of
-  // optimizer state (empty: the state stays in memory).
-  std::string offload_dir;
+  OffloadTier offload = OffloadTier::none;
+  std::string offload_dir;  // --offload-to disk:DIR: the folder of each rank's scratch file
+
 };
 
-// --offload and --offload-to as given (each empty when absent), checked for `device` and the
-// ZeRO stage and resolved into config.offload_dir; InputError naming what is wrong.
+// --offload and --offload-to as given (each empty when absent), checked for the device and the
+// ZeRO stage and resolved into config.offload and offload_dir (host when a GPU's run names no
+// tier); InputError naming what is wrong.
 void resolve_offload(DataGrid& config, const std::string& offload, const std::string& offload_to,
                      bool cpu_device);
 
@@ -30,7 +35,7 @@ void check_shard_group_stage(const DataGrid& config);
 // absent one to `ranks` (one group: plain ZeRO).
 void resolve_shard_group(DataGrid& config, int ranks);
 // The grid as results and --check-grid show it: "dp=4,zero=3", ",shard-group=2" when G < N,
-// ",offload=disk" with offloaded optimizer state.
+// ",offload=host" or ",offload=disk" with offloaded optimizer state.
 std::string data_grid_text(int ranks, const DataGrid& config);
 
 }  // namespace mlps

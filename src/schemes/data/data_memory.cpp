@@ -4,35 +4,51 @@
 #include <vector>
 
 #include "src/base/balanced_split.h"
+#include "src/device/device.h"
 #include "src/memory/model_memory.h"
 #include "src/optim/offloaded_state.h"
+#include "src/options/options.h"
 
 namespace mlps {
 
 namespace {
 
-// --offload optimizer: the optimizer state moves to disk, and the update streams it through two
-// staging buffers of kOffloadChunkBytes per state array (fewer when the shard is smaller).
-void account_offload(MemoryNeed& need, const Options& o, double optimized, bool offloaded) {
-  const double state = need.optimizer;
-  const double arrays = state / std::max(1.0, optimized * element_sizes(o.precision, true).kept);
-  const double staging =
-      2 * arrays * std::min(static_cast<double>(kOffloadChunkBytes),
-                            optimized * element_sizes(o.precision, true).kept);
-  if (!offloaded) {
-    need.offloadable = std::max(0.0, state - staging);
+// --offload optimizer: what leaves memory and what stays to move it. The state arrays are
+// Optimizer::state_arrays(): Adam's two moments, and the fp32 master of 16-bit storage, or of
+// every precision offloaded from a GPU (its host keeps one). On disk they stream through two
+// staging buffers of kOffloadChunkBytes per array (less for a smaller shard), in host memory;
+// a GPU adds DeviceExchange's pinned staging, two chunks each way.
+void account_offload(MemoryNeed& need, const Options& o, double optimized, OffloadTier tier) {
+  const bool gpu = (o.device == "cuda" ? DeviceKind::cuda : resolve_device(o.device)) ==
+                   DeviceKind::cuda;
+  const ElementSizes sizes = element_sizes(o.precision, true);
+  const bool mixed = storage_format(o.precision) != StorageFormat::full;
+  const double arrays = (o.optimizer.kind == OptimizerKind::adam ? 2 : 0) + (mixed || gpu ? 1 : 0);
+  const double chunk_bytes = std::min(static_cast<double>(kOffloadChunkBytes), optimized * sizes.kept);
+  const double disk_staging = 2 * arrays * chunk_bytes;
+  const double exchange_staging =
+      gpu ? 2 * static_cast<double>(kOffloadChunkBytes) * (1 + sizes.stored / sizes.kept) : 0;
+  const double state = optimized * arrays * sizes.kept;
+  const double in_memory = need.optimizer - (o.precision == Precision::fp16 ? sizeof(uint64_t) : 0);
+  if (tier == OffloadTier::none) {
+    // On a GPU the host takes all of it; on the CPU the staging stays.
+    need.offloadable = gpu ? in_memory : std::max(0.0, in_memory - disk_staging);
     return;
   }
-  need.disk = state;
-  need.optimizer = 0;
-  need.buffers += staging;
+  need.optimizer -= in_memory;
+  if (tier == OffloadTier::disk) {
+    need.disk = state;
+    (gpu ? need.host : need.buffers) += disk_staging;
+  } else {
+    need.host += state;
+  }
+  need.host += exchange_staging;
 }
 
 }  // namespace
 
 MemoryNeed data_memory(const Options& o, int ranks, const DataGrid& config) {
   MemoryNeed need;
-  const bool offloaded = !config.offload_dir.empty();
   const double p = as_double(parameter_count(o.model));
   const double shard = p / ranks;
   const int64_t rows = largest_part(o.batch, ranks);
@@ -46,7 +62,7 @@ MemoryNeed data_memory(const Options& o, int ranks, const DataGrid& config) {
     // the whole model, computed with in place: nothing more (one rank alone runs plain ZeRO-3).
     const int group = config.shard_group > 0 ? config.shard_group : ranks;
     add_parameter_state(need, p / group, p / group, o.optimizer, o.precision, true);
-    account_offload(need, o, p / group, offloaded);
+    account_offload(need, o, p / group, config.offload);
     if (group == 1 && ranks > 1) return need;
     // Each unit's gathered values and the gradients it reduce-scatters live in kept buffers of
     // the largest unit's size (padded to G): two of each with overlap (the unit computing and
@@ -60,7 +76,7 @@ MemoryNeed data_memory(const Options& o, int ranks, const DataGrid& config) {
   // Flat values (and gradients, but for ZeRO 2) for the whole model; ZeRO 1 and 2 add this
   // rank's shard of values and gradients, which the optimizer updates.
   add_parameter_state(need, p, config.zero == 0 ? p : shard, o.optimizer, o.precision, true);
-  if (config.zero >= 1) account_offload(need, o, shard, offloaded);
+  if (config.zero >= 1) account_offload(need, o, shard, config.offload);
   if (config.zero >= 1) need.buffers += shard * (sizes.stored + sizes.kept);
   if (config.zero == 2 && config.overlap) {
     // Gradients live per bucket while reduce-scattered: the buckets the unit in backward writes

@@ -96,7 +96,8 @@ void DataParallelBase<T>::add_to_optimizer(const std::function<void()>& add) {
   MPI_Comm_rank(metrics_comm_, &rank);
   MPI_Comm_size(metrics_comm_, &ranks);
   try {
-    if (!config_.offload_dir.empty()) optimizer_.offload_state_to(config_.offload_dir, rank);
+    if (config_.offload != OffloadTier::none)
+      optimizer_.offload_state_to(config_.offload_dir, rank);
     add();
   } catch (const OutputError& e) {
     failure = e.what();

@@ -62,6 +62,10 @@ std::vector<RankWork> data_work(const PlanCandidate& c, SchemeShape& shape) {
     for (const auto& [key, bytes] : w.bytes) w.call_shares[key] = bucket_shares;
   w.memory = data_memory(o, n, grid);
   w.offloaded_state_bytes = w.memory.disk;
+  if (w.memory.host > 0) {  // offloaded from a GPU: the shard's gradients down, values up
+    const ElementSizes sizes = element_sizes(o.precision, true);
+    w.exchanged_bytes = w.optimized_parameters * (sizes.kept + sizes.stored);
+  }
   // Overlapped, DDP's and ZeRO-1/2's buckets hide behind the backward pass (their parameters'
   // all-gather after the update waits), ZeRO-3's units behind the whole step; --no-overlap
   // starts them after the backward pass.
@@ -104,11 +108,13 @@ class DataScheme final : public Scheme {
                    "G consecutive ranks and replicate across the N/G groups (hybrid sharding; "
                    "default: one group of all ranks)")->check(CLI::Range(1, 1 << 20));
     app.add_option("--offload", offload_, "optimizer: keep the optimizer state each rank owns "
-                   "(Adam's moments, and the fp32 master of bf16/fp16) out of memory, streamed "
-                   "through it a chunk at a time during the update (ZeRO-Offload; --zero 1-3; "
+                   "(Adam's moments, and the fp32 master) out of the memory the model computes "
+                   "in, visited a chunk at a time during the update (ZeRO-Offload; --zero 1-3; "
                    "default: none)")->check(CLI::IsMember({"none", "optimizer"}));
-    app.add_option("--offload-to", offload_to_, "with --offload: disk:DIR, one scratch file per "
-                   "rank in DIR, removed at exit (the CPU backend's tier)");
+    app.add_option("--offload-to", offload_to_, "with --offload: host (a GPU's run, the "
+                   "default there: the state in host memory, updated by the CPU, gradients and "
+                   "values copied on a stream of their own) or disk:DIR (one scratch file per "
+                   "rank in DIR, removed at exit)");
     app.add_flag("--no-overlap", no_overlap_, "start gradient communication only after the "
                  "whole backward pass (for comparison)");
   }

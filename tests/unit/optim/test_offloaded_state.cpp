@@ -1,13 +1,14 @@
-// Optimizer state on disk (--offload optimizer --offload-to disk:DIR): the scratch file holds
-// what is written and leaves nothing behind, the state streams chunk by chunk with every chunk
-// written back, and an optimizer whose state is offloaded updates bit for bit as one whose state
-// is in memory.
+// Optimizer state offloaded (--offload optimizer): the scratch file holds what is written and
+// leaves nothing behind, the state streams chunk by chunk with every chunk written back, and an
+// optimizer whose state is offloaded (to disk; from a GPU to host memory or disk) updates bit
+// for bit as one whose state is in memory.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "src/base/scratch_file.h"
 #include "src/optim/offloaded_state.h"
 #include "src/optim/optimizer.h"
+#include "tests/cuda_test_support.h"
 
 namespace mlps {
 namespace {
@@ -102,14 +104,16 @@ TEST(OffloadedState, StreamsEveryChunkAndKeepsWhatTheUpdateWrote) {
   EXPECT_EQ(::rmdir(dir.c_str()), 0) << "the state's file was left in " << dir;
 }
 
-// One tensor of n elements updated `steps` times by Adam or SGD, state in memory or offloaded.
+// One tensor of n elements updated 3 times by Adam or SGD on `kind`, its state in memory
+// (nullopt), in host memory (a GPU's, "") or in a scratch file in a folder.
 template <typename T>
-std::vector<T> trained(OptimizerKind kind, int64_t n, const std::string& offload_dir) {
-  Device device(DeviceKind::cpu);
+std::vector<T> trained(OptimizerKind kind, int64_t n, std::optional<std::string> offload,
+                       DeviceKind on = DeviceKind::cpu) {
+  Device device(on);
   OptimizerConfig config;
   config.kind = kind;
   Optimizer<T> optimizer(device, config, MPI_COMM_SELF);
-  if (!offload_dir.empty()) optimizer.offload_state_to(offload_dir, 0);
+  if (offload) optimizer.offload_state_to(*offload, 0);
   Buffer<T> value(device, n), grad(device, n);
   std::vector<T> v(n);
   for (int64_t i = 0; i < n; ++i) v[i] = static_cast<T>(std::sin(0.1 * static_cast<double>(i)));
@@ -122,8 +126,13 @@ std::vector<T> trained(OptimizerKind kind, int64_t n, const std::string& offload
     grad.upload(g);
     EXPECT_TRUE(optimizer.step());
   }
-  if (!offload_dir.empty()) {  // full-precision SGD keeps no state to move
-    EXPECT_EQ(optimizer.offloaded()->traffic().bytes_written > 0, kind == OptimizerKind::adam);
+  const OffloadTraffic t = optimizer.offload_traffic();
+  if (offload && on == DeviceKind::cuda) {  // every step: the gradients down, the values up
+    EXPECT_EQ(t.bytes_down, 3.0 * n * sizeof(T));
+    EXPECT_EQ(t.bytes_up, 3.0 * n * sizeof(T));
+  }
+  if (offload && !offload->empty()) {  // full-precision SGD on the CPU keeps no state to move
+    EXPECT_EQ(t.bytes_written > 0, kind == OptimizerKind::adam || on == DeviceKind::cuda);
   }
   return value.download();
 }
@@ -132,12 +141,51 @@ TEST(OffloadedState, AnOptimizerWithItsStateOnDiskUpdatesBitForBitAsInMemory) {
   const std::string dir = scratch_dir();
   // 1.5 M floats: more than one chunk of kOffloadChunkBytes.
   const int64_t n = 3 * kOffloadChunkBytes / 8;
-  EXPECT_EQ(trained<float>(OptimizerKind::adam, n, dir), trained<float>(OptimizerKind::adam, n, ""));
+  const std::nullopt_t memory = std::nullopt;
+  EXPECT_EQ(trained<float>(OptimizerKind::adam, n, dir), trained<float>(OptimizerKind::adam, n, memory));
   EXPECT_EQ(trained<double>(OptimizerKind::adam, 1000, dir),
-            trained<double>(OptimizerKind::adam, 1000, ""));
+            trained<double>(OptimizerKind::adam, 1000, memory));
   EXPECT_EQ(trained<float>(OptimizerKind::sgd, 1000, dir),
-            trained<float>(OptimizerKind::sgd, 1000, ""));
+            trained<float>(OptimizerKind::sgd, 1000, memory));
   EXPECT_EQ(::rmdir(dir.c_str()), 0) << "a state file was left in " << dir;
+}
+
+// ZeRO-Offload on a GPU: the host updates the state with the CPU's kernel, the chunks'
+// gradients and values copied on the copy stream. The CPU's and the GPU's Adam compute the same
+// expression, so with contraction off (the emulated GPU's build) the values agree bit for bit.
+// "" when a and b are equal, else where they first differ.
+template <typename T>
+std::string first_difference(const std::vector<T>& a, const std::vector<T>& b) {
+  if (a.size() != b.size()) return "sizes " + std::to_string(a.size()) + ", " + std::to_string(b.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i] != b[i]) {
+      size_t differ = 0;
+      for (size_t j = i; j < a.size(); ++j) differ += a[j] != b[j];
+      return "element " + std::to_string(i) + ": " + std::to_string(a[i]) + " against " +
+             std::to_string(b[i]) + " (" + std::to_string(differ) + " of " +
+             std::to_string(a.size()) + " differ)";
+    }
+  return "";
+}
+
+TEST(OffloadedState, AGpuOptimizerWithItsStateOnTheHostOrOnDiskUpdatesAsOnTheGpu) {
+  MLPS_REQUIRE_GPU("adam_update, offloaded to the host");
+  const std::string dir = scratch_dir();
+  const int64_t n = 3 * kOffloadChunkBytes / 8;  // three chunks: both stagings, reused
+  const std::nullopt_t memory = std::nullopt;
+  const auto on_gpu = trained<float>(OptimizerKind::adam, n, memory, DeviceKind::cuda);
+  EXPECT_EQ(first_difference(trained<float>(OptimizerKind::adam, n, "", DeviceKind::cuda), on_gpu), "");
+  EXPECT_EQ(first_difference(trained<float>(OptimizerKind::adam, n, dir, DeviceKind::cuda), on_gpu), "");
+  EXPECT_EQ(first_difference(trained<double>(OptimizerKind::sgd, 1000, "", DeviceKind::cuda),
+                             trained<double>(OptimizerKind::sgd, 1000, memory, DeviceKind::cuda)),
+            "");
+  EXPECT_EQ(::rmdir(dir.c_str()), 0) << "a state file was left in " << dir;
+}
+
+TEST(OffloadedState, TheCpuBackendHasNoHostTierToOffloadTo) {
+  Device device(DeviceKind::cpu);
+  Optimizer<float> optimizer(device, OptimizerConfig{}, MPI_COMM_SELF);
+  EXPECT_THROW(optimizer.offload_state_to("", 0), std::logic_error);
 }
 
 }  // namespace
