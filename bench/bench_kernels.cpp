@@ -143,6 +143,7 @@ int run(int argc, char** argv) {
     // rates stand for.
     register_gemm_benchmarks<bf16>(backend, options, 0.0);
     if (kind == DeviceKind::cuda) {
+      register_host_offload_benchmarks(*devices.back());
       devices.push_back(std::make_unique<Device>(
           DeviceConfig(kind, StorageFormat::full, false, GemmCompute::tf32)));
       register_gemm_benchmarks<float>({*devices.back(), cache}, options, 0.0, "tf32");

@@ -10,9 +10,11 @@
 #      inputs/machines/h100-cluster.json (time and peak memory);
 #   4. the 4-stage pipeline's bubble (1F1B, 8 micro-batches) against the ideal and the
 #      simulation of its measured passes: on 4 GPUs where there are, else on the CPU;
-#   5. every scheme's `--device cuda --verify` (tests/emulated_gpu_tests.sh on the build), last:
+#   5. ZeRO-Offload: bench_kernels' host-GPU copies and offloaded Adam, and bin/data's bf16
+#      ZeRO-2 step on the tutorial with its optimizer state on the GPU and in host memory;
+#   6. every scheme's `--device cuda --verify` (tests/emulated_gpu_tests.sh on the build), last:
 #      it takes longest, and the figures above come first when time is short.
-# A step that runs past its limit (5 minutes, 10 for step 5) is stopped and counted as failed.
+# A step that runs past its limit (5 minutes, 10 for step 6) is stopped and counted as failed.
 # Every step's output and every result file go to one folder (default results/gpu-check); the
 # summary, one line a step and one a run, to stdout and to summary.txt there. Exit status 1 when
 # a step failed.
@@ -163,7 +165,24 @@ step "pipeline 1f1b, 4 stages, 8 micro-batches, on $where" pipeline.log \
   "${pipe[@]}" --pp 4 --micro-batches 8 --schedule 1f1b --out "$out/pipeline-1f1b.h5"
 grep -h 'bubble fraction' "$out/pipeline.log" | head -n 1 | sed 's/^ */       /' | tee -a "$summary"
 
-# 5. Every scheme's --verify on the GPU, last because it takes longest (up to 10 minutes); the
+# 5. ZeRO-Offload on the GPU: bench_kernels' copies between host and GPU (pinned and pageable)
+# and the update of a tensor whose state is on the host; then the tutorial in bf16 under ZeRO-2
+# on one rank, its optimizer state on the GPU and in host memory (the CPU's Adam), the two steps
+# side by side, each against its prediction.
+step "bench_kernels' host-GPU copies and offloaded Adam" kernels-offload.log \
+  "$bin/bench_kernels" --backends cuda "${kernels_tutorial[@]}" \
+  --benchmark_filter='^(copy_to_device|copy_to_host|offload_adam/host)/' \
+  --benchmark_min_time="$min_time" --benchmark_out="$out/kernels-offload.json" \
+  --benchmark_out_format=json
+for tier in gpu host; do
+  extra=()
+  [[ $tier == host ]] && extra=(--offload optimizer --offload-to host)
+  step "data ZeRO-2 bf16, optimizer state on the $tier" "data-offload-$tier.log" \
+    "$bin/data" "${model[@]}" "${iters[@]}" "${run[@]}" --precision bf16 --zero 2 "${extra[@]}" \
+    --out "$out/data-offload-$tier.h5"
+done
+
+# 6. Every scheme's --verify on the GPU, last because it takes longest (up to 10 minutes); the
 # dry run's emulated GPU runs them in make test.
 if ((dry)); then
   step "serial --device cuda --verify" verify.log "$bin/serial" "${model[@]}" "${iters[@]}" \

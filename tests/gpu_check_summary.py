@@ -55,6 +55,23 @@ def gemm_lines(path):
             for kind, t in types.items()]
 
 
+def rate_lines(path):
+    """A bench_kernels file without GEMMs (copies, offloaded updates): a line each, its GB/s."""
+    with open(path) as f:
+        runs = json.load(f)["benchmarks"]
+    lines = [f"{b.get('run_name', b['name']):<40} {float(b['GB/s']):8.2f} GB/s" for b in runs
+             if b.get("run_type", "iteration") == "iteration" and "GB/s" in b]
+    if not lines:
+        raise ValueError("no GB/s rates in it")
+    return lines
+
+
+def kernel_lines(path):
+    with open(path) as f:
+        names = [b["name"] for b in json.load(f)["benchmarks"]]
+    return gemm_lines(path) if any(n.startswith("gemm/") for n in names) else rate_lines(path)
+
+
 def line(path):
     """The file's line, its GEMM call and whether its verification failed."""
     run = load_result(path)
@@ -79,7 +96,7 @@ def main(paths):
     for path in paths:
         if path.endswith(".json"):
             try:
-                for text in gemm_lines(path):
+                for text in kernel_lines(path):
                     print(text)
             except (OSError, KeyError, ValueError) as e:
                 print(f"{path}: cannot summarise ({e})")

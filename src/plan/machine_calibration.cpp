@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "src/comm/comm_log.h"
 #include "src/base/errors.h"
@@ -268,14 +269,20 @@ nlohmann::json calibrated_machine(const CalibrationInputs& in) {
           figure(core.counter_by_prefix("adam_update" + stream, "GB/s") * 1e9,
                  source + "adam_update" + stream + "*");
   }
-  // Adam streaming its state through bin/data --offload's scratch file (bench_kernels
-  // --offload-dir): what one rank's offloaded update moves a second, its arithmetic included.
-  if (in.kernels.has_prefix("offload_adam/disk/"))
-    machine["offload_bandwidth"] =
-        figure(in.kernels.counter_by_prefix("offload_adam/disk/", "GB/s") * 1e9,
-               "measured by bin/bench_kernels (" + in.kernels.path() + "): offload_adam/disk/*, "
-               "Adam's moments read from and written to the scratch file while it updates them, "
-               "one process on the node");
+  // Offloaded updates (bench_kernels' offload_adam): Adam streaming its state through bin/data
+  // --offload's scratch file (--offload-dir), what one rank's update moves a second, its
+  // arithmetic included; a GPU's update with its state on the host, the bytes crossing the link
+  // a second, the host's Adam included.
+  for (const auto& [key, prefix, what] :
+       {std::tuple{"offload_bandwidth", "offload_adam/disk/",
+                   "Adam's moments read from and written to the scratch file while it updates "
+                   "them"},
+        std::tuple{"host_offload_bandwidth", "offload_adam/host/",
+                   "the gradients down and the values up while the host updates the state"}})
+    if (in.kernels.has_prefix(prefix))
+      machine[key] = figure(in.kernels.counter_by_prefix(prefix, "GB/s") * 1e9,
+                            "measured by bin/bench_kernels (" + in.kernels.path() + "): " +
+                                prefix + "*, " + what + ", one process on the node");
   // The data loader's samples, made on one thread whatever the kernels ran on (no scaling).
   if (cpu && in.kernels.has_prefix("sample_load/host/"))
     machine["sample_load_seconds"] =

@@ -242,7 +242,8 @@ MachineDescription read_description(const DescriptionReader& in) {
     if (in.has(key)) *field = in.figure(key);
   for (auto [key, field] : {std::pair{"weight_restream_bandwidth", &m.weight_restream_bandwidth},
                             std::pair{"sample_load_seconds", &m.sample_load_seconds},
-                            std::pair{"offload_bandwidth", &m.offload_bandwidth}})
+                            std::pair{"offload_bandwidth", &m.offload_bandwidth},
+                            std::pair{"host_offload_bandwidth", &m.host_offload_bandwidth}})
     if (in.has(key)) {
       *field = in.figure(key);
       if (*field <= 0) in.fail(std::string(key) + " must be positive");

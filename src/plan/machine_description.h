@@ -61,6 +61,11 @@ struct MachineDescription {
   // read plus written per second by the node (its ranks share it); 0: absent (offloaded state
   // then moves for free).
   double offload_bandwidth = 0;
+  // A GPU's update with its optimizer state in host memory (bin/data --offload on a GPU): the
+  // bytes crossing between the GPU and the host per second (gradients down, values up), the
+  // host's update of the state included, one GPU's process on the node (its ranks share the
+  // host); 0: absent (the GPU's own update is priced instead).
+  double host_offload_bandwidth = 0;
   std::vector<std::pair<double, double>> weight_restream_rows_fraction;
   double sample_load_seconds = 0;
   LinkModel intra_node, inter_node;

@@ -49,6 +49,9 @@ struct RankWork {
   // --offload optimizer: the optimizer state its update streams from its scratch file and back
   // each step (bytes, read once and written once).
   double offloaded_state_bytes = 0;
+  // --offload optimizer on a GPU: the bytes crossing between the GPU and its host each step
+  // (the shard's gradients down, its updated values up), the host updating the state.
+  double exchanged_bytes = 0;
   // bf16/fp16 in 16-bit buffers (bin/serial): values and activations at 2 bytes, weight
   // gradients and optimizer state at 4 (memory_need.h's element_sizes); else emulated.
   bool typed_16bit = false;

@@ -151,6 +151,10 @@ StepPrediction predict_rank(const PlanCandidate& c, const MachineDescription& m,
   // Offloaded state: the update streams it from disk and back, its reads and writes overlapping
   // the update's arithmetic (offload_bandwidth is measured streaming it so, on the whole node,
   // which its ranks share): the slower of the two.
+  // Offloaded from a GPU, the host updates the state instead, as its chunks cross the link
+  // (host_offload_bandwidth is measured so, one process on the node, whose ranks share it).
+  if (w.exchanged_bytes > 0 && m.host_offload_bandwidth > 0)
+    p.optimizer = w.exchanged_bytes / (m.host_offload_bandwidth / std::max(1, on_node));
   if (w.offloaded_state_bytes > 0 && m.offload_bandwidth > 0)
     p.optimizer = std::max(p.optimizer, 2 * w.offloaded_state_bytes /
                                             m.streaming_share(m.offload_bandwidth, 0, on_node,
