@@ -17,12 +17,15 @@ namespace {
 constexpr int64_t kMegabytes = 64;
 constexpr int64_t kElements = kMegabytes * 1024 * 1024 / static_cast<int64_t>(sizeof(float));
 
+// Which path the file's bytes took, for the row's label.
+const char* file_path_label(bool direct) { return direct ? "O_DIRECT" : "page cache"; }
+
 void file_transfer(benchmark::State& state, const std::string& dir, bool write) {
-  ScratchFile file(dir, 0);
+  ScratchFile file(dir, 0, /*direct=*/true);  // as a run's file
   const auto bytes = static_cast<uint64_t>(kElements) * sizeof(float);
   file.grow(bytes);
-  std::vector<float> chunk(static_cast<size_t>(kOffloadChunkBytes) / sizeof(float), 1.0f);
   const auto piece = static_cast<uint64_t>(kOffloadChunkBytes);
+  ScratchBuffer chunk(piece);
   for (uint64_t at = 0; at < bytes; at += piece) file.write(chunk.data(), piece, at);
   for (auto _ : state)
     for (uint64_t at = 0; at < bytes; at += piece) {
@@ -30,6 +33,7 @@ void file_transfer(benchmark::State& state, const std::string& dir, bool write) 
       else file.read(chunk.data(), piece, at);
       benchmark::DoNotOptimize(chunk.data());
     }
+  state.SetLabel(file_path_label(file.direct()));
   state.counters["GB/s"] = benchmark::Counter(static_cast<double>(bytes) / 1e9,
                                               benchmark::Counter::kIsIterationInvariantRate);
 }
@@ -50,6 +54,7 @@ void adam_stream(benchmark::State& state, const std::string& dir) {
   // (the first writes of a fresh file also allocate its pages, as only a run's first step does).
   offloaded.stream(tensor, update);
   for (auto _ : state) offloaded.stream(tensor, update);
+  state.SetLabel(file_path_label(offloaded.direct()));
   // Both moments read and written each step.
   state.counters["GB/s"] =
       benchmark::Counter(4.0 * static_cast<double>(kElements) * sizeof(float) / 1e9,

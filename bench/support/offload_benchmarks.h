@@ -1,9 +1,9 @@
 // What --offload optimizer can move. To disk (--offload-to disk:DIR): the scratch file's
 // sequential write and read, one kOffloadChunkBytes piece at a time (offload_write,
 // offload_read), and Adam's update streaming its moments through OffloadedState as a run's update
-// does, the next chunk read and the last written while one is updated (offload_adam). Through the
-// file system, page cache included: a file much smaller than the memory is mostly served by it,
-// as a run's would be. Between a GPU and its host (--offload-to host): copies each way from
+// does, the next chunk read and the last written while one is updated (offload_adam). Past the
+// page cache (O_DIRECT) where the file system allows it, as a run's file: the row's label says
+// "O_DIRECT" or "page cache". Between a GPU and its host (--offload-to host): copies each way from
 // pinned and pageable memory, and the GPU's update with its state on the host (offload_adam/host).
 #pragma once
 

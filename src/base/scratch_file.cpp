@@ -5,7 +5,9 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 
 #include "src/base/errors.h"
 
@@ -36,13 +38,28 @@ void remove_scratch_files() {
     if (registered[i].exchange(false)) ::unlink(registered_paths[i]);
 }
 
-ScratchFile::ScratchFile(const std::string& dir, int rank) {
+ScratchBuffer::ScratchBuffer(uint64_t bytes) : bytes_(scratch_aligned(bytes)) {
+  if (bytes_ == 0) return;
+  data_.reset(static_cast<std::byte*>(std::aligned_alloc(kScratchAlignment, bytes_)));
+  if (!data_) throw std::bad_alloc();
+  std::memset(data_.get(), 0, bytes_);
+}
+
+void ScratchBuffer::Free::operator()(std::byte* p) const { std::free(p); }
+
+ScratchFile::ScratchFile(const std::string& dir, int rank, bool direct) {
   char host[256] = "host";
   ::gethostname(host, sizeof(host) - 1);
   path_ = dir + "/mlpscale-" + host + "-" + std::to_string(::getpid()) + "-rank" +
           std::to_string(rank) + ".offload";
   fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd_ < 0) fail("cannot create", errno);
+  // Set after the file exists: a file system without O_DIRECT (tmpfs) refuses it here, and the
+  // file stays buffered.
+  if (direct) {
+    const int flags = ::fcntl(fd_, F_GETFL);
+    direct_ = flags >= 0 && ::fcntl(fd_, F_SETFL, flags | O_DIRECT) == 0;
+  }
   slot_ = register_path(path_);
   if (slot_ < 0) {
     ::close(fd_);
@@ -63,6 +80,7 @@ void ScratchFile::fail(const std::string& what, int error) const {
 
 uint64_t ScratchFile::grow(uint64_t bytes) {
   const uint64_t at = size_;
+  bytes = scratch_aligned(bytes);
   if (bytes == 0) return at;
   if (const int error = ::posix_fallocate(fd_, static_cast<off_t>(at), static_cast<off_t>(bytes)))
     fail("cannot reserve " + std::to_string(bytes) + " bytes", error);

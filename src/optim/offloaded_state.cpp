@@ -9,16 +9,31 @@ namespace mlps {
 
 template <typename A>
 OffloadedState<A>::OffloadedState(const std::string& dir, int rank, int64_t chunk_elements)
-    : file_(dir.empty() ? nullptr : std::make_unique<ScratchFile>(dir, rank)),
-      chunk_(std::max<int64_t>(1, chunk_elements)) {}
+    : chunk_(std::max<int64_t>(1, chunk_elements)),
+      chunk_bytes_(scratch_aligned(static_cast<uint64_t>(chunk_) * sizeof(A))) {
+  // Direct only when every chunk starts on the alignment.
+  const bool aligned = static_cast<uint64_t>(chunk_) * sizeof(A) % kScratchAlignment == 0;
+  if (!dir.empty()) file_ = std::make_unique<ScratchFile>(dir, rank, aligned);
+}
+
+template <typename A>
+void OffloadedState<A>::stage_for(int arrays) {
+  for (auto& buffer : staging_)
+    if (buffer.bytes() < static_cast<uint64_t>(arrays) * chunk_bytes_)
+      buffer = ScratchBuffer(static_cast<uint64_t>(arrays) * chunk_bytes_);
+}
+
+template <typename A>
+A* OffloadedState<A>::staged(int b, int a) {
+  return reinterpret_cast<A*>(staging_[b].data() + static_cast<uint64_t>(a) * chunk_bytes_);
+}
 
 template <typename A>
 int OffloadedState<A>::add(int64_t count, const std::vector<const A*>& initial) {
   const auto arrays = static_cast<int>(initial.size());
   if (arrays > kMaxArrays) throw std::logic_error("more state arrays than a tensor may have");
-  const uint64_t bytes = static_cast<uint64_t>(count) * sizeof(A);
   if (!file_) {
-    const Region r{host_.size(), count, arrays};
+    const Region r{host_.size(), count, arrays, static_cast<uint64_t>(count)};
     host_.resize(host_.size() + static_cast<size_t>(count) * static_cast<size_t>(arrays), A(0));
     for (int a = 0; a < arrays; ++a)
       if (initial[a])
@@ -27,23 +42,38 @@ int OffloadedState<A>::add(int64_t count, const std::vector<const A*>& initial) 
     regions_.push_back(r);
     return static_cast<int>(regions_.size()) - 1;
   }
-  const Region r{file_->grow(bytes * static_cast<uint64_t>(arrays)), count, arrays};
-  // The reserved space reads as zeros: only the arrays with a start are written.
-  for (int a = 0; a < arrays; ++a)
-    if (initial[a]) file_->write(initial[a], bytes, r.offset + static_cast<uint64_t>(a) * bytes);
+  const uint64_t stride = scratch_aligned(static_cast<uint64_t>(count) * sizeof(A));
+  const Region r{file_->grow(stride * static_cast<uint64_t>(arrays)), count, arrays, stride};
   regions_.push_back(r);
+  // The reserved space reads as zeros: only the arrays with a start are written, a chunk at a
+  // time through the staging (which a direct file needs).
+  stage_for(arrays);
+  for (int a = 0; a < arrays; ++a)
+    if (initial[a])
+      for (int64_t first = 0; first < count; first += chunk_) {
+        const int64_t n = std::min(chunk_, count - first);
+        std::copy(initial[a] + first, initial[a] + first + n, staged(0, 0));
+        file_->write(staged(0, 0), transfer_bytes(n), location(r, a, first));
+      }
   return static_cast<int>(regions_.size()) - 1;
 }
 
 template <typename A>
-void OffloadedState<A>::move(bool write, const Region& r, int b, int64_t first, int64_t n) {
+uint64_t OffloadedState<A>::location(const Region& r, int a, int64_t first) const {
+  return r.offset + static_cast<uint64_t>(a) * r.stride + static_cast<uint64_t>(first) * sizeof(A);
+}
+
+template <typename A>
+uint64_t OffloadedState<A>::transfer_bytes(int64_t n) const {
   const uint64_t bytes = static_cast<uint64_t>(n) * sizeof(A);
+  return file_->direct() ? scratch_aligned(bytes) : bytes;  // a direct file's last chunk: padded
+}
+
+template <typename A>
+void OffloadedState<A>::move(bool write, const Region& r, int b, int64_t first, int64_t n) {
   for (int a = 0; a < r.arrays; ++a) {
-    A* chunk = staging_[b].data() + static_cast<size_t>(a) * static_cast<size_t>(chunk_);
-    const uint64_t at = r.offset + (static_cast<uint64_t>(a) * static_cast<uint64_t>(r.count) +
-                                    static_cast<uint64_t>(first)) * sizeof(A);
-    if (write) file_->write(chunk, bytes, at);
-    else file_->read(chunk, bytes, at);
+    if (write) file_->write(staged(b, a), transfer_bytes(n), location(r, a, first));
+    else file_->read(staged(b, a), transfer_bytes(n), location(r, a, first));
   }
 }
 
@@ -62,11 +92,7 @@ void OffloadedState<A>::stream(int tensor, const Update& update) {
   const Region r = regions_.at(static_cast<size_t>(tensor));
   if (r.arrays == 0 || r.count == 0) return update(0, r.count, nullptr);
   if (!file_) return stream_host(r, update);
-  int most = 0;
-  for (const Region& each : regions_) most = std::max(most, each.arrays);
-  for (auto& buffer : staging_)
-    if (buffer.size() < static_cast<size_t>(most * chunk_))
-      buffer.assign(static_cast<size_t>(most * chunk_), A(0));
+  stage_for(r.arrays);
   const int64_t chunks = (r.count + chunk_ - 1) / chunk_;
   auto first_of = [&](int64_t k) { return k * chunk_; };
   auto count_of = [&](int64_t k) { return std::min(chunk_, r.count - k * chunk_); };
@@ -97,8 +123,7 @@ void OffloadedState<A>::stream(int tensor, const Update& update) {
       });
     }
     A* arrays[kMaxArrays];
-    for (int a = 0; a < r.arrays; ++a)
-      arrays[a] = staging_[b].data() + static_cast<size_t>(a) * static_cast<size_t>(chunk_);
+    for (int a = 0; a < r.arrays; ++a) arrays[a] = staged(b, a);
     update(first_of(k), count_of(k), arrays);
     writing[b] = std::async(std::launch::async, [&, k, b] {
       move(true, r, b, first_of(k), count_of(k));

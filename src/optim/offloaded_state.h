@@ -5,7 +5,9 @@
 // file of the rank (--offload-to disk:DIR). An update visits them a chunk at a time. On disk the
 // chunks stream through two staging buffers: while the current chunk is updated, the next is
 // read and the one before written back, each on a thread of its own, so the disk works while
-// the cores compute.
+// the cores compute. The file is direct (O_DIRECT) where the file system allows it and a chunk is
+// a multiple of its alignment (always, but in tests of tiny chunks): the update then moves its
+// state at the device's rate, not through the page cache.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -43,26 +45,34 @@ class OffloadedState {
   void stream(int tensor, const Update& update);
   int64_t chunk_elements() const { return chunk_; }
   bool on_disk() const { return file_ != nullptr; }
+  bool direct() const { return file_ && file_->direct(); }
   std::string path() const { return file_ ? file_->path() : std::string(); }
   uint64_t file_bytes() const { return file_ ? file_->size() : 0; }
   const OffloadTraffic& traffic() const { return traffic_; }
 
  private:
   struct Region {
-    uint64_t offset;  // of array 0 in the file's bytes or host_'s elements; array a follows
-                      // a * count elements later
+    uint64_t offset;  // of array 0 in the file's bytes or host_'s elements
     int64_t count;
     int arrays;
+    uint64_t stride;  // from one array to the next: bytes in the file (aligned), else elements
   };
   // Reads or writes chunk [first, first + n) of every array of `r` from or into buffer `b`.
   void move(bool write, const Region& r, int b, int64_t first, int64_t n);
+  // Array a's chunk in staging buffer b, allocated for `arrays` arrays at the first use.
+  A* staged(int b, int a);
+  void stage_for(int arrays);
+  // Where chunk [first, ...) of array a of `r` is in the file, and the bytes moving n elements.
+  uint64_t location(const Region& r, int a, int64_t first) const;
+  uint64_t transfer_bytes(int64_t n) const;
   void stream_host(const Region& r, const Update& update);
   std::unique_ptr<ScratchFile> file_;  // null: in host_
   std::vector<A> host_;
   int64_t chunk_;
   static constexpr int kMaxArrays = 4;
   std::vector<Region> regions_;
-  std::vector<A> staging_[2];  // arrays x chunk each, allocated at the first stream()
+  uint64_t chunk_bytes_;  // a chunk's bytes in staging, aligned for a direct file
+  ScratchBuffer staging_[2];  // arrays x chunk_bytes_ each
   OffloadTraffic traffic_;
 };
 
