@@ -13,6 +13,7 @@
 #include "src/options/options.h"
 #include "src/memory/available_memory.h"
 #include "src/plan/machine_calibration.h"
+#include "src/plan/offload_weighing.h"
 #include "src/plan/plan_report.h"
 #include "src/plan/run_prediction.h"
 #include "src/schemes/scheme_registry.h"
@@ -195,6 +196,7 @@ int main(int argc, char** argv) {
       StepPrediction p = predict_step(c, machine);
       plan.push_back({std::move(c), std::move(p)});
     }
+    const std::string offloaded = weigh_offloaded(plan, machine);
     if (plan.empty())
       throw InputError("no scheme accepts this model and batch on " + std::to_string(world) +
                        " ranks");
@@ -211,6 +213,7 @@ int main(int argc, char** argv) {
                 static_cast<long long>(o.model.image_size), static_cast<long long>(o.batch));
     std::printf("%zu configurations, %zu fit in memory; predicted, not measured (docs/"
                 "planning.md)\n", plan.size(), fitting);
+    if (!offloaded.empty()) std::printf("%s\n", offloaded.c_str());
     print_gemm_rates(stdout, plan);
     print_plan_table(stdout, plan, top);
     if (explain > 0) print_explanation(stdout, plan[explain - 1], explain);

@@ -81,17 +81,27 @@ void describe_grid(PlanCandidate& c, const DataGrid& grid) {
   c.set_grid(grid, data_work, c.world);
 }
 
-// --zero 0-3 on every world above one rank.
+// --zero 0-3 on every world above one rank, and ZeRO 1-3 with the optimizer state offloaded to
+// a GPU's host memory and to disk (bin/plan keeps those where the machine can price them and
+// nothing fits in memory: plan_offload.h).
 void add_grid_candidates(std::vector<PlanCandidate>& out, const PlanCandidate& base) {
   for (int zero = 0; zero <= 3 && base.world > 1; ++zero)
-    add_if_accepted(out, candidate_of(base, "data", {"--zero", std::to_string(zero)}),
-                    [&](PlanCandidate& c) {
-                      DataGrid grid;
-                      grid.zero = zero;
-                      check_batch_covers_ranks(c.options.batch, c.world);
-                      resolve_shard_group(grid, c.world);
-                      describe_grid(c, grid);
-                    });
+    for (const OffloadTier tier : {OffloadTier::none, OffloadTier::host, OffloadTier::disk}) {
+      if (zero == 0 && tier != OffloadTier::none) continue;
+      std::vector<std::string> flags = {"--zero", std::to_string(zero)};
+      if (tier != OffloadTier::none)
+        flags.insert(flags.end(), {"--offload", "optimizer", "--offload-to",
+                                   tier == OffloadTier::host ? "host" : "disk:DIR"});
+      add_if_accepted(out, candidate_of(base, "data", flags), [&](PlanCandidate& c) {
+        DataGrid grid;
+        grid.zero = zero;
+        grid.offload = tier;
+        if (tier == OffloadTier::host) c.options.device = "cuda";  // the GPU's tier
+        check_batch_covers_ranks(c.options.batch, c.world);
+        resolve_shard_group(grid, c.world);
+        describe_grid(c, grid);
+      });
+    }
 }
 
 class DataScheme final : public Scheme {
