@@ -232,6 +232,9 @@ else
   for ranks in 1 2 3 4; do
     for zero in 1 2 3; do
       for tier in host disk; do
+        # Disk at 1 and 4 ranks (make test's time): its exchange is the host tier's, its file
+        # the CPU's, both at every rank count above.
+        [[ $tier == disk ]] && ((ranks == 2 || ranks == 3)) && continue
         to=host
         [[ $tier == disk ]] && to=disk:$dir
         verified "emulated GPU, ZeRO-$zero offloaded to $tier on $ranks rank$( ((ranks > 1)) && echo s)" \
