@@ -1,8 +1,9 @@
 #pragma once
 // The process-wide CUDA context of the kernels: one stream on which every kernel, copy, cuBLAS
-// call and event runs (but the copy stream's overlapping copies) (created lazily on the device current at first use, so callers pick the
-// GPU with cudaSetDevice before touching any kernel), and the error checks that turn a failed
-// CUDA or cuBLAS call into std::runtime_error naming the call and file:line.
+// call and event runs, and a copy stream for the copies that overlap them (both created lazily
+// on the device current at first use, so callers pick the GPU with cudaSetDevice before
+// touching any kernel), and the error checks that turn a failed CUDA or cuBLAS call into
+// std::runtime_error naming the call and file:line.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 

@@ -32,7 +32,8 @@ void account_memory(RunContext& context, const MemoryNeed& need, DeviceKind devi
     // Every rank holds the same state here, so this rank's figures answer for all.
     if (need.offloadable > 0 && need.total() - need.offloadable <= available.bytes)
       throw AgreedError(std::string(e.what()) + ": --offload optimizer " +
-                        (device == DeviceKind::cuda ? "(to host memory)" : "--offload-to disk:DIR") +
+                        (device == DeviceKind::cuda ? "(to host memory)"
+                                                    : "--offload-to disk:DIR") +
                         " would fit it, moving " + human_bytes(need.offloadable) +
                         " of optimizer state " +
                         (device == DeviceKind::cuda ? "out of the GPU" : "to a file in DIR") +

@@ -23,13 +23,17 @@ void account_offload(MemoryNeed& need, const Options& o, double optimized, Offlo
                    DeviceKind::cuda;
   const ElementSizes sizes = element_sizes(o.precision, true);
   const bool mixed = storage_format(o.precision) != StorageFormat::full;
-  const double arrays = (o.optimizer.kind == OptimizerKind::adam ? 2 : 0) + (mixed || gpu ? 1 : 0);
-  const double chunk_bytes = std::min(static_cast<double>(kOffloadChunkBytes), optimized * sizes.kept);
+  const double arrays =
+      (o.optimizer.kind == OptimizerKind::adam ? 2 : 0) + (mixed || gpu ? 1 : 0);
+  const double chunk_bytes =
+      std::min(static_cast<double>(kOffloadChunkBytes), optimized * sizes.kept);
   const double disk_staging = 2 * arrays * chunk_bytes;
   const double exchange_staging =
       gpu ? 2 * static_cast<double>(kOffloadChunkBytes) * (1 + sizes.stored / sizes.kept) : 0;
   const double state = optimized * arrays * sizes.kept;
-  const double in_memory = need.optimizer - (o.precision == Precision::fp16 ? sizeof(uint64_t) : 0);
+  // fp16's count of non-finite gradients stays on the device.
+  const double in_memory =
+      need.optimizer - (o.precision == Precision::fp16 ? sizeof(uint64_t) : 0);
   if (tier == OffloadTier::none) {
     // On a GPU the host takes all of it; on the CPU the staging stays.
     need.offloadable = gpu ? in_memory : std::max(0.0, in_memory - disk_staging);

@@ -143,7 +143,8 @@ TEST(OffloadedState, AnOptimizerWithItsStateOnDiskUpdatesBitForBitAsInMemory) {
   // 1.5 M floats: more than one chunk of kOffloadChunkBytes.
   const int64_t n = 3 * kOffloadChunkBytes / 8;
   const std::nullopt_t memory = std::nullopt;
-  EXPECT_EQ(trained<float>(OptimizerKind::adam, n, dir), trained<float>(OptimizerKind::adam, n, memory));
+  EXPECT_EQ(trained<float>(OptimizerKind::adam, n, dir),
+            trained<float>(OptimizerKind::adam, n, memory));
   EXPECT_EQ(trained<double>(OptimizerKind::adam, 1000, dir),
             trained<double>(OptimizerKind::adam, 1000, memory));
   EXPECT_EQ(trained<float>(OptimizerKind::sgd, 1000, dir),
@@ -183,7 +184,8 @@ TEST(OffloadedState, ADirectFileKeepsTheStateItsPaddedChunksMove) {
 // "" when a and b are equal, else where they first differ.
 template <typename T>
 std::string first_difference(const std::vector<T>& a, const std::vector<T>& b) {
-  if (a.size() != b.size()) return "sizes " + std::to_string(a.size()) + ", " + std::to_string(b.size());
+  if (a.size() != b.size())
+    return "sizes " + std::to_string(a.size()) + ", " + std::to_string(b.size());
   for (size_t i = 0; i < a.size(); ++i)
     if (a[i] != b[i]) {
       size_t differ = 0;
@@ -201,8 +203,11 @@ TEST(OffloadedState, AGpuOptimizerWithItsStateOnTheHostOrOnDiskUpdatesAsOnTheGpu
   const int64_t n = 3 * kOffloadChunkBytes / 8;  // three chunks: both stagings, reused
   const std::nullopt_t memory = std::nullopt;
   const auto on_gpu = trained<float>(OptimizerKind::adam, n, memory, DeviceKind::cuda);
-  EXPECT_EQ(first_difference(trained<float>(OptimizerKind::adam, n, "", DeviceKind::cuda), on_gpu), "");
-  EXPECT_EQ(first_difference(trained<float>(OptimizerKind::adam, n, dir, DeviceKind::cuda), on_gpu), "");
+  for (const std::string& to : {std::string(), dir})  // host memory, then disk
+    EXPECT_EQ(first_difference(trained<float>(OptimizerKind::adam, n, to, DeviceKind::cuda),
+                               on_gpu),
+              "")
+        << (to.empty() ? "host" : "disk");
   EXPECT_EQ(first_difference(trained<double>(OptimizerKind::sgd, 1000, "", DeviceKind::cuda),
                              trained<double>(OptimizerKind::sgd, 1000, memory, DeviceKind::cuda)),
             "");
