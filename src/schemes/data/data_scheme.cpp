@@ -83,7 +83,7 @@ void describe_grid(PlanCandidate& c, const DataGrid& grid) {
 
 // --zero 0-3 on every world above one rank, and ZeRO 1-3 with the optimizer state offloaded to
 // a GPU's host memory and to disk (bin/plan keeps those where the machine can price them and
-// nothing fits in memory: plan_offload.h).
+// nothing fits in memory: src/plan/offload_weighing.h).
 void add_grid_candidates(std::vector<PlanCandidate>& out, const PlanCandidate& base) {
   for (int zero = 0; zero <= 3 && base.world > 1; ++zero)
     for (const OffloadTier tier : {OffloadTier::none, OffloadTier::host, OffloadTier::disk}) {
