@@ -42,11 +42,13 @@ fi
 # Each holds its finished file for a moment before putting it in place, so the three overlap.
 # Before, unlink-then-link left a window of microseconds in which a writer found the name taken
 # ("cannot link ... File exists"), too short to hit on demand; now a rename replaces the file,
-# so this checks the outcome: every writer succeeds and the last to finish wins.
+# so this checks the outcome: every writer succeeds and the last to finish wins. The holds are
+# 600 ms apart: 100 ms let writer 2 finish after writer 3 once in CI, its start slower by more
+# than that on two loaded cores.
 mkdir -p "$tmp/race"
 pids=()
 for i in 1 2 3; do
-  MLPSCALE_TEST_PUBLISH_DELAY_MS=$((300 + 100 * i)) bin/serial "${tiny[@]}" --seed "$i" \
+  MLPSCALE_TEST_PUBLISH_DELAY_MS=$((300 + 600 * i)) bin/serial "${tiny[@]}" --seed "$i" \
     --out "$tmp/race/same.h5" >"$tmp/race-$i.out" 2>"$tmp/race-$i.err" &
   pids+=($!)
 done
