@@ -66,6 +66,24 @@ for rows in 32 8 16 64; do
   done
   restream+=("$dir/kernels-restream-rows$rows-0.json")
 done
+# The node's ranks stream their offloaded state at once (bin/data --offload-to disk:DIR): the
+# offload file's Adam in one single-threaded process per core at the same time, for 3 s each:
+# offload_bandwidth is all their bytes over the longest one's time (a disk may serve several
+# queues faster than one: 2.2 GB/s here in two processes against 1.3 in one).
+echo "calibrate: bin/bench_kernels' offload file, one process a core at once"
+offload=()
+pids=()
+for ((c = 0; c < cores; c++)); do
+  OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 bin/bench_kernels --backends cpu \
+    --offload-dir "$dir" --benchmark_filter='^offload_adam/disk/' --benchmark_min_time=3 \
+    --benchmark_out="$dir/kernels-offload-$c.json" --benchmark_out_format=json \
+    >"$dir/offload-$c.log" 2>&1 &
+  pids+=($!)
+  offload+=("$dir/kernels-offload-$c.json")
+done
+for ((c = 0; c < cores; c++)); do
+  wait "${pids[$c]}" || { tail -n 3 "$dir/offload-$c.log"; exit 1; }
+done
 echo "calibrate: bin/bench_comm all-reduce on 2 ranks"
 mpiexec -n 2 bin/bench_comm --op allreduce -e 32M -n 10 --out "$dir/comm-2.h5" \
   >"$dir/comm.log" 2>&1 || { tail -n 3 "$dir/comm.log"; exit 1; }
@@ -77,4 +95,5 @@ bin/plan --calibrate "$out" --kernels "$dir/kernels.json" --comm-bench "$dir/com
   --kernels-by-rows "$(IFS=,; echo "${by_rows[*]}")" \
   --optimizer-kernels "$dir/kernels-optimizer.json" \
   --restream-kernels "$(IFS=,; echo "${restream[*]}")" \
+  --offload-kernels "$(IFS=,; echo "${offload[*]}")" \
   --core-kernels "$dir/kernels-one-core.json"

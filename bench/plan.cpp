@@ -27,6 +27,7 @@ int write_calibration(const std::string& path, const std::string& kernels_path,
                       const std::vector<std::string>& by_rows_paths,
                       const std::string& optimizer_path,
                       const std::vector<std::string>& restream_paths,
+                      const std::vector<std::string>& offload_paths,
                       const std::string& core_path, const std::string& cold_comm_path,
                       const std::string& inter_comm_path) {
   if (kernels_path.empty() || comm_path.empty())
@@ -46,6 +47,8 @@ int write_calibration(const std::string& path, const std::string& kernels_path,
   if (!optimizer_path.empty()) optimizer.emplace(optimizer_path);
   std::vector<KernelRates> restream;
   for (const std::string& file : restream_paths) restream.emplace_back(file);
+  std::vector<KernelRates> offload;
+  for (const std::string& file : offload_paths) offload.emplace_back(file);
   std::optional<KernelRates> core;
   if (!core_path.empty()) core.emplace(core_path);
   std::optional<CommBenchRecord> cold;
@@ -57,7 +60,7 @@ int write_calibration(const std::string& path, const std::string& kernels_path,
                           "measured when calibrating: " + memory.where, by_rows,
                           optimizer ? &*optimizer : nullptr, restream,
                           core ? &*core : nullptr, cold ? &*cold : nullptr, cold_comm_path,
-                          inter ? &*inter : nullptr, inter_comm_path});
+                          inter ? &*inter : nullptr, inter_comm_path, std::move(offload)});
   // Checked as plans will read it before it is written: a refused one never reaches the file.
   const MachineDescription m =
       check_machine_description(description, path + " (as calibrated, not written)");
@@ -105,7 +108,8 @@ int main(int argc, char** argv) {
     int world = 0, ranks_per_node = 0;
     std::string out, calibrate, kernels_path, comm_path, optimizer_path, core_path,
         cold_comm_path, inter_comm_path;
-    std::vector<std::string> precision_names, by_rows_paths, restream_paths;
+    std::vector<std::string> precision_names, by_rows_paths, restream_paths,
+        offload_paths;
     size_t top = 20, explain = 0;
     bool list_schemes = false;
     CLI::App& app = parser.app();
@@ -149,6 +153,10 @@ int main(int argc, char** argv) {
                    "bin/bench_comm result file of ranks on 2 or more nodes (one a node), for the "
                    "inter-node link; --comm-bench then ran on one node (default: --comm-bench "
                    "gives both links)");
+    app.add_option("--offload-kernels", offload_paths, "with --calibrate: bin/bench_kernels "
+                   "JSON with offload_adam/disk, one file per process of a run in as many "
+                   "processes at once as the node runs ranks: offload_bandwidth is their sum "
+                   "(default: --kernels' one process)")->delimiter(',')->check(CLI::ExistingFile);
     app.add_option("--core-kernels", core_path, "with --calibrate: bin/bench_kernels JSON with "
                    "copy, stream_add and adam_update on one thread while the other cores idle, "
                    "for what a core streams alone (default: the node's share)");
@@ -178,7 +186,8 @@ int main(int argc, char** argv) {
         throw InputError(std::string(flag) + " " + problem + " (nothing there is touched)");
     if (!calibrate.empty()) return write_calibration(calibrate, kernels_path, comm_path,
                                                      ranks_per_node, by_rows_paths,
-                                                     optimizer_path, restream_paths, core_path,
+                                                     optimizer_path, restream_paths,
+                                                     offload_paths, core_path,
                                                      cold_comm_path, inter_comm_path);
     const std::string machine_path = machine_file_for_run(o.machine);
     if (world == 0 || machine_path.empty())

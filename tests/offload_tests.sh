@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # bin/data --offload optimizer (ZeRO-Offload): on the CPU backend to a scratch file per rank
 # (--offload-to disk:DIR), on the emulated GPU to host memory and to disk. ZeRO 1, 2 and 3 at 1-4
-# ranks match serial in fp64 (--verify), an offloaded fp32 or bf16 run trains bit for bit as the
+# ranks, and ZeRO-3 with its parameters offloaded too (--offload optimizer+params), match serial
+# in fp64 (--verify), an offloaded fp32 or bf16 run trains bit for bit as the
 # same run in memory, a model that a cgroup memory limit refuses in memory trains offloaded with
 # its ranks' peak resident memory under the limit, a full disk and a SIGTERM leave no file
 # behind, and bad flags are one line on every rank. The scratch folder must be empty after every
@@ -24,6 +25,9 @@ expect_refusal "--offload with --zero 0" 2 "--offload optimizer needs --zero 1, 
   bin/data "${tiny[@]}" --zero 0 "${offload[@]}" --out "$tmp/refused.h5"
 expect_refusal "--offload-to a folder that is not there" 2 "disk:$tmp/none: no such directory" \
   bin/data "${tiny[@]}" --zero 1 --offload optimizer --offload-to "disk:$tmp/none" \
+  --out "$tmp/refused.h5"
+expect_refusal "--offload optimizer+params with --zero 2" 2 "optimizer+params needs --zero 3" \
+  bin/data "${tiny[@]}" --zero 2 --offload optimizer+params --offload-to "disk:$dir" \
   --out "$tmp/refused.h5"
 expect_refusal "--offload-to without --offload" 2 "needs --offload optimizer" \
   bin/data "${tiny[@]}" --zero 1 --offload-to "disk:$dir" --out "$tmp/refused.h5"
@@ -50,6 +54,13 @@ for ranks in 1 2 3 4; do
     verified "ZeRO-$zero offloaded on $ranks rank$( ((ranks > 1)) && echo s)" "$ranks" \
       "of state on disk" bin/data "${tiny[@]}" --zero "$zero" "${offload[@]}"
   done
+done
+
+# ZeRO-Infinity's parameters too: each unit's shard read back from the file before its gather.
+for ranks in 1 2 3 4; do
+  verified "ZeRO-3 with its parameters offloaded on $ranks rank$( ((ranks > 1)) && echo s)" \
+    "$ranks" '^  param fetch ' bin/data "${tiny[@]}" --zero 3 --offload optimizer+params \
+    --offload-to "disk:$dir"
 done
 
 # Bit for bit: the same run with its state in memory and offloaded (losses of every iteration,
@@ -90,6 +101,11 @@ PY
 }
 for zero in 1 2 3; do same_run "fp32 ZeRO-$zero on 2 ranks, in memory and offloaded" 2 --zero "$zero"; done
 same_run "bf16 ZeRO-2 on 2 ranks, in memory and offloaded" 2 --zero 2 --precision bf16
+offloaded=(--offload optimizer+params --offload-to "disk:$dir")
+same_run "fp32 ZeRO-3 on 3 ranks, in memory and with its parameters offloaded" 3 --zero 3
+same_run "bf16 ZeRO-3 on 2 ranks, in memory and with its parameters offloaded" 2 --zero 3 \
+  --precision bf16
+offloaded=("${offload[@]}")
 
 # What the summary and the result file say of the file: the offload wait row, its table.
 if ! grep -q '^  offload wait .*read and written, .* GB/s over the update' "$tmp/disk.log"; then
@@ -251,6 +267,21 @@ else
   done
   same_run "emulated GPU, bf16 ZeRO-3 on 2 ranks, on the GPU and offloaded to host" 2 \
     "${gpu[@]}" --zero 3 --precision bf16
+  # The parameters too (ZeRO-Infinity): verified at 1-4 ranks in host memory, at 1 and 4 on
+  # disk, and bit for bit as on the GPU.
+  for ranks in 1 2 3 4; do
+    for to in host disk:$dir; do
+      [[ $to == disk:* ]] && ((ranks == 2 || ranks == 3)) && continue
+      verified "emulated GPU, ZeRO-3 with its parameters offloaded to ${to%%:*} on $ranks rank$( ((ranks > 1)) && echo s)" \
+        "$ranks" '^  param fetch ' "$gpu_bin" "${tiny[@]}" "${gpu[@]}" --zero 3 \
+        --offload optimizer+params --offload-to "$to"
+    done
+  done
+  offloaded=("${gpu[@]}" --offload optimizer+params)
+  same_run "emulated GPU, fp32 ZeRO-3 on 2 ranks, on the GPU and with its parameters in host memory" \
+    2 "${gpu[@]}" --zero 3
+  same_run "emulated GPU, bf16 ZeRO-3 on 2 ranks, on the GPU and with its parameters in host memory" \
+    2 "${gpu[@]}" --zero 3 --precision bf16
   offloaded=("${gpu[@]}" "${offload[@]}")
   same_run "emulated GPU, fp32 ZeRO-2 on 2 ranks, on the GPU and offloaded to disk" 2 \
     "${gpu[@]}" --zero 2

@@ -47,11 +47,11 @@ ScratchBuffer::ScratchBuffer(uint64_t bytes) : bytes_(scratch_aligned(bytes)) {
 
 void ScratchBuffer::Free::operator()(std::byte* p) const { std::free(p); }
 
-ScratchFile::ScratchFile(const std::string& dir, int rank, bool direct) {
+ScratchFile::ScratchFile(const std::string& dir, int rank, bool direct, const std::string& kind) {
   char host[256] = "host";
   ::gethostname(host, sizeof(host) - 1);
   path_ = dir + "/mlpscale-" + host + "-" + std::to_string(::getpid()) + "-rank" +
-          std::to_string(rank) + ".offload";
+          std::to_string(rank) + (kind.empty() ? "" : "-" + kind) + ".offload";
   fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd_ < 0) fail("cannot create", errno);
   // Set after the file exists: a file system without O_DIRECT (tmpfs) refuses it here, and the

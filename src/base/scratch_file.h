@@ -1,7 +1,7 @@
 #pragma once
 // A rank's scratch file: state it keeps on disk instead of in memory (--offload-to disk:DIR).
-// Named by host, process and rank (DIR/mlpscale-<host>-<pid>-rank<R>.offload), never an
-// existing file; removed when the object goes, and by remove_scratch_files() when a signal or
+// Named by host, process and rank (DIR/mlpscale-<host>-<pid>-rank<R>.offload, or
+// ...-rank<R>-<kind>.offload for a rank's second file), never an existing file; removed when the object goes, and by remove_scratch_files() when a signal or
 // a failing job ends the process first, so that a run leaves nothing in DIR. Space is reserved
 // as the file grows (posix_fallocate), so a full disk is found when state is added, not halfway
 // through a step; every failure is an OutputError naming the file and the system's reason.
@@ -40,7 +40,8 @@ class ScratchBuffer {
 class ScratchFile {
  public:
   // direct: bypass the page cache if the file system allows it (direct() says if it did).
-  ScratchFile(const std::string& dir, int rank, bool direct = false);
+  ScratchFile(const std::string& dir, int rank, bool direct = false,
+              const std::string& kind = "");
   ~ScratchFile();
   ScratchFile(const ScratchFile&) = delete;
   ScratchFile& operator=(const ScratchFile&) = delete;

@@ -133,6 +133,11 @@ void print_summary(const RunRecord& record, int64_t iterations, int64_t warmup,
     std::printf("  %-14s %12.3f %7.1f%%   (the CPU's update of the offloaded state, inside "
                 "optimizer)\n", "host update", t * 1e3, 100.0 * t / step);
   }
+  if (const auto fetch = record.timing.find("param_fetch"); fetch != record.timing.end()) {
+    const double t = median_slowest(fetch->second, warmup);
+    std::printf("  %-14s %12.3f %7.1f%%   (the offloaded parameters' unit shards brought back, "
+                "inside forward and backward)\n", "param fetch", t * 1e3, 100.0 * t / step);
+  }
   const auto exposed_it = record.timing.find("exposed_comm");
   const double exposed =
       exposed_it == record.timing.end() ? 0.0 : median_slowest(exposed_it->second, warmup);

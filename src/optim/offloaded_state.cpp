@@ -5,15 +5,18 @@
 #include <future>
 #include <stdexcept>
 
+#include "kernels/half_types.h"
+
 namespace mlps {
 
 template <typename A>
-OffloadedState<A>::OffloadedState(const std::string& dir, int rank, int64_t chunk_elements)
+OffloadedState<A>::OffloadedState(const std::string& dir, int rank, int64_t chunk_elements,
+                                  const std::string& kind)
     : chunk_(std::max<int64_t>(1, chunk_elements)),
       chunk_bytes_(scratch_aligned(static_cast<uint64_t>(chunk_) * sizeof(A))) {
   // Direct only when every chunk starts on the alignment.
   const bool aligned = static_cast<uint64_t>(chunk_) * sizeof(A) % kScratchAlignment == 0;
-  if (!dir.empty()) file_ = std::make_unique<ScratchFile>(dir, rank, aligned);
+  if (!dir.empty()) file_ = std::make_unique<ScratchFile>(dir, rank, aligned, kind);
 }
 
 template <typename A>
@@ -78,6 +81,32 @@ void OffloadedState<A>::move(bool write, const Region& r, int b, int64_t first, 
 }
 
 template <typename A>
+const A* OffloadedState<A>::read(int tensor) {
+  const Region& r = regions_.at(static_cast<size_t>(tensor));
+  if (!file_) return host_.data() + r.offset;
+  const uint64_t bytes = transfer_bytes(r.count);
+  if (whole_.bytes() < bytes) whole_ = ScratchBuffer(bytes);
+  file_->read(whole_.data(), bytes, r.offset);
+  traffic_.bytes_read += static_cast<double>(r.count) * sizeof(A);
+  return reinterpret_cast<const A*>(whole_.data());
+}
+
+template <typename A>
+void OffloadedState<A>::write(int tensor, int64_t first, int64_t n, const A* values) {
+  const Region& r = regions_.at(static_cast<size_t>(tensor));
+  if (first % chunk_ != 0 || n > chunk_ || first + n > r.count)
+    throw std::logic_error("OffloadedState::write: not a chunk of the tensor");
+  if (!file_) {
+    std::copy(values, values + n, host_.begin() + static_cast<std::ptrdiff_t>(r.offset + first));
+    return;
+  }
+  stage_for(1);
+  std::copy(values, values + n, staged(0, 0));
+  file_->write(staged(0, 0), transfer_bytes(n), location(r, 0, first));
+  traffic_.bytes_written += static_cast<double>(n) * sizeof(A);
+}
+
+template <typename A>
 void OffloadedState<A>::stream_host(const Region& r, const Update& update) {
   for (int64_t first = 0; first < r.count; first += chunk_) {
     A* arrays[kMaxArrays];
@@ -138,5 +167,7 @@ void OffloadedState<A>::stream(int tensor, const Update& update) {
 
 template class OffloadedState<float>;
 template class OffloadedState<double>;
+template class OffloadedState<bf16>;
+template class OffloadedState<fp16>;
 
 }  // namespace mlps

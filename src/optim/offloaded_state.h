@@ -34,15 +34,23 @@ class OffloadedState {
  public:
   using Update = std::function<void(int64_t first, int64_t count, A* const* arrays)>;
 
-  // In a scratch file in `dir` named by `rank`, or in host memory when `dir` is empty.
+  // In a scratch file in `dir` named by `rank` (and `kind`, ScratchFile's), or in host memory
+  // when `dir` is empty.
   OffloadedState(const std::string& dir, int rank,
-                 int64_t chunk_elements = kOffloadChunkBytes / static_cast<int64_t>(sizeof(A)));
+                 int64_t chunk_elements = kOffloadChunkBytes / static_cast<int64_t>(sizeof(A)),
+                 const std::string& kind = "");
   // A tensor of `count` elements with `initial.size()` arrays, each from its pointer (`count`
   // host elements) or zero (nullptr); returns the tensor's index for stream().
   int add(int64_t count, const std::vector<const A*>& initial);
   // update(first, n, arrays) for every chunk [first, first + n) of tensor `tensor` in order,
   // arrays[a] holding the chunk of its array a (written back after, on disk).
   void stream(int tensor, const Update& update);
+  // Array 0 of tensor `tensor` whole, in host memory: where it is (host tier) or read into a
+  // buffer of this object (disk; valid until the next read).
+  const A* read(int tensor);
+  // Elements [first, first + n) of array 0 of tensor `tensor` from host `values`; `first` a
+  // multiple of chunk_elements() (a direct file's alignment).
+  void write(int tensor, int64_t first, int64_t n, const A* values);
   int64_t chunk_elements() const { return chunk_; }
   bool on_disk() const { return file_ != nullptr; }
   bool direct() const { return file_ && file_->direct(); }
@@ -73,6 +81,7 @@ class OffloadedState {
   std::vector<Region> regions_;
   uint64_t chunk_bytes_;  // a chunk's bytes in staging, aligned for a direct file
   ScratchBuffer staging_[2];  // arrays x chunk_bytes_ each
+  ScratchBuffer whole_;       // read(): the largest array read so far
   OffloadTraffic traffic_;
 };
 

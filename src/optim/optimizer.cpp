@@ -27,18 +27,21 @@ Optimizer<T>::Optimizer(Device& device, const OptimizerConfig& config, MPI_Comm 
 
 template <typename T>
 int Optimizer<T>::state_arrays() const {
-  return (config_.kind == OptimizerKind::adam ? 2 : 0) + (mixed_ || exchanged() ? 1 : 0);
+  return (config_.kind == OptimizerKind::adam ? 2 : 0) + (mixed_ || offloaded_master() ? 1 : 0);
 }
 
 template <typename T>
-void Optimizer<T>::offload_state_to(const std::string& dir, int rank) {
+void Optimizer<T>::offload_state_to(const std::string& dir, int rank, bool values_too) {
   if (!slots_.empty()) throw std::logic_error("offload_state_to after add()");
+  values_offloaded_ = values_too;
   if (dir.empty() && device_.kind() != DeviceKind::cuda)
     throw std::logic_error("the CPU backend's state is in host memory already");
   offloaded_ = std::make_unique<OffloadedState<Acc<T>>>(dir, rank);
   if (device_.kind() == DeviceKind::cuda) {
     exchange_ = std::make_unique<DeviceExchange<T>>(device_, offloaded_->chunk_elements());
     host_ = std::make_unique<Device>(DeviceConfig(DeviceKind::cpu, device_.storage_format()));
+  } else if (values_too) {
+    chunk_values_.resize(static_cast<size_t>(offloaded_->chunk_elements()));
   }
 }
 
@@ -61,8 +64,11 @@ template <typename T>
 void Optimizer<T>::add_offloaded(Slot& slot, const Acc<T>* initial_master) {
   std::vector<const Acc<T>*> initial(static_cast<size_t>(state_arrays()), nullptr);
   std::vector<Acc<T>> downloaded;
-  if (mixed_ || exchanged()) {
-    if constexpr (is_16bit_v<T>) {
+  if (mixed_ || offloaded_master()) {
+    if (values_offloaded_) {
+      if (!initial_master) throw std::logic_error("offloaded values need their fp32 start");
+      initial.back() = initial_master;
+    } else if constexpr (is_16bit_v<T>) {
       if (!initial_master) throw std::logic_error("typed storage's master needs its fp32 start");
       initial.back() = initial_master;
     } else if (exchanged()) {
@@ -75,12 +81,23 @@ void Optimizer<T>::add_offloaded(Slot& slot, const Acc<T>* initial_master) {
   }
   slot.offloaded = offloaded_->add(slot.count, initial);
   if constexpr (!is_16bit_v<T>)
-    if (mixed_) device_.round_to_storage(slot.value, slot.count);
+    if (mixed_ && slot.value) device_.round_to_storage(slot.value, slot.count);
+}
+
+template <typename T>
+void Optimizer<T>::add_offloaded_values(Acc<T>* grad, int64_t count,
+                                        const Acc<T>* initial_master, ValuesOut out) {
+  if (!values_offloaded_)
+    throw std::logic_error("add_offloaded_values without offload_state_to(..., true)");
+  Slot slot{nullptr, grad, count, {}, {}, {}, 0, -1, std::move(out)};
+  add_offloaded(slot, initial_master);
+  slots_.push_back(std::move(slot));
 }
 
 template <typename T>
 void Optimizer<T>::add(T* value, Acc<T>* grad, int64_t count, const Acc<T>* initial_master) {
-  Slot slot{value, grad, count, {}, {}, {}, 0, -1};
+  if (values_offloaded_) throw std::logic_error("add() of values offloaded: add_offloaded_values");
+  Slot slot{value, grad, count, {}, {}, {}, 0, -1, {}};
   if (offloaded_) {
     add_offloaded(slot, initial_master);
     slot_of_[value] = slots_.size();
@@ -135,9 +152,7 @@ bool Optimizer<T>::step() {
     if (s.offloaded >= 0 && exchanged()) {
       step_exchanged(s);
     } else if (s.offloaded >= 0) {
-      offloaded_->stream(s.offloaded, [&](int64_t first, int64_t count, Acc<T>* const* arrays) {
-        update(device_, s.value + first, s.grad + first, count, after_, offloaded_at(arrays));
-      });
+      step_streamed(s);
     } else if (s.fused == 0) update(s, 0, s.grad, s.count, after_);
     else if (s.fused != s.count)
       throw std::logic_error("the fused update covered part of a tensor");
@@ -146,6 +161,17 @@ bool Optimizer<T>::step() {
   open_ = false;
   gradients_zeroed_ = after_ == GradAfterUpdate::zeroed;
   return true;
+}
+
+template <typename T>
+void Optimizer<T>::step_streamed(Slot& s) {
+  offloaded_->stream(s.offloaded, [&](int64_t first, int64_t count, Acc<T>* const* arrays) {
+    if (!s.values_out)
+      return update(device_, s.value + first, s.grad + first, count, after_,
+                    offloaded_at(arrays));
+    update(device_, chunk_values_.data(), s.grad + first, count, after_, offloaded_at(arrays));
+    s.values_out(first, count, chunk_values_.data());
+  });
 }
 
 template <typename T>
@@ -160,7 +186,8 @@ void Optimizer<T>::step_exchanged(Slot& s) {
     update(*host_, value, grad, count, GradAfterUpdate::kept, offloaded_at(arrays));
     host_update_seconds_ +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    exchange_->upload(k);
+    if (s.values_out) s.values_out(first, count, value);  // they stay on the host
+    else exchange_->upload(k);
   });
   exchange_->end();
   // Queued after the last download, which end() ordered the kernels after.
@@ -198,7 +225,7 @@ typename Optimizer<T>::State Optimizer<T>::offloaded_at(Acc<T>* const* arrays) c
   if (!arrays) return state;  // a tensor without state, or of no elements
   const bool adam = config_.kind == OptimizerKind::adam;
   if (adam) state.m = arrays[0], state.v = arrays[1];
-  if (mixed_ || exchanged()) state.master = arrays[adam ? 2 : 0];
+  if (mixed_ || offloaded_master()) state.master = arrays[adam ? 2 : 0];
   return state;
 }
 

@@ -20,11 +20,17 @@
 // each chunk's gradients coming down and its values going up on the copy stream
 // (device_exchange.h), overlapped with the host's update of the chunk before.
 //
+// Values offloaded too (add_offloaded_values, ZeRO-Infinity's parameters): a tensor has no
+// values in device memory; its master is kept with the offloaded state in every precision, and
+// each chunk's updated values go to a host buffer handed to the tensor's ValuesOut (which keeps
+// them where the scheme fetches them from).
+//
 // Zeroing (zero_gradients_after_step): each update writes zeros into the gradient it has read,
 // in the same pass, so that the next backward can add into the gradients (accumulate) instead of
 // zeroing them in a pass of its own.
 #include <mpi.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -56,8 +62,16 @@ class Optimizer : public FusedWeightUpdate<T> {
   bool step();
   // From now on add() keeps the state of its tensors in a scratch file in `dir` (named by
   // `rank`), or in host memory when `dir` is empty (a GPU's only: the CPU backend's memory is
-  // the host's). Before any add().
-  void offload_state_to(const std::string& dir, int rank);
+  // the host's). With `values_too`, tensors are added by add_offloaded_values() only. Before
+  // any add().
+  void offload_state_to(const std::string& dir, int rank, bool values_too = false);
+  // Where a tensor's updated values go: chunk [first, first + count), in host memory.
+  using ValuesOut = std::function<void(int64_t first, int64_t count, const T* values)>;
+  // Registers `count` elements of gradient at `grad` (device memory) whose values live off the
+  // device (offload_state_to(..., true)): `initial_master` (host, `count` fp32 elements) starts
+  // the master, and every step hands the updated values to `out`, a chunk at a time.
+  void add_offloaded_values(Acc<T>* grad, int64_t count, const Acc<T>* initial_master,
+                            ValuesOut out);
   // The offloaded state; null when the state is in memory.
   const OffloadedState<Acc<T>>* offloaded() const { return offloaded_.get(); }
   // What offloaded state moved and waited for so far (zeros when in memory).
@@ -91,6 +105,7 @@ class Optimizer : public FusedWeightUpdate<T> {
     Buffer<Acc<T>> master;  // mixed precision: the fp32 weights value is rounded from
     int64_t fused = 0;  // elements apply_block() updated in the open step
     int offloaded = -1;  // its index in offloaded_, whose arrays replace m, v and master
+    ValuesOut values_out;  // values offloaded: value is null, each updated chunk goes here
   };
   // Where a slot's state is, from element `first` on (null where it keeps none).
   struct State {
@@ -103,12 +118,16 @@ class Optimizer : public FusedWeightUpdate<T> {
   State offloaded_at(Acc<T>* const* arrays) const;
   // The state arrays a slot keeps, in OffloadedState's order: m and v (Adam), then master.
   int state_arrays() const;
+  // Offloaded state with a master whatever the precision: from a GPU, or with the values.
+  bool offloaded_master() const { return exchanged() || values_offloaded_; }
   // Offloaded from a GPU: the host keeps an fp32 master of every precision (DeviceExchange).
   bool exchanged() const { return exchange_ != nullptr; }
   void add_offloaded(Slot& slot, const Acc<T>* initial_master);
   // Slot `s` updated by the host, chunk by chunk, its gradients and values exchanged with the
-  // device.
+  // device (its values handed to values_out when they are offloaded too).
   void step_exchanged(Slot& s);
+  // Slot `s` updated chunk by chunk as its offloaded state streams by (the CPU backend).
+  void step_streamed(Slot& s);
   bool gradients_finite_everywhere();
   // Counts the step and settles its scalars (bias corrections, gradient scale).
   void begin_step(double grad_scale);
@@ -137,6 +156,8 @@ class Optimizer : public FusedWeightUpdate<T> {
   std::unique_ptr<DeviceExchange<T>> exchange_;
   std::unique_ptr<Device> host_;
   double host_update_seconds_ = 0;
+  bool values_offloaded_ = false;
+  std::vector<T> chunk_values_;  // values offloaded, CPU backend: a chunk's updated values
 };
 
 }  // namespace mlps

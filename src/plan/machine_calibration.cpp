@@ -279,10 +279,30 @@ nlohmann::json calibrated_machine(const CalibrationInputs& in) {
                    "them"},
         std::tuple{"host_offload_bandwidth", "offload_adam/host/",
                    "the gradients down and the values up while the host updates the state"}})
-    if (in.kernels.has_prefix(prefix))
+    if (key == std::string("offload_bandwidth") && !in.offload.empty()) {
+      // The node's ranks stream their state at once, and a disk may serve several queues
+      // faster than one: every process's bytes over the longest one's time (they started
+      // together), the node's rate.
+      double bytes = 0, longest = 0;
+      std::string files;
+      for (const KernelRates& f : in.offload) {
+        f.counter_by_prefix(prefix, "GB/s");  // InputError naming the file when absent
+        const std::string name = f.counters_by_prefix(prefix, "GB/s").front().first;
+        const double seconds = f.counter(name, "iterations") * f.counter(name, "real_time");
+        bytes += f.counter(name, "GB/s") * seconds;
+        longest = std::max(longest, seconds);
+        files += (files.empty() ? "" : ", ") + f.path();
+      }
+      machine[key] = figure(bytes / longest * 1e9,
+                            "measured by bin/bench_kernels in " +
+                                std::to_string(in.offload.size()) + " processes at once (" +
+                                files + "): " + prefix + "*, " + what +
+                                ", every process's bytes over the longest one's time");
+    } else if (in.kernels.has_prefix(prefix)) {
       machine[key] = figure(in.kernels.counter_by_prefix(prefix, "GB/s") * 1e9,
                             "measured by bin/bench_kernels (" + in.kernels.path() + "): " +
                                 prefix + "*, " + what + ", one process on the node");
+    }
   // The data loader's samples, made on one thread whatever the kernels ran on (no scaling).
   if (cpu && in.kernels.has_prefix("sample_load/host/"))
     machine["sample_load_seconds"] =

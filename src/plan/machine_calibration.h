@@ -33,6 +33,9 @@ struct CalibrationInputs {
   // when its hosts are several, else the inter-node link says it was not measured.
   const CommBenchRecord* inter_comm = nullptr;
   std::string inter_comm_path = {};
+  // bench_kernels' offload_adam/disk run in as many processes at once as the node runs ranks
+  // (optional): offload_bandwidth is their sum, the node's. Without it, `kernels`' one process.
+  std::vector<KernelRates> offload = {};
 };
 
 // This machine's description from `in`'s files, each figure's derivation in its "source"

@@ -97,6 +97,7 @@ void write_plan_json(const std::string& path, const std::vector<PlannedCandidate
         {"weights_from_memory_seconds", p.weights_from_memory},
         {"elementwise_seconds", p.elementwise},
         {"send_buffer_copies_seconds", p.send_buffer_copies}, {"optimizer_seconds", p.optimizer},
+        {"param_fetch_seconds", p.param_fetch},
         {"data_loading_seconds", p.data_loading},
         {"bubble_seconds", p.bubble}, {"bubble_fraction", p.bubble_fraction},
         {"comm_seconds", p.comm}, {"exposed_comm_seconds", p.exposed_comm},

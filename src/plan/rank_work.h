@@ -52,6 +52,10 @@ struct RankWork {
   // --offload optimizer on a GPU: the bytes crossing between the GPU and its host each step
   // (the shard's gradients down, its updated values up), the host updating the state.
   double exchanged_bytes = 0;
+  // --offload optimizer+params: the parameter shard's bytes brought back each step (every unit's
+  // before its forward's gather and again before its backward's), from the offloaded state's
+  // tier, not overlapped with compute.
+  double fetched_bytes = 0;
   // bf16/fp16 in 16-bit buffers (bin/serial): values and activations at 2 bytes, weight
   // gradients and optimizer state at 4 (memory_need.h's element_sizes); else emulated.
   bool typed_16bit = false;

@@ -23,6 +23,7 @@ RecordedPrediction predict_run(const PlanCandidate& candidate, const std::string
   r.figures = {{"step_seconds", p.step},
                {"compute_seconds", p.work()},
                {"optimizer_seconds", p.optimizer},
+               {"param_fetch_seconds", p.param_fetch},
                {"comm_seconds", p.comm},
                {"exposed_comm_seconds", p.exposed_comm},
                {"bubble_seconds", p.bubble},

@@ -159,6 +159,12 @@ StepPrediction predict_rank(const PlanCandidate& c, const MachineDescription& m,
     p.optimizer = std::max(p.optimizer, 2 * w.offloaded_state_bytes /
                                             m.streaming_share(m.offload_bandwidth, 0, on_node,
                                                               c.threads_per_rank));
+  // Offloaded parameters come back from the same tier, one way, before their gathers.
+  if (w.fetched_bytes > 0 && w.offloaded_state_bytes > 0 && m.offload_bandwidth > 0)
+    p.param_fetch = w.fetched_bytes / m.streaming_share(m.offload_bandwidth, 0, on_node,
+                                                        c.threads_per_rank);
+  else if (w.fetched_bytes > 0 && m.host_offload_bandwidth > 0)
+    p.param_fetch = w.fetched_bytes / (m.host_offload_bandwidth / std::max(1, on_node));
   // Buffers started before compute and waited for after it, with no progress meanwhile, have
   // left the caches (ZeRO-3's overlapped units; DDP's buckets all move at the end).
   const bool cold = !m.comm_overlaps_compute && w.hiding.cold_buffers;
@@ -211,7 +217,7 @@ StepPrediction predict_rank(const PlanCandidate& c, const MachineDescription& m,
   // A pipeline's bubble is a wait for a message: its core is free for the loader's thread then.
   if (m.loads_ahead(o.prefetch, on_node, c.threads_per_rank))
     p.data_loading = std::max(0.0, p.data_loading - p.bubble);
-  p.step = work + p.bubble + p.optimizer + p.exposed_comm + p.data_loading;
+  p.step = work + p.bubble + p.optimizer + p.param_fetch + p.exposed_comm + p.data_loading;
   p.samples_per_second = static_cast<double>(o.batch) / p.step;
   p.memory = w.memory;
   p.memory_available = m.memory_per_rank(on_node);

@@ -30,6 +30,7 @@ struct StepPrediction {
   double elementwise = 0;  // bias, ReLU, LayerNorm, residual, loss bytes at its bandwidth
   double send_buffer_copies = 0;  // reduce-scatter inputs copied when posted (MPI): in comm
   double optimizer = 0;    // the update's bytes at its bandwidth
+  double param_fetch = 0;  // offloaded parameters brought back (bin/data --offload +params)
   double data_loading = 0;  // the loader's samples, where no core (nor bubble) is left for it
   double bubble = 0;       // pipeline idle time
   double bubble_fraction = 0;

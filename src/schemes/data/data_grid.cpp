@@ -32,12 +32,14 @@ std::string data_grid_text(int ranks, const DataGrid& config) {
     text += ",shard-group=" + std::to_string(config.shard_group);
   if (config.offload == OffloadTier::host) text += ",offload=host";
   if (config.offload == OffloadTier::disk) text += ",offload=disk";
+  if (config.offload != OffloadTier::none && config.offload_params) text += "+params";
   return text;
 }
 
 void resolve_offload(DataGrid& config, const std::string& offload, const std::string& offload_to,
                      bool cpu_device) {
   config.offload = OffloadTier::none;
+  config.offload_params = false;
   config.offload_dir.clear();
   if (offload.empty() || offload == "none") {
     if (!offload_to.empty())
@@ -45,12 +47,17 @@ void resolve_offload(DataGrid& config, const std::string& offload, const std::st
     return;
   }
   if (config.zero == 0)
-    throw InputError("--offload optimizer needs --zero 1, 2 or 3 (ZeRO-Offload moves the "
-                     "optimizer state each rank owns): not --zero 0");
+    throw InputError("--offload " + offload + " needs --zero 1, 2 or 3 (ZeRO-Offload moves "
+                     "the optimizer state each rank owns): not --zero 0");
+  config.offload_params = offload == "optimizer+params";
+  if (config.offload_params && config.zero != 3)
+    throw InputError("--offload optimizer+params needs --zero 3: ZeRO " +
+                     std::to_string(config.zero) + " keeps every parameter on every rank, "
+                     "there is no shard of them to offload");
   if (offload_to.empty() || offload_to == "host") {
     if (cpu_device)
-      throw InputError("--offload optimizer on the CPU backend needs --offload-to disk:DIR (its "
-                       "state is in host memory already)");
+      throw InputError("--offload " + offload + " on the CPU backend needs --offload-to "
+                       "disk:DIR (its state is in host memory already)");
     config.offload = OffloadTier::host;
     return;
   }

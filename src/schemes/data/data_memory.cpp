@@ -17,14 +17,16 @@ namespace {
 // Optimizer::state_arrays(): Adam's two moments, and the fp32 master of 16-bit storage, or of
 // every precision offloaded from a GPU (its host keeps one). On disk they stream through two
 // staging buffers of kOffloadChunkBytes per array (less for a smaller shard), in host memory;
-// a GPU adds DeviceExchange's pinned staging, two chunks each way.
-void account_offload(MemoryNeed& need, const Options& o, double optimized, OffloadTier tier) {
+// a GPU adds DeviceExchange's pinned staging, two chunks each way. With the parameters
+// offloaded too (`params`) the master is kept in every precision.
+void account_offload(MemoryNeed& need, const Options& o, double optimized, OffloadTier tier,
+                     bool params = false) {
   const bool gpu = (o.device == "cuda" ? DeviceKind::cuda : resolve_device(o.device)) ==
                    DeviceKind::cuda;
   const ElementSizes sizes = element_sizes(o.precision, true);
   const bool mixed = storage_format(o.precision) != StorageFormat::full;
   const double arrays =
-      (o.optimizer.kind == OptimizerKind::adam ? 2 : 0) + (mixed || gpu ? 1 : 0);
+      (o.optimizer.kind == OptimizerKind::adam ? 2 : 0) + (mixed || gpu || params ? 1 : 0);
   const double chunk_bytes =
       std::min(static_cast<double>(kOffloadChunkBytes), optimized * sizes.kept);
   const double disk_staging = 2 * arrays * chunk_bytes;
@@ -49,6 +51,28 @@ void account_offload(MemoryNeed& need, const Options& o, double optimized, Offlo
   need.host += exchange_staging;
 }
 
+// --offload optimizer+params (ZeRO-3): the shard's values leave the device for the optimizer's
+// tier; a unit's shard comes back into kept device buffers of the largest unit's shard, as many
+// as gathered units (the gather's input; G = 1 < N computes in them, its shard the whole unit).
+// On disk a shard is read whole into host staging and each updated chunk written through a
+// chunk's; the CPU backend's update writes its chunk of values into a buffer of its own.
+void account_offloaded_values(MemoryNeed& need, const Options& o, double shard, int group,
+                              int64_t largest, const DataGrid& config) {
+  const ElementSizes sizes = element_sizes(o.precision, true);
+  const bool gpu = (o.device == "cuda" ? DeviceKind::cuda : resolve_device(o.device)) ==
+                   DeviceKind::cuda;
+  const double values = shard * sizes.stored;
+  need.parameters -= values;
+  (config.offload == OffloadTier::disk ? need.disk : need.host) += values;
+  const double units = config.overlap ? 2 : 1;
+  const double largest_shard = as_double(largest / group) * sizes.stored;
+  need.buffers += units * largest_shard;
+  const double chunk = static_cast<double>(kOffloadChunkBytes) / sizes.kept * sizes.stored;
+  double staging = gpu ? 0 : chunk;
+  if (config.offload == OffloadTier::disk) staging += largest_shard + chunk;
+  (gpu ? need.host : need.buffers) += staging;
+}
+
 }  // namespace
 
 MemoryNeed data_memory(const Options& o, int ranks, const DataGrid& config) {
@@ -63,17 +87,20 @@ MemoryNeed data_memory(const Options& o, int ranks, const DataGrid& config) {
     // The rank's 1/G shard of values and gradients, and per unit of the model the gathered
     // values and the gradients being reduce-scattered: the unit computing and its neighbour
     // (prefetch and the reduction still in flight with overlap). With G = 1 < N the shard is
-    // the whole model, computed with in place: nothing more (one rank alone runs plain ZeRO-3).
+    // the whole model, computed with in place: nothing more, unless it is offloaded (one rank
+    // alone runs plain ZeRO-3).
     const int group = config.shard_group > 0 ? config.shard_group : ranks;
     add_parameter_state(need, p / group, p / group, o.optimizer, o.precision, true);
-    account_offload(need, o, p / group, config.offload);
+    const bool params = config.offload_params && config.offload != OffloadTier::none;
+    account_offload(need, o, p / group, config.offload, params);
+    int64_t largest = 0;
+    for (int64_t count : unit_parameter_counts(o.model))
+      largest = std::max(largest, (count + group - 1) / group * group);
+    if (params) account_offloaded_values(need, o, p / group, group, largest, config);
     if (group == 1 && ranks > 1) return need;
     // Each unit's gathered values and the gradients it reduce-scatters live in kept buffers of
     // the largest unit's size (padded to G): two of each with overlap (the unit computing and
     // its neighbour being gathered or reduced), one without (fully_sharded_trainer.h).
-    int64_t largest = 0;
-    for (int64_t count : unit_parameter_counts(o.model))
-      largest = std::max(largest, (count + group - 1) / group * group);
     need.buffers += (config.overlap ? 2 : 1) * as_double(largest) * (sizes.stored + sizes.kept);
     return need;
   }

@@ -97,7 +97,7 @@ void DataParallelBase<T>::add_to_optimizer(const std::function<void()>& add) {
   MPI_Comm_size(metrics_comm_, &ranks);
   try {
     if (config_.offload != OffloadTier::none)
-      optimizer_.offload_state_to(config_.offload_dir, rank);
+      optimizer_.offload_state_to(config_.offload_dir, rank, config_.offload_params);
     add();
   } catch (const OutputError& e) {
     failure = e.what();

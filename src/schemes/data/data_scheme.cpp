@@ -62,10 +62,16 @@ std::vector<RankWork> data_work(const PlanCandidate& c, SchemeShape& shape) {
     for (const auto& [key, bytes] : w.bytes) w.call_shares[key] = bucket_shares;
   w.memory = data_memory(o, n, grid);
   w.offloaded_state_bytes = w.memory.disk;
-  if (w.memory.host > 0) {  // offloaded from a GPU: the shard's gradients down, values up
-    const ElementSizes sizes = element_sizes(o.precision, true);
-    w.exchanged_bytes = w.optimized_parameters * (sizes.kept + sizes.stored);
-  }
+  const ElementSizes sizes = element_sizes(o.precision, true);
+  // Offloaded from a GPU: the shard's gradients down, its values up (but offloaded ones).
+  if (w.memory.host > 0)
+    w.exchanged_bytes =
+        w.optimized_parameters * (sizes.kept + (grid.offload_params ? 0 : sizes.stored));
+  if (grid.offload_params && grid.offload != OffloadTier::none)
+    w.fetched_bytes = 2 * w.optimized_parameters * sizes.stored;
+  // Offloaded values on disk are written by the update, not read by it: half their bytes.
+  if (grid.offload_params && grid.offload == OffloadTier::disk)
+    w.offloaded_state_bytes -= w.optimized_parameters * sizes.stored / 2;
   // Overlapped, DDP's and ZeRO-1/2's buckets hide behind the backward pass (their parameters'
   // all-gather after the update waits), ZeRO-3's units behind the whole step; --no-overlap
   // starts them after the backward pass.
@@ -81,27 +87,31 @@ void describe_grid(PlanCandidate& c, const DataGrid& grid) {
   c.set_grid(grid, data_work, c.world);
 }
 
-// --zero 0-3 on every world above one rank, and ZeRO 1-3 with the optimizer state offloaded to
-// a GPU's host memory and to disk (bin/plan keeps those where the machine can price them and
-// nothing fits in memory: src/plan/offload_weighing.h).
+// --zero 0-3 on every world above one rank, ZeRO 1-3 with the optimizer state offloaded to a
+// GPU's host memory and to disk, and ZeRO-3 with its parameters too (bin/plan keeps those where
+// the machine can price them and nothing fits in memory: src/plan/offload_weighing.h).
 void add_grid_candidates(std::vector<PlanCandidate>& out, const PlanCandidate& base) {
   for (int zero = 0; zero <= 3 && base.world > 1; ++zero)
-    for (const OffloadTier tier : {OffloadTier::none, OffloadTier::host, OffloadTier::disk}) {
-      if (zero == 0 && tier != OffloadTier::none) continue;
-      std::vector<std::string> flags = {"--zero", std::to_string(zero)};
-      if (tier != OffloadTier::none)
-        flags.insert(flags.end(), {"--offload", "optimizer", "--offload-to",
-                                   tier == OffloadTier::host ? "host" : "disk:DIR"});
-      add_if_accepted(out, candidate_of(base, "data", flags), [&](PlanCandidate& c) {
-        DataGrid grid;
-        grid.zero = zero;
-        grid.offload = tier;
-        if (tier == OffloadTier::host) c.options.device = "cuda";  // the GPU's tier
-        check_batch_covers_ranks(c.options.batch, c.world);
-        resolve_shard_group(grid, c.world);
-        describe_grid(c, grid);
-      });
-    }
+    for (const OffloadTier tier : {OffloadTier::none, OffloadTier::host, OffloadTier::disk})
+      for (const bool params : {false, true}) {
+        if (zero == 0 && tier != OffloadTier::none) continue;
+        if (params && (zero != 3 || tier == OffloadTier::none)) continue;
+        std::vector<std::string> flags = {"--zero", std::to_string(zero)};
+        if (tier != OffloadTier::none)
+          flags.insert(flags.end(), {"--offload", params ? "optimizer+params" : "optimizer",
+                                     "--offload-to",
+                                     tier == OffloadTier::host ? "host" : "disk:DIR"});
+        add_if_accepted(out, candidate_of(base, "data", flags), [&](PlanCandidate& c) {
+          DataGrid grid;
+          grid.zero = zero;
+          grid.offload = tier;
+          grid.offload_params = params;
+          if (tier == OffloadTier::host) c.options.device = "cuda";  // the GPU's tier
+          check_batch_covers_ranks(c.options.batch, c.world);
+          resolve_shard_group(grid, c.world);
+          describe_grid(c, grid);
+        });
+      }
 }
 
 class DataScheme final : public Scheme {
@@ -119,8 +129,10 @@ class DataScheme final : public Scheme {
                    "default: one group of all ranks)")->check(CLI::Range(1, 1 << 20));
     app.add_option("--offload", offload_, "optimizer: keep the optimizer state each rank owns "
                    "(Adam's moments, and the fp32 master) out of the memory the model computes "
-                   "in, visited a chunk at a time during the update (ZeRO-Offload; --zero 1-3; "
-                   "default: none)")->check(CLI::IsMember({"none", "optimizer"}));
+                   "in, visited a chunk at a time during the update (ZeRO-Offload; --zero 1-3); "
+                   "optimizer+params: the parameter shard too, each unit's brought back before "
+                   "its all-gather (ZeRO-Infinity; --zero 3; default: none)")
+        ->check(CLI::IsMember({"none", "optimizer", "optimizer+params"}));
     app.add_option("--offload-to", offload_to_, "with --offload: host (a GPU's run, the "
                    "default there: the state in host memory, updated by the CPU, gradients and "
                    "values copied on a stream of their own) or disk:DIR (one scratch file per "

@@ -1,5 +1,7 @@
 #include "src/schemes/data/fully_sharded_trainer.h"
 
+#include <chrono>
+
 #include "src/schemes/named_tensors.h"
 
 namespace mlps {
@@ -23,11 +25,11 @@ FullyShardedTrainer<T>::FullyShardedTrainer(const TrainerSetup& s, const DataGri
     largest_unit_ = std::max(largest_unit_, layout.count);
     units_.push_back(std::move(layout));
   }
-  if (this->comm_) {
-    const int buffers = config.overlap ? 2 : 1;
-    gathered_pool_.reserve(largest_unit_, buffers);
-    reducing_pool_.reserve(largest_unit_, buffers);
-  }
+  const int buffers = config.overlap ? 2 : 1;
+  if (this->comm_) reducing_pool_.reserve(largest_unit_, buffers);
+  // G = 1 computes with its shard in place, unless it lives off the device.
+  if (this->comm_ || config.offload_params) gathered_pool_.reserve(largest_unit_, buffers);
+  if (this->comm_ && config.offload_params) fetched_pool_.reserve(largest_unit_ / ranks, buffers);
   // Each rank generates only its own shard of the initial weights (padding stays zero), in
   // fp32 for typed storage: the optimizer's master, of which the 16-bit values are the rounding.
   std::vector<Acc<T>> host(static_cast<size_t>(shard), Acc<T>(0));
@@ -44,9 +46,35 @@ FullyShardedTrainer<T>::FullyShardedTrainer(const TrainerSetup& s, const DataGri
                            begin - layout.offsets[i], end - begin);
     }
   }
-  shard_values_ = Buffer<T>(this->device_, shard);
   shard_grads_ = Buffer<Acc<T>>(this->device_, shard);
   shard_grads_.zero();
+  if (config.offload_params) {
+    this->add_to_optimizer([&] {
+      int rank = 0;
+      MPI_Comm_rank(this->grid_.world(), &rank);
+      // Chunks of the optimizer's, so that each updated chunk lands aligned in the file.
+      shard_store_ = std::make_unique<OffloadedState<T>>(
+          config.offload_dir, rank, kOffloadChunkBytes / static_cast<int64_t>(sizeof(Acc<T>)),
+          "params");
+      std::vector<T> values;
+      for (int u = 0; u < this->model_.unit_count(); ++u) {
+        const Acc<T>* initial = host.data() + units_[u].shard_offset;
+        values.resize(static_cast<size_t>(shard_count(u)));
+        for (size_t i = 0; i < values.size(); ++i) {
+          if constexpr (is_16bit_v<T>) values[i] = from_float<T>(initial[i]);
+          else values[i] = initial[i];
+        }
+        shard_store_->add(shard_count(u), {values.data()});
+        this->optimizer_.add_offloaded_values(
+            unit_shard(shard_grads_, u), shard_count(u), initial,
+            [this, u](int64_t first, int64_t count, const T* updated) {
+              shard_store_->write(u, first, count, updated);
+            });
+      }
+    });
+    return;
+  }
+  shard_values_ = Buffer<T>(this->device_, shard);
   if constexpr (is_16bit_v<T>) {
     std::vector<T> values(host.size());
     for (size_t i = 0; i < host.size(); ++i) values[i] = from_float<T>(host[i]);
@@ -60,26 +88,53 @@ FullyShardedTrainer<T>::FullyShardedTrainer(const TrainerSetup& s, const DataGri
   }
 }
 
+// A synchronous copy: the file's staging, or host memory, is reused by the next fetch.
+template <typename T>
+void FullyShardedTrainer<T>::fetch(int unit, T* to) {
+  const auto start = std::chrono::steady_clock::now();
+  const T* values = shard_store_->read(unit);
+  this->device_.to_device(to, values, sizeof(T) * static_cast<size_t>(shard_count(unit)));
+  fetch_seconds_ +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 template <typename T>
 void FullyShardedTrainer<T>::start_gather(int unit) {
   if (!this->comm_ || unit < 0 || unit >= static_cast<int>(units_.size()) ||
       gathered_.count(unit))
     return;
-  Gathered g{gathered_pool_.take(largest_unit_), nullptr};
-  g.pending = this->comm_->all_gather_async(unit_shard(shard_values_, unit), g.values.data(),
-                                            shard_count(unit), data_type_of<T>());
+  Gathered g{gathered_pool_.take(largest_unit_), nullptr, {}};
+  const T* shard = nullptr;
+  if (shard_store_) {
+    g.fetched = fetched_pool_.take(largest_unit_ / this->shard_ranks());
+    fetch(unit, g.fetched.data());
+    shard = g.fetched.data();
+  } else {
+    shard = unit_shard(shard_values_, unit);
+  }
+  g.pending = this->comm_->all_gather_async(shard, g.values.data(), shard_count(unit),
+                                            data_type_of<T>());
   gathered_.emplace(unit, std::move(g));
 }
 
 template <typename T>
 void FullyShardedTrainer<T>::use_gathered(int unit) {
   const Params& params = this->unit_parameters(unit);
-  T* values = unit_shard(shard_values_, unit);  // G = 1: the whole unit, in place
+  T* values = nullptr;
   if (this->comm_) {
     start_gather(unit);
     Gathered& g = gathered_.at(unit);
     complete(g.pending);
     values = g.values.data();
+  } else if (shard_store_) {  // G = 1: the whole unit, brought back
+    if (!gathered_.count(unit)) {
+      Gathered g{gathered_pool_.take(largest_unit_), nullptr, {}};
+      fetch(unit, g.values.data());
+      gathered_.emplace(unit, std::move(g));
+    }
+    values = gathered_.at(unit).values.data();
+  } else {
+    values = unit_shard(shard_values_, unit);  // G = 1: the whole unit, in place
   }
   for (size_t i = 0; i < params.size(); ++i)
     params[i]->value = Buffer<T>::view(this->device_, values + units_[unit].offsets[i],
@@ -92,6 +147,7 @@ void FullyShardedTrainer<T>::release(int unit) {
   const auto it = gathered_.find(unit);
   if (it == gathered_.end()) return;
   gathered_pool_.give(std::move(it->second.values));
+  fetched_pool_.give(std::move(it->second.fetched));
   gathered_.erase(it);
 }
 
@@ -178,6 +234,21 @@ std::vector<NamedTensor> FullyShardedTrainer<T>::gather_parameters() {
   }
   this->discard_untaken_comm();  // verification traffic is not part of any iteration
   return tensors;
+}
+
+template <typename T>
+std::vector<std::string> FullyShardedTrainer<T>::extra_timing_names() const {
+  std::vector<std::string> names = DataParallelBase<T>::extra_timing_names();
+  if (shard_store_) names.push_back("param_fetch");
+  return names;
+}
+
+template <typename T>
+std::vector<double> FullyShardedTrainer<T>::take_extra_timings() {
+  std::vector<double> step = DataParallelBase<T>::take_extra_timings();
+  if (shard_store_) step.push_back(fetch_seconds_ - fetch_taken_);
+  fetch_taken_ = fetch_seconds_;
+  return step;
 }
 
 template class FullyShardedTrainer<float>;

@@ -8,9 +8,14 @@
 // whole units: they are used in place, and their gradients only all-reduced, as DDP's.
 // T = bf16 or fp16 is typed 16-bit storage: 16-bit values, gathered as they are, and fp32
 // gradients, reduced as the emulation's fp32 buffers are.
+// --offload optimizer+params (ZeRO-Infinity): the shard's values live in host memory or the
+// rank's second scratch file, a region per unit, written there by the optimizer's update; each
+// unit's shard is brought back into a kept device buffer just before its all-gather (the
+// prefetch's, one unit ahead with overlap), and only gathered units are on the device.
 #include <map>
 
 #include "src/device/buffer_pool.h"
+#include "src/optim/offloaded_state.h"
 #include "src/schemes/data/data_parallel_base.h"
 
 namespace mlps {
@@ -21,6 +26,10 @@ class FullyShardedTrainer : public DataParallelBase<T> {
   FullyShardedTrainer(const TrainerSetup& setup, const DataGrid& config);
 
   std::vector<NamedTensor> gather_parameters() override;
+  // Adds /timing/param_fetch with the parameters offloaded: the time spent bringing unit
+  // shards back (inside forward and backward).
+  std::vector<std::string> extra_timing_names() const override;
+  std::vector<double> take_extra_timings() override;
 
  private:
   using Params = typename DataParallelBase<T>::Params;
@@ -32,6 +41,7 @@ class FullyShardedTrainer : public DataParallelBase<T> {
   struct Gathered {
     Buffer<T> values;
     PendingComm pending;  // the all-gather filling values, until waited
+    Buffer<T> fetched;    // parameters offloaded: the shard brought back, the gather's input
   };
   struct Reducing {
     int unit = 0;
@@ -48,6 +58,8 @@ class FullyShardedTrainer : public DataParallelBase<T> {
   // Each unit's gradients land in a fresh zeroed buffer when reduced within a group (G > 1).
   bool gradients_start_zero() const override { return this->comm_ != nullptr; }
   void start_gather(int unit);
+  // Parameters offloaded: the unit's shard from where it lives into device memory at `to`.
+  void fetch(int unit, T* to);
   // Waits for the unit's gather (starting it if needed) and points its parameters at it.
   void use_gathered(int unit);
   void release(int unit);
@@ -73,6 +85,11 @@ class FullyShardedTrainer : public DataParallelBase<T> {
   std::map<int, Gathered> gathered_;
   std::vector<Reducing> reducing_;
   std::vector<PendingComm> replicating_;  // the shards' all-reduces, waited after backward
+  // --offload optimizer+params: the shard's values by unit (shard_values_ stays empty), the
+  // device buffers they are fetched into (two with overlap, G > 1), and the time it took.
+  std::unique_ptr<OffloadedState<T>> shard_store_;
+  BufferPool<T> fetched_pool_{this->device_};
+  double fetch_seconds_ = 0, fetch_taken_ = 0;
 };
 
 }  // namespace mlps

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/half_types.h"
 #include "src/base/errors.h"
 #include "src/base/scratch_file.h"
 #include "src/optim/offloaded_state.h"
@@ -105,6 +106,25 @@ TEST(OffloadedState, StreamsEveryChunkAndKeepsWhatTheUpdateWrote) {
   EXPECT_EQ(::rmdir(dir.c_str()), 0) << "the state's file was left in " << dir;
 }
 
+// The tests' tensor: its starting values, and three steps of its gradients.
+template <typename T>
+std::vector<T> starting_values(int64_t n) {
+  std::vector<T> v(n);
+  for (int64_t i = 0; i < n; ++i) v[i] = static_cast<T>(std::sin(0.1 * static_cast<double>(i)));
+  return v;
+}
+
+template <typename T>
+void take_three_steps(Optimizer<T>& optimizer, Buffer<T>& grad, int64_t n) {
+  for (int step = 0; step < 3; ++step) {
+    std::vector<T> g(n);
+    for (int64_t i = 0; i < n; ++i)
+      g[i] = static_cast<T>(std::cos(0.37 * static_cast<double>(i) + step));
+    grad.upload(g);
+    EXPECT_TRUE(optimizer.step());
+  }
+}
+
 // One tensor of n elements updated 3 times by Adam or SGD on `kind`, its state in memory
 // (nullopt), in host memory (a GPU's, "") or in a scratch file in a folder.
 template <typename T>
@@ -116,17 +136,10 @@ std::vector<T> trained(OptimizerKind kind, int64_t n, std::optional<std::string>
   Optimizer<T> optimizer(device, config, MPI_COMM_SELF);
   if (offload) optimizer.offload_state_to(*offload, 0);
   Buffer<T> value(device, n), grad(device, n);
-  std::vector<T> v(n);
-  for (int64_t i = 0; i < n; ++i) v[i] = static_cast<T>(std::sin(0.1 * static_cast<double>(i)));
+  std::vector<T> v = starting_values<T>(n);
   value.upload(v);
   optimizer.add(value.data(), grad.data(), n);
-  for (int step = 0; step < 3; ++step) {
-    std::vector<T> g(n);
-    for (int64_t i = 0; i < n; ++i)
-      g[i] = static_cast<T>(std::cos(0.37 * static_cast<double>(i) + step));
-    grad.upload(g);
-    EXPECT_TRUE(optimizer.step());
-  }
+  take_three_steps(optimizer, grad, n);
   const OffloadTraffic t = optimizer.offload_traffic();
   if (offload && on == DeviceKind::cuda) {  // every step: the gradients down, the values up
     EXPECT_EQ(t.bytes_down, 3.0 * n * sizeof(T));
@@ -212,6 +225,81 @@ TEST(OffloadedState, AGpuOptimizerWithItsStateOnTheHostOrOnDiskUpdatesAsOnTheGpu
                              trained<double>(OptimizerKind::sgd, 1000, memory, DeviceKind::cuda)),
             "");
   EXPECT_EQ(::rmdir(dir.c_str()), 0) << "a state file was left in " << dir;
+}
+
+// ZeRO-3's parameter shard off the device (--offload optimizer+params): a unit's values read
+// whole and written a chunk at a time, in host memory and in a file (direct where the file
+// system allows it: whole chunks and a padded last one), and typed 16-bit values.
+TEST(OffloadedState, ValuesAreReadWholeAndWrittenAChunkAtATime) {
+  const std::string dir = scratch_dir();
+  // bf16 has no ==: its bits compared.
+  const auto bits = [](const bf16* values, int64_t n) {
+    std::vector<uint16_t> out(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) out[i] = values[i].bits;
+    return out;
+  };
+  for (const std::string& to : {std::string(), dir}) {
+    const int64_t chunk = kOffloadChunkBytes / 4;  // the optimizer's, for fp32 state
+    OffloadedState<bf16> values(to, 0, chunk, "params");
+    const int64_t n = chunk + 1000;
+    std::vector<bf16> start(static_cast<size_t>(n)), other(10, from_float<bf16>(-1.0f));
+    for (int64_t i = 0; i < n; ++i) start[i] = from_float<bf16>(static_cast<float>(i % 256));
+    const int first = values.add(10, {other.data()});
+    const int tensor = values.add(n, {start.data()});
+    EXPECT_EQ(bits(values.read(tensor), n), bits(start.data(), n));
+    std::vector<bf16> updated(start);
+    for (int64_t at = 0; at < n; at += chunk) {
+      const int64_t count = std::min(chunk, n - at);
+      for (int64_t i = at; i < at + count; ++i) updated[i] = from_float<bf16>(0.5f * i);
+      values.write(tensor, at, count, updated.data() + at);
+    }
+    EXPECT_EQ(bits(values.read(tensor), n), bits(updated.data(), n))
+        << (to.empty() ? "host" : "disk");
+    EXPECT_EQ(bits(values.read(first), 10), bits(other.data(), 10));
+    EXPECT_THROW(values.write(tensor, 7, 1, updated.data()), std::logic_error);  // not a chunk
+  }
+  EXPECT_EQ(::rmdir(dir.c_str()), 0) << "the values' file was left in " << dir;
+}
+
+// The optimizer of a tensor whose values live off the device (add_offloaded_values): each
+// updated chunk handed out equals the tensor updated in memory, on the CPU (state on disk) and
+// on a GPU (state in host memory or on disk, against the GPU's own update).
+template <typename T>
+std::vector<T> trained_off_device(int64_t n, const std::string& dir, DeviceKind on) {
+  Device device(on);
+  Optimizer<T> optimizer(device, OptimizerConfig{}, MPI_COMM_SELF);
+  optimizer.offload_state_to(dir, 0, true);
+  Buffer<T> grad(device, n);
+  std::vector<T> v = starting_values<T>(n);
+  optimizer.add_offloaded_values(grad.data(), n, v.data(),
+                                 [&](int64_t first, int64_t count, const T* values) {
+                                   std::copy(values, values + count, v.begin() + first);
+                                 });
+  take_three_steps(optimizer, grad, n);
+  return v;
+}
+
+TEST(OffloadedState, AnOptimizerOfValuesOffDeviceUpdatesThemAsInMemory) {
+  const std::string dir = scratch_dir();
+  const int64_t n = 3 * kOffloadChunkBytes / 8;
+  EXPECT_EQ(first_difference(trained_off_device<float>(n, dir, DeviceKind::cpu),
+                             trained<float>(OptimizerKind::adam, n, std::nullopt)),
+            "");
+  EXPECT_EQ(first_difference(trained_off_device<double>(1000, dir, DeviceKind::cpu),
+                             trained<double>(OptimizerKind::adam, 1000, std::nullopt)),
+            "");
+  EXPECT_EQ(::rmdir(dir.c_str()), 0) << "a file was left in " << dir;
+}
+
+TEST(OffloadedState, AGpuOptimizerOfValuesOffDeviceUpdatesThemAsOnTheGpu) {
+  MLPS_REQUIRE_GPU("adam_update, values offloaded to the host");
+  const std::string dir = scratch_dir();
+  const int64_t n = 3 * kOffloadChunkBytes / 8;
+  const auto on_gpu = trained<float>(OptimizerKind::adam, n, std::nullopt, DeviceKind::cuda);
+  for (const std::string& to : {std::string(), dir})
+    EXPECT_EQ(first_difference(trained_off_device<float>(n, to, DeviceKind::cuda), on_gpu), "")
+        << (to.empty() ? "host" : "disk");
+  EXPECT_EQ(::rmdir(dir.c_str()), 0) << "a file was left in " << dir;
 }
 
 TEST(OffloadedState, TheCpuBackendHasNoHostTierToOffloadTo) {

@@ -134,6 +134,24 @@ TEST_F(PlanMachineFile, CalibrationTakesTheBestRatesAndTheCommSweepsEnds) {
   const MachineDescription with_adam = load_machine_description(write(
       calibrated_machine({rates, read, comm, 2, 8e9, "test", {}, &adam_rates}).dump()));
   EXPECT_DOUBLE_EQ(with_adam.optimizer_bandwidth, 50e9);  // one thread's, for the node's 2 cores
+  // The offload file's Adam in two processes at once: 2 GB in 2 s and 2 GB in 4 s are the
+  // node's 4 GB in 4 s, not the sum of their rates (1 + 0.5 GB/s) nor one process's.
+  std::vector<KernelRates> offload;
+  for (const auto& [file, iterations, rate] :
+       {std::tuple{"offload-0.json", 10, 1.0}, std::tuple{"offload-1.json", 20, 0.5}}) {
+    std::ofstream((dir_ / file).string())
+        << R"({"benchmarks": [{"name": "offload_adam/disk/f32/mb:64/real_time", )"
+        << R"("run_type": "iteration", "iterations": )" << iterations
+        << R"(, "real_time": 200, "time_unit": "ms", "GB/s": )" << rate << "}]}";
+    offload.emplace_back((dir_ / file).string());
+  }
+  CalibrationInputs node{rates, read, comm, 2, 8e9, "test"};
+  node.offload = offload;
+  EXPECT_DOUBLE_EQ(load_machine_description(write(calibrated_machine(node).dump()))
+                       .offload_bandwidth,
+                   1e9);
+  node.offload = {rates};  // a file without offload_adam: refused, naming it
+  EXPECT_THROW(calibrated_machine(node), InputError);
   EXPECT_DOUBLE_EQ(m.gemm_fp32_flops, 0.05e12);  // the fastest GEMM of its type
   EXPECT_DOUBLE_EQ(m.gemm_fp64_flops, 0.02e12);
   EXPECT_DOUBLE_EQ(m.memory_bandwidth, 15e9);     // the faster of copy and STREAM add
