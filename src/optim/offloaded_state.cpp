@@ -84,11 +84,27 @@ template <typename A>
 const A* OffloadedState<A>::read(int tensor) {
   const Region& r = regions_.at(static_cast<size_t>(tensor));
   if (!file_) return host_.data() + r.offset;
-  const uint64_t bytes = transfer_bytes(r.count);
-  if (whole_.bytes() < bytes) whole_ = ScratchBuffer(bytes);
-  file_->read(whole_.data(), bytes, r.offset);
+  if (whole_.bytes() < read_bytes(tensor)) whole_ = ScratchBuffer(read_bytes(tensor));
+  read_into(tensor, reinterpret_cast<A*>(whole_.data()));
   traffic_.bytes_read += static_cast<double>(r.count) * sizeof(A);
   return reinterpret_cast<const A*>(whole_.data());
+}
+
+template <typename A>
+uint64_t OffloadedState<A>::read_bytes(int tensor) const {
+  const Region& r = regions_.at(static_cast<size_t>(tensor));
+  return file_ ? transfer_bytes(r.count) : static_cast<uint64_t>(r.count) * sizeof(A);
+}
+
+template <typename A>
+void OffloadedState<A>::read_into(int tensor, A* to) const {
+  const Region& r = regions_.at(static_cast<size_t>(tensor));
+  if (!file_) {
+    std::copy(host_.begin() + static_cast<std::ptrdiff_t>(r.offset),
+              host_.begin() + static_cast<std::ptrdiff_t>(r.offset + r.count), to);
+    return;
+  }
+  file_->read(to, read_bytes(tensor), r.offset);
 }
 
 template <typename A>

@@ -48,6 +48,10 @@ class OffloadedState {
   // Array 0 of tensor `tensor` whole, in host memory: where it is (host tier) or read into a
   // buffer of this object (disk; valid until the next read).
   const A* read(int tensor);
+  // The same into `to`: read_bytes(tensor) of host memory, aligned to kScratchAlignment (a
+  // ScratchBuffer). Callable on a thread of its own while no write() runs; counts no traffic.
+  void read_into(int tensor, A* to) const;
+  uint64_t read_bytes(int tensor) const;
   // Elements [first, first + n) of array 0 of tensor `tensor` from host `values`; `first` a
   // multiple of chunk_elements() (a direct file's alignment).
   void write(int tensor, int64_t first, int64_t n, const A* values);

@@ -65,6 +65,8 @@ FullyShardedTrainer<T>::FullyShardedTrainer(const TrainerSetup& s, const DataGri
           else values[i] = initial[i];
         }
         shard_store_->add(shard_count(u), {values.data()});
+        if (shard_store_->on_disk() && read_staging_.bytes() < shard_store_->read_bytes(u))
+          read_staging_ = ScratchBuffer(shard_store_->read_bytes(u));
         this->optimizer_.add_offloaded_values(
             unit_shard(shard_grads_, u), shard_count(u), initial,
             [this, u](int64_t first, int64_t count, const T* updated) {
@@ -92,10 +94,41 @@ FullyShardedTrainer<T>::FullyShardedTrainer(const TrainerSetup& s, const DataGri
 template <typename T>
 void FullyShardedTrainer<T>::fetch(int unit, T* to) {
   const auto start = std::chrono::steady_clock::now();
-  const T* values = shard_store_->read(unit);
+  const T* values = nullptr;
+  if (shard_store_->on_disk()) {
+    T* staged = reinterpret_cast<T*>(read_staging_.data());
+    if (reading_unit_ == unit) {
+      reading_unit_ = -1;
+      reading_.get();
+    } else {
+      finish_read();
+      shard_store_->read_into(unit, staged);
+    }
+    values = staged;
+  } else {
+    values = shard_store_->read(unit);
+  }
   this->device_.to_device(to, values, sizeof(T) * static_cast<size_t>(shard_count(unit)));
   fetch_seconds_ +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+template <typename T>
+void FullyShardedTrainer<T>::prefetch(int unit) {
+  if (!shard_store_ || !shard_store_->on_disk() || unit < 0 ||
+      unit >= static_cast<int>(units_.size()) || reading_.valid())
+    return;
+  reading_unit_ = unit;
+  reading_ = std::async(std::launch::async, [this, unit] {
+    shard_store_->read_into(unit, reinterpret_cast<T*>(read_staging_.data()));
+  });
+}
+
+template <typename T>
+void FullyShardedTrainer<T>::finish_read() {
+  if (!reading_.valid()) return;
+  reading_unit_ = -1;
+  reading_.get();
 }
 
 template <typename T>
@@ -155,6 +188,7 @@ template <typename T>
 void FullyShardedTrainer<T>::before_forward(int unit) {
   use_gathered(unit);
   if (this->config_.overlap) start_gather(unit + 1);  // prefetch the next unit
+  prefetch(unit + fetch_ahead());
 }
 
 template <typename T>
@@ -164,6 +198,7 @@ void FullyShardedTrainer<T>::before_backward(int unit) {
   if (this->replica_comm_) this->replica_comm_->progress();
   use_gathered(unit);
   if (this->config_.overlap) start_gather(unit - 1);  // backward runs units in reverse
+  prefetch(unit - fetch_ahead());
   Acc<T>* grads = unit_shard(shard_grads_, unit);  // G = 1: the whole unit, in place
   if (this->comm_) {
     Reducing r{unit, reducing_pool_.take(largest_unit_), nullptr};
@@ -218,6 +253,7 @@ void FullyShardedTrainer<T>::replicate(int unit) {
 
 template <typename T>
 void FullyShardedTrainer<T>::finish_gradient_sync() {
+  finish_read();  // the update rewrites the shards
   finish_reductions(0);
   for (PendingComm& p : replicating_) p->wait();
   replicating_.clear();

@@ -11,7 +11,9 @@
 // --offload optimizer+params (ZeRO-Infinity): the shard's values live in host memory or the
 // rank's second scratch file, a region per unit, written there by the optimizer's update; each
 // unit's shard is brought back into a kept device buffer just before its all-gather (the
-// prefetch's, one unit ahead with overlap), and only gathered units are on the device.
+// prefetch's, one unit ahead with overlap), and only gathered units are on the device. From disk
+// the shard after that is read on a thread meanwhile, while the current unit computes.
+#include <future>
 #include <map>
 
 #include "src/device/buffer_pool.h"
@@ -60,6 +62,12 @@ class FullyShardedTrainer : public DataParallelBase<T> {
   void start_gather(int unit);
   // Parameters offloaded: the unit's shard from where it lives into device memory at `to`.
   void fetch(int unit, T* to);
+  // Parameters on disk: starts reading the unit's shard on a thread, unless one is in flight.
+  void prefetch(int unit);
+  // Waits for the read in flight, if any (its bytes then unused).
+  void finish_read();
+  // How far ahead of the unit computing the next fetch is: the gather's prefetch with overlap.
+  int fetch_ahead() const { return this->comm_ && this->config_.overlap ? 2 : 1; }
   // Waits for the unit's gather (starting it if needed) and points its parameters at it.
   void use_gathered(int unit);
   void release(int unit);
@@ -90,6 +98,9 @@ class FullyShardedTrainer : public DataParallelBase<T> {
   std::unique_ptr<OffloadedState<T>> shard_store_;
   BufferPool<T> fetched_pool_{this->device_};
   double fetch_seconds_ = 0, fetch_taken_ = 0;
+  ScratchBuffer read_staging_;  // on disk: the largest unit's shard, read into by prefetch()
+  int reading_unit_ = -1;
+  std::future<void> reading_;  // last: destroyed (waited for) before what it reads and writes
 };
 
 }  // namespace mlps
