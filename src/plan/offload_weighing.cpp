@@ -36,7 +36,8 @@ std::string weigh_offloaded(std::vector<PlannedCandidate>& plan, const MachineDe
                        "description has no ") +
            (gpu ? "host_offload_bandwidth" : "offload_bandwidth") + " to price it";
   return "nothing fits in memory: weighed with the optimizer state offloaded to " +
-         std::string(gpu ? "host memory" : "disk") + " (bin/data --offload optimizer)";
+         std::string(gpu ? "host memory" : "disk") +
+         " (bin/data --offload optimizer, and optimizer+params under ZeRO-3)";
 }
 
 }  // namespace mlps
