@@ -155,8 +155,8 @@ int main(int argc, char** argv) {
                    "gives both links)");
     app.add_option("--offload-kernels", offload_paths, "with --calibrate: bin/bench_kernels "
                    "JSON with offload_adam/disk, one file per process of a run in as many "
-                   "processes at once as the node runs ranks: offload_bandwidth is their sum "
-                   "(default: --kernels' one process)")->delimiter(',')->check(CLI::ExistingFile);
+                   "processes at once as the node runs ranks: offload_bandwidth is all their "
+                   "bytes over the longest one's time (default: --kernels' one process)")->delimiter(',')->check(CLI::ExistingFile);
     app.add_option("--core-kernels", core_path, "with --calibrate: bin/bench_kernels JSON with "
                    "copy, stream_add and adam_update on one thread while the other cores idle, "
                    "for what a core streams alone (default: the node's share)");

@@ -34,7 +34,8 @@ struct CalibrationInputs {
   const CommBenchRecord* inter_comm = nullptr;
   std::string inter_comm_path = {};
   // bench_kernels' offload_adam/disk run in as many processes at once as the node runs ranks
-  // (optional): offload_bandwidth is their sum, the node's. Without it, `kernels`' one process.
+  // (optional): offload_bandwidth is the node's, all their bytes over the longest one's time.
+  // Without it, `kernels`' one process.
   std::vector<KernelRates> offload = {};
 };
 

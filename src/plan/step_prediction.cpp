@@ -155,14 +155,14 @@ StepPrediction predict_rank(const PlanCandidate& c, const MachineDescription& m,
   // (host_offload_bandwidth is measured so, one process on the node, whose ranks share it).
   if (w.exchanged_bytes > 0 && m.host_offload_bandwidth > 0)
     p.optimizer = w.exchanged_bytes / (m.host_offload_bandwidth / std::max(1, on_node));
+  const double disk_share =
+      m.streaming_share(m.offload_bandwidth, 0, on_node, c.threads_per_rank);
   if (w.offloaded_state_bytes > 0 && m.offload_bandwidth > 0)
-    p.optimizer = std::max(p.optimizer, 2 * w.offloaded_state_bytes /
-                                            m.streaming_share(m.offload_bandwidth, 0, on_node,
-                                                              c.threads_per_rank));
-  // Offloaded parameters come back from the same tier, one way, before their gathers.
+    p.optimizer = std::max(p.optimizer, 2 * w.offloaded_state_bytes / disk_share);
+  // Offloaded parameters come back from the same tier, one way, before their gathers (priced
+  // whole: the run reads the next shard from disk on a thread, which hides part of it).
   if (w.fetched_bytes > 0 && w.offloaded_state_bytes > 0 && m.offload_bandwidth > 0)
-    p.param_fetch = w.fetched_bytes / m.streaming_share(m.offload_bandwidth, 0, on_node,
-                                                        c.threads_per_rank);
+    p.param_fetch = w.fetched_bytes / disk_share;
   else if (w.fetched_bytes > 0 && m.host_offload_bandwidth > 0)
     p.param_fetch = w.fetched_bytes / (m.host_offload_bandwidth / std::max(1, on_node));
   // Buffers started before compute and waited for after it, with no progress meanwhile, have
